@@ -1,0 +1,49 @@
+//! quiver's domain model: what a tool is, what a call carries, what it returns, and what a call is
+//! worth.
+//!
+//! Everything else in quiver speaks in these types. The host converts between them and the JSON that
+//! crosses the plugin boundary; provider authors get them re-exported from `quiver-plugin-sdk`.
+//!
+//! - [`tool`]: the tool contracts — [`ToolSpec`], [`ToolContext`], [`ToolResult`] — and qualified
+//!   tool names ([`ToolName`]).
+//! - [`value_model`]: the value-model family ([`ToolValueModel`] and its parts), the partial
+//!   [`ValueModelLayer`] that each source contributes, and the right-wins field-by-field merge that
+//!   yields the effective model together with the layer that set each field.
+//! - [`projection`]: generic follow-up argument projection by a small JSON path.
+//! - [`manifest`]: what a plugin reports about itself.
+//! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
+//!   agent built-ins (Read, Grep, Bash…).
+//!
+//! **Architecture Invariant**: this crate is pure. It depends on no other workspace crate and on
+//! nothing that does IO: no tokio, no HTTP client, no abi_stable, no filesystem. That keeps every
+//! algorithm here testable with plain values, and keeps plugin authors' builds small.
+//!
+//! ```
+//! use quiver_core::value_model::{LayerSource, ValueModelLayer, ValueClass, resolve};
+//!
+//! let provider: ValueModelLayer = serde_json::from_str(r#"{"value_class": "critical"}"#).unwrap();
+//! let user: ValueModelLayer = toml::from_str("cost_model = { freshness_ttl_s = 30 }").unwrap();
+//! let resolved = resolve(&[
+//!     (LayerSource::Provider("github".into()), &provider),
+//!     (LayerSource::UserExact("github.get_issue".into()), &user),
+//! ]);
+//! assert_eq!(resolved.model.value_class, ValueClass::Critical);
+//! assert_eq!(resolved.model.cost_model.freshness_ttl_s, Some(30));
+//! assert_eq!(resolved.source_of("value_class"), Some(&LayerSource::Provider("github".into())));
+//! ```
+#![deny(missing_docs)]
+
+pub mod defaults;
+pub mod manifest;
+pub mod projection;
+pub mod tool;
+pub mod value_model;
+
+pub use manifest::{Capability, PluginManifest};
+pub use tool::{
+    CancellationFlag, Content, ToolContext, ToolErrorKind, ToolName, ToolResult, ToolSpec,
+};
+pub use value_model::{
+    CostModel, FieldGroup, FollowUpLink, LayerSource, ResolvedValueModel, SideEffectClass,
+    ToolValueModel, UserLayers, ValueClass, ValueModelLayer,
+};

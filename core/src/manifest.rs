@@ -1,0 +1,59 @@
+//! What a plugin says about itself: the manifest it reports across the boundary.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::ToolSpec;
+
+/// Something a plugin can do beyond serving its tools. An open set: a capability this host does
+/// not know becomes [`Capability::Unknown`] and is ignored, so newer plugins load in older hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// Serves tool calls.
+    Tools,
+    /// Ships value-model layers for its tools.
+    ValueModel,
+    /// Builds follow-up arguments from previous results.
+    ProjectArgs,
+    /// Names the host whose rate limit a call spends.
+    RateLimitHost,
+    /// A capability this host does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A plugin's manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PluginManifest {
+    /// The provider name that qualifies its tools (`github`).
+    pub name: String,
+    /// The provider's version.
+    pub version: String,
+    /// The `quiver-plugin-sdk` version it was built with.
+    pub sdk_version: String,
+    /// What it can do.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// Its tools.
+    pub tools: Vec<ToolSpec>,
+    /// JSON schema of its `[providers.NAME]` configuration.
+    #[serde(default)]
+    pub config_schema: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_capabilities_are_tolerated() {
+        let m: PluginManifest = serde_json::from_value(serde_json::json!({
+            "name": "x", "version": "1", "sdk_version": "0.1.0",
+            "capabilities": ["tools", "streaming_results"], "tools": []
+        }))
+        .unwrap();
+        assert_eq!(m.capabilities, vec![Capability::Tools, Capability::Unknown]);
+    }
+}

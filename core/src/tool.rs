@@ -1,0 +1,243 @@
+//! The tool contracts: what a tool is ([`ToolSpec`]), what a call carries ([`ToolContext`]) and
+//! what it returns ([`ToolResult`]).
+//!
+//! A call is explicit: everything it needs arrives in its arguments and its context. There is no
+//! hidden session state a tool could fall back on, so a call made by the planner, by the CLI or by
+//! an MCP client behaves the same.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool as its provider declares it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolSpec {
+    /// The provider-local name, e.g. `get_issue`. The host qualifies it as `github.get_issue`.
+    pub name: String,
+    /// A group inside the provider (`issues`, `pulls`, `actions`…), used to bundle tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// What the tool does, written for the model that will choose it.
+    pub description: String,
+    /// JSON schema of the arguments.
+    pub input_schema: Value,
+    /// JSON schema of the structured result, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Argument names whose values must never be logged (tokens, passwords).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_params: Vec<String>,
+}
+
+/// A tool's qualified name: the provider that serves it and the tool's own name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ToolName {
+    /// The provider's name, e.g. `github`.
+    pub provider: String,
+    /// The provider-local tool name, e.g. `get_issue`.
+    pub tool: String,
+}
+
+impl ToolName {
+    /// Builds a qualified name.
+    pub fn new(provider: impl Into<String>, tool: impl Into<String>) -> Self {
+        Self { provider: provider.into(), tool: tool.into() }
+    }
+
+    /// Splits `provider.tool` at its first dot; `None` when there is no dot or a side is empty.
+    pub fn parse(qualified: &str) -> Option<Self> {
+        let (provider, tool) = qualified.split_once('.')?;
+        (!provider.is_empty() && !tool.is_empty()).then(|| Self::new(provider, tool))
+    }
+
+    /// The name as MCP clients accept it (`^[a-zA-Z0-9_-]{1,64}$`: clients reject dots), e.g.
+    /// `github_get_issue`; characters outside the set become `_`.
+    pub fn mcp_name(&self) -> String {
+        let joined = format!("{}_{}", self.provider, self.tool);
+        joined
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .take(64)
+            .collect()
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.provider, self.tool)
+    }
+}
+
+/// A flag that cancels a call in flight. Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancellationFlag(Arc<AtomicBool>);
+
+impl CancellationFlag {
+    /// A flag that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Asks every holder of this flag to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Everything a call needs besides its arguments, passed explicitly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ToolContext {
+    /// The session the call belongs to (an MCP connection, a CLI run).
+    pub session: String,
+    /// Identifies this call in logs and telemetry.
+    pub call_id: String,
+    /// Time left for the call, in milliseconds; `None` is no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Set by the host to stop the call; it never crosses the plugin boundary as JSON.
+    #[serde(skip)]
+    pub cancellation: CancellationFlag,
+}
+
+/// One block of a result's content, as MCP shows it to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// Why a call failed, so the host can react (retry later, ask for a token…) without parsing text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// Occurs when the arguments do not match the tool's input schema.
+    InvalidArguments,
+    /// Occurs when the service has no such object.
+    NotFound,
+    /// Occurs when the token is missing, wrong, or lacks a permission.
+    Unauthorized,
+    /// Occurs when the service's rate limit held for longer than the provider would wait.
+    RateLimited,
+    /// Occurs when the service answered with an error or an unreadable body.
+    Upstream,
+    /// Occurs when the call ran past its deadline.
+    Timeout,
+    /// Occurs when the call was cancelled.
+    Cancelled,
+    /// Occurs when the provider itself failed (a bug, a panic).
+    Internal,
+    /// Occurs when the named tool does not exist.
+    UnknownTool,
+}
+
+/// What a call returns.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResult {
+    /// What the model reads.
+    pub content: Vec<Content>,
+    /// The same result as a JSON value, for projection, follow-ups and `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Set with `is_error`: why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ToolErrorKind>,
+    /// Anything else worth keeping: pagination cursors, rate-limit headroom, timings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, Value>,
+}
+
+impl ToolResult {
+    /// A successful result whose text is the pretty-printed JSON of `value`.
+    pub fn from_json(value: Value) -> Self {
+        let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+        Self { content: vec![Content::Text { text }], structured: Some(value), ..Self::default() }
+    }
+
+    /// A successful plain-text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::Text { text: text.into() }], ..Self::default() }
+    }
+
+    /// A failed result with a message for the model.
+    pub fn error(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::Text { text: message.into() }],
+            is_error: true,
+            error_kind: Some(kind),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
+    }
+
+    /// All text blocks joined by newlines.
+    pub fn text_content(&self) -> String {
+        self.content
+            .iter()
+            .map(|c| match c {
+                Content::Text { text } => text.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names_parse_and_become_mcp_safe() {
+        let name = ToolName::parse("github.get_issue").unwrap();
+        assert_eq!(name, ToolName::new("github", "get_issue"));
+        assert_eq!(name.to_string(), "github.get_issue");
+        assert_eq!(name.mcp_name(), "github_get_issue");
+        assert_eq!(ToolName::new("my.corp", "get x").mcp_name(), "my_corp_get_x");
+        assert!(ToolName::parse("get_issue").is_none());
+        assert!(ToolName::parse(".get_issue").is_none());
+    }
+
+    #[test]
+    fn cancellation_is_shared_by_clones() {
+        let ctx = ToolContext::default();
+        let seen_by_provider = ctx.cancellation.clone();
+        ctx.cancellation.cancel();
+        assert!(seen_by_provider.is_cancelled());
+    }
+
+    #[test]
+    fn results_round_trip_as_json_without_empty_fields() {
+        let ok = ToolResult::from_json(serde_json::json!({"number": 7}));
+        let json = serde_json::to_value(&ok).unwrap();
+        assert_eq!(json["content"][0]["type"], "text");
+        assert!(json.get("metadata").is_none());
+        let back: ToolResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, ok);
+
+        let err = ToolResult::error(ToolErrorKind::NotFound, "no issue #9 in o/r");
+        let json = serde_json::to_value(&err).unwrap();
+        assert_eq!(json["error_kind"], "not_found");
+        assert_eq!(err.text_content(), "no issue #9 in o/r");
+    }
+}

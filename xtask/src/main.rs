@@ -1,0 +1,425 @@
+//! Build, bundle, test and bench automation for quiver, invoked as `cargo xtask <cmd>` through
+//! the alias in `.cargo/config.toml`.
+//!
+//! xtask depends on no workspace crate, so it still builds (and can still run `cargo`) while the
+//! rest of the workspace is broken. Everything it knows about the workspace comes from
+//! `cargo metadata`, not from hard-coded lists, so adding a provider needs no change here.
+
+use std::env;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [args]
+
+commands:
+  bundle [--out DIR]   release build of the quiver binary and every provider cdylib, copied
+                       with a manifest.json into DIR (default: <workspace>/dist)
+  test [ARGS...]       build the workspace (binary, providers, fault fixtures), then
+                       `cargo test --workspace ARGS...`
+  bench [ARGS...]      release build of the workspace, then
+                       `cargo bench --workspace --bench plugin_boundary ARGS...`
+  help                 print this message";
+
+/// The host package and the binary it ships.
+const HOST_PACKAGE: &str = "quiver-runtime";
+const HOST_BIN: &str = "quiver";
+
+fn main() -> ExitCode {
+    let mut args = env::args().skip(1);
+    let command = args.next();
+    let rest: Vec<String> = args.collect();
+    let result = match command.as_deref() {
+        None | Some("help" | "-h" | "--help") => {
+            eprintln!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some("bundle") => bundle(&rest),
+        Some("test") => test(&rest),
+        Some("bench") => bench(&rest),
+        Some(other) => {
+            eprintln!("xtask: error: unknown command `{other}`; commands: bundle, test, bench");
+            eprintln!("\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bundle(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let out = parse_bundle_args(args)?.unwrap_or_else(|| root.join("dist"));
+    let meta = cargo_metadata(&root)?;
+    let target_dir = target_directory(&meta)?;
+    let providers = providers(&meta)?;
+    if providers.is_empty() {
+        bail!("found no cdylib package under providers/; check the members in Cargo.toml");
+    }
+
+    // Check --out before the slow release build, not after it.
+    prepare_out_dir(&out)?;
+    let mut build = cargo(&root);
+    build.args(["build", "--release", "-p", HOST_PACKAGE]);
+    for p in &providers {
+        build.args(["-p", &p.package]);
+    }
+    run(&mut build)?;
+
+    let release = target_dir.join("release");
+    let host_file = format!("{HOST_BIN}{}", env::consts::EXE_SUFFIX);
+    copy(&release.join(&host_file), &out.join(&host_file))?;
+    let mut plugins = Vec::new();
+    for p in &providers {
+        let lib_file = cdylib_file_name(&p.lib_name);
+        let file = format!("plugins/{lib_file}");
+        copy(&release.join(&lib_file), &out.join(&file))?;
+        let sha256 = sha256_file(&out.join(&file))?;
+        plugins.push(
+            json!({"file": file, "package": p.package, "version": p.version, "sha256": sha256}),
+        );
+    }
+    plugins.sort_by(|a, b| a["file"].as_str().cmp(&b["file"].as_str()));
+
+    let manifest = json!({
+        "quiver_version": package_version(&meta, HOST_PACKAGE)?,
+        "target": format!("{}-{}", env::consts::ARCH, env::consts::OS),
+        "host": { "file": host_file, "sha256": sha256_file(&out.join(&host_file))? },
+        "plugins": plugins,
+    });
+    let manifest_path = out.join("manifest.json");
+    fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )
+    .with_context(|| format!("cannot write `{}`", manifest_path.display()))?;
+
+    eprintln!("xtask: bundle written to {}", out.display());
+    let plugin_files = plugins.iter().filter_map(|p| p["file"].as_str());
+    for file in [host_file.as_str()]
+        .into_iter()
+        .chain(plugin_files)
+        .chain(["manifest.json"])
+    {
+        let len = fs::metadata(out.join(file)).map(|m| m.len()).unwrap_or(0);
+        eprintln!("xtask:   {:>10}  {file}", human_size(len));
+    }
+    Ok(())
+}
+
+fn test(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let target_dir = target_directory(&cargo_metadata(&root)?)?;
+    // The end-to-end tests dlopen the fixture cdylibs and spawn the quiver binary; `cargo test`
+    // alone builds neither, so build the whole workspace first.
+    run(cargo(&root).args(["build", "--workspace"]))?;
+    run(cargo(&root)
+        .args(["test", "--workspace"])
+        .args(args)
+        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug")))
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let target_dir = target_directory(&cargo_metadata(&root)?)?;
+    run(cargo(&root).args(["build", "--release", "--workspace"]))?;
+    run(cargo(&root)
+        .args(["bench", "--workspace", "--bench", "plugin_boundary"])
+        .args(args)
+        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release")))
+}
+
+/// Returns the `--out` directory, if one was given.
+fn parse_bundle_args(args: &[String]) -> Result<Option<PathBuf>> {
+    let mut out = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--out" {
+            let dir = args
+                .next()
+                .context("`--out` needs a directory; e.g. `cargo xtask bundle --out dist`")?;
+            out = Some(PathBuf::from(dir));
+        } else if let Some(dir) = arg.strip_prefix("--out=") {
+            out = Some(PathBuf::from(dir));
+        } else {
+            bail!("unknown argument `{arg}` for bundle; usage: cargo xtask bundle [--out DIR]");
+        }
+    }
+    Ok(out)
+}
+
+fn workspace_root() -> PathBuf {
+    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}
+
+fn cargo(root: &Path) -> Command {
+    // Under `cargo xtask`, CARGO names the cargo that launched us, so a pinned toolchain is reused.
+    let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")));
+    cmd.current_dir(root);
+    cmd
+}
+
+/// Runs `cmd` with inherited stdio and fails unless it exits successfully.
+fn run(cmd: &mut Command) -> Result<()> {
+    let shown = display_command(cmd);
+    eprintln!("xtask: running `{shown}`");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start `{shown}`; is cargo on PATH or CARGO set?"))?;
+    if !status.success() {
+        bail!("`{shown}` failed ({status}); see its output above");
+    }
+    Ok(())
+}
+
+fn display_command(cmd: &Command) -> String {
+    let program = Path::new(cmd.get_program())
+        .file_stem()
+        .unwrap_or(cmd.get_program())
+        .to_string_lossy()
+        .into_owned();
+    let args = cmd.get_args().map(|a| a.to_string_lossy().into_owned());
+    std::iter::once(program)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn cargo_metadata(root: &Path) -> Result<Value> {
+    let mut cmd = cargo(root);
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    let output = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot start `{}`; is cargo on PATH or CARGO set?",
+                display_command(&cmd)
+            )
+        })?;
+    if !output.status.success() {
+        bail!(
+            "`cargo metadata` failed in `{}` ({}); check that the workspace Cargo.toml parses",
+            root.display(),
+            output.status
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("cannot parse `cargo metadata` output as json")
+}
+
+/// Honours CARGO_TARGET_DIR and `build.target-dir`, which a guessed `<root>/target` would not.
+fn target_directory(meta: &Value) -> Result<PathBuf> {
+    meta["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("`cargo metadata` output has no `target_directory`; is cargo too old?")
+}
+
+fn package_version(meta: &Value, name: &str) -> Result<String> {
+    packages(meta)
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["version"].as_str())
+        .map(String::from)
+        .with_context(|| format!("package `{name}` not found in the workspace; was it renamed?"))
+}
+
+fn packages(meta: &Value) -> impl Iterator<Item = &Value> {
+    meta["packages"].as_array().into_iter().flatten()
+}
+
+#[derive(Debug, PartialEq)]
+struct Provider {
+    package: String,
+    version: String,
+    lib_name: String,
+}
+
+/// Workspace packages under `providers/` that build a cdylib, sorted by package name.
+fn providers(meta: &Value) -> Result<Vec<Provider>> {
+    let root = meta["workspace_root"]
+        .as_str()
+        .context("`cargo metadata` output has no `workspace_root`; is cargo too old?")?;
+    // Compare against cargo's own workspace_root so both sides are spelled the same way.
+    let providers_dir = Path::new(root).join("providers");
+    let mut found = Vec::new();
+    for package in packages(meta) {
+        let manifest = package["manifest_path"].as_str().unwrap_or_default();
+        if !Path::new(manifest).starts_with(&providers_dir) {
+            continue;
+        }
+        let mut targets = package["targets"].as_array().into_iter().flatten();
+        let Some(lib) = targets.find(|t| {
+            let mut types = t["crate_types"].as_array().into_iter().flatten();
+            types.any(|ty| ty == "cdylib")
+        }) else {
+            continue;
+        };
+        found.push(Provider {
+            package: package["name"].as_str().unwrap_or_default().to_string(),
+            version: package["version"].as_str().unwrap_or_default().to_string(),
+            // Older cargo reports lib targets with the package's dashes; the file never has them.
+            lib_name: lib["name"].as_str().unwrap_or_default().replace('-', "_"),
+        });
+    }
+    found.sort_by(|a, b| a.package.cmp(&b.package));
+    Ok(found)
+}
+
+fn cdylib_file_name(lib_name: &str) -> String {
+    format!(
+        "{}{lib_name}{}",
+        env::consts::DLL_PREFIX,
+        env::consts::DLL_SUFFIX
+    )
+}
+
+fn prepare_out_dir(out: &Path) -> Result<()> {
+    if out.exists() {
+        // `--out` is user input: only wipe something that is empty or an earlier bundle, so a
+        // typo such as `--out .` cannot delete the workspace.
+        let is_empty = fs::read_dir(out)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if !is_empty && !out.join("manifest.json").is_file() {
+            bail!(
+                "refusing to delete `{}`: it is not empty and has no manifest.json, so it is not \
+                 an earlier bundle; pass a new or empty directory to --out",
+                out.display()
+            );
+        }
+        fs::remove_dir_all(out)
+            .with_context(|| format!("cannot remove old bundle `{}`", out.display()))?;
+    }
+    fs::create_dir_all(out.join("plugins"))
+        .with_context(|| format!("cannot create `{}`; check --out", out.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).with_context(|| {
+        format!(
+            "cannot copy build output `{}` to `{}`; did the release build produce it?",
+            from.display(),
+            to.display()
+        )
+    })?;
+    Ok(())
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
+}
+
+fn human_size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    match bytes {
+        b if b < KIB => format!("{b} B"),
+        b if b < KIB * KIB => format!("{:.1} KiB", b as f64 / KIB as f64),
+        b => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_encodes_lowercase_pairs() {
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(
+            hex(&Sha256::digest(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn cdylib_file_name_uses_platform_affixes() {
+        let name = cdylib_file_name("quiver_provider_github");
+        if cfg!(target_os = "linux") {
+            assert_eq!(name, "libquiver_provider_github.so");
+        } else if cfg!(windows) {
+            assert_eq!(name, "quiver_provider_github.dll");
+        } else if cfg!(target_os = "macos") {
+            assert_eq!(name, "libquiver_provider_github.dylib");
+        }
+    }
+
+    #[test]
+    fn providers_are_cdylibs_under_providers_dir() {
+        let meta: Value = serde_json::from_str(
+            r#"{
+              "workspace_root": "/ws",
+              "target_directory": "/ws/target",
+              "packages": [
+                {"name": "quiver-runtime", "version": "0.1.0",
+                 "manifest_path": "/ws/runtime/Cargo.toml",
+                 "targets": [{"name": "quiver", "crate_types": ["bin"]}]},
+                {"name": "quiver-provider-github", "version": "0.2.0",
+                 "manifest_path": "/ws/providers/github/Cargo.toml",
+                 "targets": [{"name": "quiver-provider-github", "crate_types": ["cdylib", "rlib"]}]},
+                {"name": "provider-helpers", "version": "0.1.0",
+                 "manifest_path": "/ws/providers/helpers/Cargo.toml",
+                 "targets": [{"name": "provider_helpers", "crate_types": ["lib"]}]},
+                {"name": "panic-call", "version": "0.1.0",
+                 "manifest_path": "/ws/tests/fixtures/panic-call/Cargo.toml",
+                 "targets": [{"name": "panic_call", "crate_types": ["cdylib"]}]}
+              ]
+            }"#,
+        )
+        .unwrap();
+        let expected = Provider {
+            package: "quiver-provider-github".into(),
+            version: "0.2.0".into(),
+            lib_name: "quiver_provider_github".into(),
+        };
+        assert_eq!(providers(&meta).unwrap(), vec![expected]);
+        assert_eq!(package_version(&meta, "quiver-runtime").unwrap(), "0.1.0");
+        assert_eq!(target_directory(&meta).unwrap(), Path::new("/ws/target"));
+    }
+
+    #[test]
+    fn bundle_args_accept_out_in_both_spellings() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_bundle_args(&[]).unwrap(), None);
+        assert_eq!(
+            parse_bundle_args(&args(&["--out", "d"])).unwrap(),
+            Some("d".into())
+        );
+        assert_eq!(
+            parse_bundle_args(&args(&["--out=d"])).unwrap(),
+            Some("d".into())
+        );
+        assert!(parse_bundle_args(&args(&["--out"])).is_err());
+        assert!(parse_bundle_args(&args(&["--bogus"])).is_err());
+    }
+
+    #[test]
+    fn human_size_picks_a_unit() {
+        assert_eq!(human_size(12), "12 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}
