@@ -47,7 +47,10 @@ pub fn prior_for(tool: &str) -> (String, ValueModelLayer) {
         return unknown();
     };
     let verb = local[start..end].to_ascii_lowercase();
-    let Some(shape) = VERBS.iter().find(|(verbs, _)| verbs.contains(&verb.as_str())).map(|v| v.1)
+    let Some(shape) = VERBS
+        .iter()
+        .find(|(verbs, _)| verbs.contains(&verb.as_str()))
+        .map(|v| v.1)
     else {
         return unknown();
     };
@@ -76,7 +79,10 @@ pub fn builtin_names() -> impl Iterator<Item = &'static str> {
 fn unknown() -> (String, ValueModelLayer) {
     let layer = ValueModelLayer {
         side_effect_class: Some(Indeterminate),
-        cost_model: Some(CostModelLayer { freshness_ttl_s: Some(0), ..CostModelLayer::default() }),
+        cost_model: Some(CostModelLayer {
+            freshness_ttl_s: Some(0),
+            ..CostModelLayer::default()
+        }),
         ..ValueModelLayer::default()
     };
     ("shape:unknown".to_owned(), layer)
@@ -302,7 +308,9 @@ fn word_spans(name: &str) -> Vec<(usize, usize)> {
             let prev = chars[k - 1].1;
             let next_lower = chars.get(k + 1).is_some_and(|&(_, n)| n.is_lowercase());
             let hump = c.is_uppercase()
-                && (prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower));
+                && (prev.is_lowercase()
+                    || prev.is_ascii_digit()
+                    || (prev.is_uppercase() && next_lower));
             if hump {
                 spans.push((s, i));
                 start = Some(i);
@@ -322,7 +330,10 @@ mod tests {
     use super::*;
 
     fn words(name: &str) -> Vec<&str> {
-        word_spans(name).into_iter().map(|(s, e)| &name[s..e]).collect()
+        word_spans(name)
+            .into_iter()
+            .map(|(s, e)| &name[s..e])
+            .collect()
     }
 
     fn rule(tool: &str) -> String {
@@ -395,7 +406,13 @@ mod tests {
         assert_eq!(list.value_class, Some(Supporting));
         assert!(list.cost_model.unwrap().typical_kb > get.cost_model.unwrap().typical_kb);
 
-        for tool in ["create_issue", "add_comment", "update_issue", "merge_pull_request", "delete_branch"] {
+        for tool in [
+            "create_issue",
+            "add_comment",
+            "update_issue",
+            "merge_pull_request",
+            "delete_branch",
+        ] {
             let (_, layer) = prior_for(tool);
             assert_eq!(layer.side_effect_class, Some(MutatesExternal), "{tool}");
             assert_eq!(layer.speculate, Some(false), "{tool}");
@@ -409,7 +426,10 @@ mod tests {
         assert_eq!(inv("closeIssue"), Some(vec!["getIssue".to_owned()]));
         assert_eq!(inv("DeleteBranch"), Some(vec!["GetBranch".to_owned()]));
         assert_eq!(inv("UPDATE_ISSUE"), Some(vec!["GET_ISSUE".to_owned()]));
-        assert_eq!(inv("mcp__github__update_issue"), Some(vec!["mcp__github__get_issue".to_owned()]));
+        assert_eq!(
+            inv("mcp__github__update_issue"),
+            Some(vec!["mcp__github__get_issue".to_owned()])
+        );
         assert_eq!(inv("delete"), None);
         assert_eq!(inv("create_issue"), None);
         assert_eq!(inv("get_issue"), None);
@@ -438,15 +458,37 @@ mod tests {
                 &layer,
             )])
             .model;
-            if matches!(model.side_effect_class, MutatesLocal | MutatesExternal | Indeterminate) {
+            if matches!(
+                model.side_effect_class,
+                MutatesLocal | MutatesExternal | Indeterminate
+            ) {
                 assert!(!model.may_speculate(), "{name}");
-                assert_eq!(model.cost_model.freshness_ttl_s, Some(0), "{name} must not be cached");
+                assert_eq!(
+                    model.cost_model.freshness_ttl_s,
+                    Some(0),
+                    "{name} must not be cached"
+                );
             }
         }
         for expected in [
-            "Read", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "MultiEdit", "Write",
-            "NotebookEdit", "Bash", "Task", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet",
-            "TodoWrite", "ToolSearch", "Agent",
+            "Read",
+            "Grep",
+            "Glob",
+            "WebSearch",
+            "WebFetch",
+            "Edit",
+            "MultiEdit",
+            "Write",
+            "NotebookEdit",
+            "Bash",
+            "Task",
+            "TaskCreate",
+            "TaskUpdate",
+            "TaskList",
+            "TaskGet",
+            "TodoWrite",
+            "ToolSearch",
+            "Agent",
         ] {
             assert!(names.contains(&expected), "{expected} has no named prior");
         }
@@ -462,10 +504,17 @@ mod tests {
 
         assert_eq!(prior_for("ToolSearch").1.fail_fast_after_n, Some(2));
         assert_eq!(prior_for("TodoWrite").1.value_class, Some(AuditOnly));
-        assert!(prior_for("Edit").1.invalidates.unwrap().contains(&"Read".to_owned()));
+        assert!(prior_for("Edit")
+            .1
+            .invalidates
+            .unwrap()
+            .contains(&"Read".to_owned()));
         let snippet = &prior_for("WebSearch").1.field_groups.unwrap()["snippet"];
         assert_eq!(snippet.default_include, Some(false));
         assert_eq!(prior_for("Glob").1.follow_up.unwrap()[0].tool, "Read");
-        assert_eq!(prior_for("WebSearch").1.follow_up.unwrap()[0].tool, "WebFetch");
+        assert_eq!(
+            prior_for("WebSearch").1.follow_up.unwrap()[0].tool,
+            "WebFetch"
+        );
     }
 }

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use globset::{Glob, GlobMatcher};
 use schemars::JsonSchema;
@@ -379,7 +380,43 @@ pub fn resolve(layers: &[(LayerSource, &ValueModelLayer)]) -> ResolvedValueModel
     let model: ToolValueModel = serde_json::from_value(full.clone())
         .expect("merged layers of valid types deserialize into the model");
     record_baseline(&serde_json::to_value(&model).expect("valid JSON"), "", &mut provenance);
+    // Unset optional fields (`speculate`, `cost_model.max_kb`) serialize to nothing, so the walk
+    // above cannot see them; the type's schema names them.
+    for path in model_paths() {
+        let prefix = format!("{path}.");
+        if !provenance.contains_key(path) && !provenance.keys().any(|k| k.starts_with(&prefix)) {
+            provenance.insert(path.clone(), LayerSource::Baseline);
+        }
+    }
     ResolvedValueModel { model, provenance }
+}
+
+/// Every field path of [`ToolValueModel`] (`speculate`, `cost_model.max_kb`, `field_groups`…), read
+/// from its JSON schema so that a field added to the type is covered without a hand-kept list.
+fn model_paths() -> &'static [String] {
+    static PATHS: OnceLock<Vec<String>> = OnceLock::new();
+    PATHS.get_or_init(|| {
+        let root = serde_json::to_value(schemars::schema_for!(ToolValueModel)).expect("valid JSON");
+        let mut out = Vec::new();
+        schema_paths(&root, &root, "", &mut out);
+        out
+    })
+}
+
+fn schema_paths(root: &Value, schema: &Value, path: &str, out: &mut Vec<String>) {
+    let referenced = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#'));
+    let schema = referenced.and_then(|pointer| root.pointer(pointer)).unwrap_or(schema);
+    match schema.get("properties").and_then(Value::as_object) {
+        Some(properties) => {
+            for (key, child) in properties {
+                let child_path =
+                    if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                schema_paths(root, child, &child_path, out);
+            }
+        }
+        None if !path.is_empty() => out.push(path.to_owned()),
+        None => {}
+    }
 }
 
 fn merge_into(

@@ -1,0 +1,227 @@
+//! `quiver.toml`: where plugins are, how each provider is configured, and the user's value-model
+//! layers.
+//!
+//! ```toml
+//! plugins_dir = "/opt/quiver/plugins"
+//!
+//! [providers.github]
+//! base_url = "https://ghe.example.com/api/v3"   # passed to the provider as is
+//! token_env = "GHE_TOKEN"                       # where the host reads the token (default GITHUB_TOKEN)
+//! enabled = true
+//!
+//! [tools."*"]
+//! cost_model = { max_kb = 64 }
+//!
+//! [tools."github.get_issue"]
+//! value_class = "critical"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use quiver_core::{UserLayers, ValueModelLayer};
+use serde::Deserialize;
+
+/// Why a config file could not be used. Names the file, and the line and column when TOML says.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Occurs when the file cannot be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Occurs when the file is not valid TOML or has a key quiver does not know.
+    #[error("invalid config {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// TOML's message, with line, column and the offending line.
+        message: String,
+    },
+    /// Occurs when a `[tools."…"]` section is unusable (bad glob, probability out of range).
+    #[error("invalid config {path}: {source}")]
+    Tools {
+        /// The file.
+        path: PathBuf,
+        /// Which section and why.
+        source: quiver_core::value_model::UserLayerError,
+    },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where plugins are, unless `--plugins` or `$QUIVER_PLUGINS` say otherwise.
+    #[serde(default)]
+    pub plugins_dir: Option<PathBuf>,
+    /// `[providers.NAME]` sections.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[tools."pattern"]` value-model layers.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ValueModelLayer>,
+}
+
+/// One `[providers.NAME]` section. The host reads `enabled` and `token_env`; every other key
+/// (`base_url`, timeouts…) goes to the provider, which rejects keys it does not know.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProviderConfig {
+    /// `false` keeps the provider's plugin loaded but serves none of its tools.
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+    /// The environment variable holding the provider's token (default `NAME_TOKEN`, uppercase).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Everything else, passed to the provider as JSON.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, toml::Value>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl ProviderConfig {
+    /// The environment variable the provider's token is read from.
+    pub fn token_env(&self, provider: &str) -> String {
+        self.token_env.clone().unwrap_or_else(|| default_token_env(provider))
+    }
+}
+
+/// `github` → `GITHUB_TOKEN`; characters that cannot be in a variable name become `_`.
+pub fn default_token_env(provider: &str) -> String {
+    let stem: String = provider
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .collect();
+    format!("{stem}_TOKEN")
+}
+
+/// A config with the file it came from.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// The file, or `None` when no config was found (defaults apply).
+    pub path: Option<PathBuf>,
+    /// Its content.
+    pub config: Config,
+    /// The `[tools]` sections, sorted into layers.
+    pub user_layers: UserLayers,
+}
+
+impl LoadedConfig {
+    /// Parses `text` as the content of `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let user_layers = UserLayers::new(config.tools.clone())
+            .map_err(|source| ConfigError::Tools { path: path.to_owned(), source })?;
+        Ok(Self { path: Some(path.to_owned()), config, user_layers })
+    }
+
+    /// Reads and parses `path`.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Self::parse(path, &text)
+    }
+
+    /// Finds the config: `explicit` (`--config`), `$QUIVER_CONFIG`, `./quiver.toml`,
+    /// `$XDG_CONFIG_HOME/quiver/config.toml` (or `~/.config/…`). An explicitly named file must
+    /// exist; when none of the others exists, defaults apply.
+    pub fn discover(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        if let Some(path) = explicit {
+            return Self::read(path);
+        }
+        if let Some(path) = std::env::var_os("QUIVER_CONFIG").filter(|v| !v.is_empty()) {
+            return Self::read(Path::new(&path));
+        }
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+        let candidates =
+            [Some(PathBuf::from("quiver.toml")), xdg.map(|d| d.join("quiver").join("config.toml"))];
+        for path in candidates.into_iter().flatten() {
+            if path.is_file() {
+                return Self::read(&path);
+            }
+        }
+        Ok(Self::default())
+    }
+
+    /// The section of provider `name`, or the defaults when the config has none.
+    pub fn provider(&self, name: &str) -> ProviderConfig {
+        self.config.providers.get(name).cloned().unwrap_or(ProviderConfig {
+            enabled: true,
+            ..ProviderConfig::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LoadedConfig, ConfigError> {
+        LoadedConfig::parse(Path::new("quiver.toml"), text)
+    }
+
+    #[test]
+    fn provider_sections_split_host_keys_from_provider_keys() {
+        let config = parse(
+            r#"
+            [providers.github]
+            base_url = "https://ghe.example.com/api/v3"
+            token_env = "GHE_TOKEN"
+            timeout_s = 5
+            "#,
+        )
+        .unwrap();
+        let github = config.provider("github");
+        assert!(github.enabled);
+        assert_eq!(github.token_env("github"), "GHE_TOKEN");
+        assert_eq!(github.settings["base_url"].as_str(), Some("https://ghe.example.com/api/v3"));
+        assert_eq!(github.settings["timeout_s"].as_integer(), Some(5));
+        assert_eq!(config.provider("gitlab").token_env("gitlab"), "GITLAB_TOKEN");
+        assert_eq!(default_token_env("click-up"), "CLICK_UP_TOKEN");
+    }
+
+    #[test]
+    fn a_bad_line_is_reported_with_file_line_and_column() {
+        let err = parse("[providers.github]\nbase_url = https://x\n").unwrap_err().to_string();
+        assert!(err.starts_with("invalid config quiver.toml:"), "{err}");
+        assert!(err.contains("line 2, column 12"), "{err}");
+    }
+
+    #[test]
+    fn a_misspelt_value_model_key_is_an_error_naming_it() {
+        let err = parse("[tools.\"github.get_issue\"]\nvalue_clas = \"critical\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("value_clas"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn an_out_of_range_layer_names_its_section() {
+        let err = parse(
+            "[[tools.\"github.list_issues\".follow_up]]\ntool = \"get_issue\"\nprobability = 2.0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("[tools.\"github.list_issues\"]"), "{err}");
+        assert!(err.contains("probability"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_top_level_key_is_an_error() {
+        let err = parse("plugin_dir = \"x\"\n").unwrap_err().to_string();
+        assert!(err.contains("plugin_dir"), "{err}");
+    }
+}
