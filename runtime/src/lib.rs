@@ -1,1 +1,36 @@
-//! placeholder
+//! The quiver host: it loads provider plugins, creates providers from the config, registers their
+//! tools under qualified names and runs calls; the `quiver` binary is its command line.
+//!
+//! - [`loader`]: finds plugin files and loads each one separately (pre-flight with libloading,
+//!   then abi_stable's layout check); every failure is kept as (file, reason).
+//! - [`config`]: `quiver.toml` — plugin dir, `[providers.NAME]`, `[tools."…"]` value-model layers.
+//! - [`registry`]: qualified tools (`github.get_issue`) and the provider instances behind them.
+//! - [`host`]: ties them together: [`Host::open`], [`Host::call`], [`Host::value_model`].
+//! - [`logging`]: tracing on stderr, the plugin log bridge, secret masking.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use quiver_runtime::{Host, HostOptions};
+//! let host = Host::open(&HostOptions::default()).expect("config is valid");
+//! let result = host
+//!     .call("github.get_issue", serde_json::json!({"owner": "o", "repo": "r", "number": 1}), None, "demo", None)
+//!     .await;
+//! println!("{}", result.text_content());
+//! # }
+//! ```
+//!
+//! **Architecture Invariant**: this is the only crate that knows both the FFI types of
+//! `quiver-plugin-abi` and the domain types of `quiver-core`, and converts between them (JSON in
+//! `RStr`/`RString`). It never depends on `quiver-plugin-sdk` or on a provider crate: providers
+//! reach it only as dylibs. `unsafe` appears only in [`loader`], each block with a `SAFETY:` note.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod host;
+pub mod loader;
+pub mod logging;
+pub mod registry;
+
+pub use config::{Config, ConfigError, LoadedConfig};
+pub use host::{Host, HostOptions, PluginReport, PluginStatus};
+pub use registry::RegisteredTool;

@@ -140,6 +140,7 @@ pub fn load(path: &Path) -> Result<LoadedPlugin, LoadFailure> {
 
 /// Opens `path` and reads its declaration; refuses anything that is not a compatible plugin.
 pub fn preflight(path: &Path) -> Result<Declaration, String> {
+    check_complete(path)?;
     // SAFETY: opening a library runs its initialisers. Loading plugins is what quiver is asked to
     // do with the files in its plugins directory; nothing else is opened.
     #[allow(unsafe_code)]
@@ -186,6 +187,30 @@ pub fn preflight(path: &Path) -> Result<Declaration, String> {
     // reloaded in between; abi_stable then keeps it loaded for good.
     std::mem::forget(library);
     Ok(declaration)
+}
+
+/// Refuses a library whose loadable segments reach past the end of the file. `dlopen` maps such
+/// a file anyway, and the first touch of a missing page kills the process with SIGBUS, which no
+/// error handling can catch; a half-copied or half-downloaded plugin must be a reason, not a crash.
+fn check_complete(path: &Path) -> Result<(), String> {
+    use object::{Object, ObjectSegment};
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open the file ({e})"))?;
+    let len = file.metadata().map_err(|e| format!("cannot read the file ({e})"))?.len();
+    let cache = object::ReadCache::new(file);
+    let parsed = object::File::parse(&cache).map_err(|e| {
+        format!("not a loadable shared library ({e}); is the file complete and built for this platform?")
+    })?;
+    for segment in parsed.segments() {
+        let (offset, size) = segment.file_range();
+        if offset.saturating_add(size) > len {
+            return Err(format!(
+                "the library is truncated: a segment ends at byte {} but the file has {len} \
+                 bytes; copy or download the plugin again",
+                offset + size
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Cargo's rule: same major from 1.0 on, same minor before it.

@@ -1,1 +1,288 @@
-fn main(){}
+//! `quiver`: the command line of the quiver host.
+//!
+//! Exit codes: 0 success, 1 a failed command or tool call, 2 a usage error.
+#![allow(clippy::print_stdout)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand};
+use quiver_runtime::host::{describe, unmatched_tool_sections};
+use quiver_runtime::{Host, HostOptions, PluginStatus};
+use serde_json::Value;
+use tracing::level_filters::LevelFilter;
+
+/// quiver: developer-service tools for LLM agents, with calls worth their tokens.
+#[derive(Parser)]
+#[command(name = "quiver", version, about)]
+struct Cli {
+    /// Config file (default: $QUIVER_CONFIG, ./quiver.toml, $XDG_CONFIG_HOME/quiver/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Plugins directory (default: $QUIVER_PLUGINS, plugins_dir in the config, plugins/ beside
+    /// the binary).
+    #[arg(long, global = true, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Each plugin file: loaded (name, version, tool count), disabled, or why not.
+    Plugins,
+    /// List or inspect tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Call a tool and print its result.
+    Call {
+        /// Qualified tool name, e.g. github.get_issue.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Give up after this many milliseconds.
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        /// Print the whole result (content, structured value, metadata) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the setup: config, plugins directory, providers and their tokens (never printed).
+    Doctor,
+}
+
+#[derive(Subcommand)]
+enum ToolsCommand {
+    /// Every tool the host serves.
+    List {
+        /// As JSON, with input schemas.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One tool: its spec and effective value model, with the layer that set each field.
+    Show {
+        /// Qualified tool name, e.g. github.get_issue.
+        name: String,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
+    };
+    quiver_runtime::logging::init(level);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("quiver: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let options = HostOptions { config: cli.config, plugins_dir: cli.plugins };
+    let host = Host::open(&options)?;
+    for section in unmatched_tool_sections(&host) {
+        tracing::warn!("config section [tools.\"{section}\"] matches no tool this host serves");
+    }
+    match cli.command {
+        Command::Plugins => plugins(&host),
+        Command::Tools(ToolsCommand::List { json }) => tools_list(&host, json),
+        Command::Tools(ToolsCommand::Show { name, json }) => tools_show(&host, &name, json),
+        Command::Call { name, args, timeout_ms, json } => call(&host, &name, &args, timeout_ms, json),
+        Command::Doctor => doctor(&host),
+    }
+}
+
+fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
+    let (dir, source) = host.plugins_dir();
+    println!("plugins directory: {} ({source})", dir.display());
+    if host.plugin_reports().is_empty() {
+        println!("no plugin files found");
+    }
+    for report in host.plugin_reports() {
+        let file = report.path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+        match &report.status {
+            PluginStatus::Loaded { provider, version, tools, .. } => {
+                println!("loaded    {file}: {provider} {version}, {tools} tools")
+            }
+            PluginStatus::Disabled { provider, version } => {
+                println!("disabled  {file}: {provider} {version} (enabled = false in the config)")
+            }
+            PluginStatus::Failed { reason } => println!("failed    {file}: {reason}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        let tools: Vec<Value> = host
+            .tools()
+            .map(|t| {
+                let mut d = describe(t);
+                d["side_effect_class"] = serde_json::to_value(host.value_model(t).model.side_effect_class)
+                    .unwrap_or(Value::Null);
+                d
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<(String, String, String)> = host
+        .tools()
+        .map(|t| {
+            let effect = serde_json::to_value(host.value_model(t).model.side_effect_class)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
+            (t.name.to_string(), effect, summary)
+        })
+        .collect();
+    if rows.is_empty() {
+        eprintln!("quiver: no tools; `quiver plugins` shows what loaded and why not");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (name, effect, summary) in rows {
+        println!("{name:width$}  {effect:16}  {summary}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(tool) = host.tool(name) else {
+        bail!("no tool `{name}`; `quiver tools list` shows the tools this host serves");
+    };
+    let resolved = host.value_model(tool);
+    if json {
+        let provenance: serde_json::Map<String, Value> =
+            resolved.provenance.iter().map(|(k, v)| (k.clone(), Value::String(v.to_string()))).collect();
+        let out = serde_json::json!({
+            "tool": describe(tool),
+            "value_model": resolved.model,
+            "provenance": provenance,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}  (MCP name {})", tool.name, tool.name.mcp_name());
+    println!("  {}", tool.spec.description);
+    if let Some(group) = &tool.spec.group {
+        println!("  group: {group}");
+    }
+    println!("  served by: {}", tool.provider.path.display());
+    println!();
+    println!("effective value model (field = value  [layer that set it]):");
+    let flat = flatten(&serde_json::to_value(&resolved.model)?);
+    let mut paths: Vec<&String> = resolved.provenance.keys().collect();
+    paths.sort();
+    for path in paths {
+        let value = flat
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_else(|| "(unset)".into());
+        println!("  {path} = {value}  [{}]", resolved.provenance[path]);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `{"a": {"b": 1}}` → `[("a.b", 1)]`; lists stay whole, as they merge whole.
+fn flatten(value: &Value) -> Vec<(String, Value)> {
+    fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&path, v, out);
+                }
+            }
+            other => out.push((prefix.to_owned(), other.clone())),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out
+}
+
+fn call(host: &Host, name: &str, args: &str, timeout_ms: Option<u64>, json: bool) -> anyhow::Result<ExitCode> {
+    let args: Value = serde_json::from_str(args)
+        .with_context(|| format!("--args is not JSON: {args}; pass an object such as '{{\"owner\":\"o\"}}'"))?;
+    if !args.is_object() {
+        bail!("--args must be a JSON object, got {args}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let timeout = timeout_ms.map(Duration::from_millis);
+    let result = runtime.block_on(host.call(name, args, timeout, "cli", None));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else if !result.is_error {
+        println!("{}", result.text_content());
+    }
+    if result.is_error {
+        let kind = result
+            .error_kind
+            .and_then(|k| serde_json::to_value(k).ok())
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "error".into());
+        eprintln!("quiver: {name} failed ({kind}): {}", result.text_content());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
+    let config = host.config();
+    match &config.path {
+        Some(path) => println!("config: {} (ok)", path.display()),
+        None => println!("config: none found; using defaults (create ./quiver.toml or set --config)"),
+    }
+    let (dir, source) = host.plugins_dir();
+    let exists = dir.is_dir();
+    println!(
+        "plugins directory: {} ({source}){}",
+        dir.display(),
+        if exists { "" } else { " — missing" }
+    );
+    let mut problems = usize::from(!exists);
+    for report in host.plugin_reports() {
+        let file = report.path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+        match &report.status {
+            PluginStatus::Loaded { provider, tools, .. } => {
+                let section = config.provider(provider);
+                let env = section.token_env(provider);
+                let token = match std::env::var(&env) {
+                    Ok(v) if !v.trim().is_empty() => format!("token: ${env} is set"),
+                    _ => format!("token: ${env} is not set (calls are unauthenticated or fail)"),
+                };
+                println!("provider {provider}: ready, {tools} tools; {token}");
+            }
+            PluginStatus::Disabled { provider, .. } => println!("provider {provider}: disabled in the config"),
+            PluginStatus::Failed { reason } => {
+                problems += 1;
+                println!("plugin {file}: failed — {reason}");
+            }
+        }
+    }
+    for section in unmatched_tool_sections(host) {
+        problems += 1;
+        println!("config: [tools.\"{section}\"] matches no tool");
+    }
+    println!("{}", if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") });
+    Ok(ExitCode::SUCCESS)
+}

@@ -8,6 +8,8 @@ use std::fmt::{self, Write as _};
 use std::sync::OnceLock;
 
 use abi_stable::std_types::RStr;
+
+use crate::guard::panic_message;
 use quiver_plugin_abi::{LogLevel, LogSink};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -22,6 +24,15 @@ pub(crate) fn install(sink: LogSink) {
         let subscriber = tracing_subscriber::registry().with(HostLog { max_level: sink.max_level });
         // Fails only if the provider installed its own subscriber, which then stays in charge.
         let _ = tracing::subscriber::set_global_default(subscriber);
+        // The default hook prints to the plugin's own stderr, with a backtrace when RUST_BACKTRACE
+        // is set; the panic guard already turns the panic into an error, so one log line is enough.
+        let log = sink.log;
+        std::panic::set_hook(Box::new(move |info| {
+            let location =
+                info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let message = format!("panicked{location}: {}", panic_message(info.payload()));
+            log(LogLevel::ERROR, RStr::from("panic"), RStr::from(message.as_str()));
+        }));
     }
 }
 

@@ -1,0 +1,714 @@
+//! HTTP to GitHub: one octocrab client, raw requests (so status codes and headers are visible),
+//! errors a user can act on, rate-limit waits and `Link`-header pagination.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use http::{HeaderMap, Method, StatusCode};
+use octocrab::Octocrab;
+use quiver_plugin_sdk::prelude::*;
+use serde::de::DeserializeOwned;
+
+/// How often a rate-limited call is retried after waiting.
+const MAX_RETRIES: u32 = 2;
+
+/// The settings the client needs, resolved from the configuration.
+pub(crate) struct ClientSettings {
+    pub(crate) base_url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) token_env: String,
+    pub(crate) timeout: Duration,
+    pub(crate) max_retry_wait: Duration,
+}
+
+/// The provider's connection to one GitHub (github.com or a GitHub Enterprise Server).
+pub(crate) struct Client {
+    octo: Octocrab,
+    settings: ClientSettings,
+}
+
+/// What a request is about, so errors can name it.
+#[derive(Debug, Clone)]
+pub(crate) enum Subject {
+    /// One object of a repository: `issue #9` in `octo/hello`.
+    Object {
+        /// `issue #9`.
+        what: String,
+        /// `octo/hello`.
+        repo: String,
+    },
+    /// A listing of a repository: `the issues` of `octo/hello`.
+    Listing {
+        /// `the issues`.
+        what: String,
+        /// `octo/hello`.
+        repo: String,
+    },
+    /// Something not tied to one repository: `the issue search "…"`.
+    Global {
+        /// `the issue search "is:open"`.
+        what: String,
+    },
+}
+
+impl Subject {
+    /// One object (`issue #9`) of `repo`.
+    pub(crate) fn object(what: impl Into<String>, repo: &str) -> Self {
+        Subject::Object { what: what.into(), repo: repo.to_owned() }
+    }
+
+    /// A listing (`the issues`) of `repo`.
+    pub(crate) fn listing(what: impl Into<String>, repo: &str) -> Self {
+        Subject::Listing { what: what.into(), repo: repo.to_owned() }
+    }
+
+    /// Something not tied to one repository.
+    pub(crate) fn global(what: impl Into<String>) -> Self {
+        Subject::Global { what: what.into() }
+    }
+
+    /// `issue #9 in octo/hello`, `the issues of octo/hello`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Subject::Object { what, repo } => format!("{what} in {repo}"),
+            Subject::Listing { what, repo } => format!("{what} of {repo}"),
+            Subject::Global { what } => what.clone(),
+        }
+    }
+
+    fn not_found(&self) -> String {
+        match self {
+            Subject::Object { what, repo } => {
+                format!("no {what} in {repo} (or the token cannot see the repository)")
+            }
+            Subject::Listing { repo, .. } => {
+                format!("no repository {repo} (or the token cannot see it)")
+            }
+            Subject::Global { what } => format!("github found nothing for {what}"),
+        }
+    }
+}
+
+/// A response read to the end.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Client {
+    /// Builds the octocrab client. Needs a tokio runtime context.
+    pub(crate) fn new(settings: ClientSettings) -> Result<Self, String> {
+        let mut builder = Octocrab::builder()
+            .base_uri(settings.base_url.as_str())
+            .map_err(|e| format!("base_url `{}` is not a usable URI: {e}", settings.base_url))?
+            .set_connect_timeout(Some(settings.timeout))
+            .set_read_timeout(Some(settings.timeout))
+            .set_write_timeout(Some(settings.timeout));
+        if let Some(token) = &settings.token {
+            builder = builder.personal_token(token.clone());
+        }
+        // The error never carries the token: octocrab reports TLS and URI problems only.
+        let octo = builder.build().map_err(|e| {
+            format!(
+                "could not build the github client: {}; if no CA certificates are installed, \
+                 install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
+                error_chain(&e)
+            )
+        })?;
+        Ok(Self { octo, settings })
+    }
+
+    /// Whether a token is configured.
+    pub(crate) fn has_token(&self) -> bool {
+        self.settings.token.is_some()
+    }
+
+    /// GETs `uri` (a path and query below the base URL) and reads its JSON body into `T`, with the
+    /// next page number from the `Link` header.
+    pub(crate) async fn get_json<T: DeserializeOwned>(
+        &self,
+        uri: &str,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<(T, Option<u32>), ToolError> {
+        let reply = self.request(Method::GET, uri, None, subject, ctx).await?;
+        let next = next_page(&reply.headers);
+        Ok((self.parse(&reply, subject)?, next))
+    }
+
+    /// GETs `uri` and returns its body as text (job logs).
+    pub(crate) async fn get_text(
+        &self,
+        uri: &str,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        Ok(self.request(Method::GET, uri, None, subject, ctx).await?.body)
+    }
+
+    /// POSTs `body` to `uri` and reads the JSON answer into `T`.
+    pub(crate) async fn post_json<T: DeserializeOwned>(
+        &self,
+        uri: &str,
+        body: &Value,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<T, ToolError> {
+        let reply = self.request(Method::POST, uri, Some(body), subject, ctx).await?;
+        self.parse(&reply, subject)
+    }
+
+    fn parse<T: DeserializeOwned>(&self, reply: &Reply, subject: &Subject) -> Result<T, ToolError> {
+        serde_json::from_str(&reply.body).map_err(|e| {
+            self.error(
+                ToolErrorKind::Upstream,
+                format!("github returned an unreadable body for {}: {e}", subject.describe()),
+            )
+        })
+    }
+
+    /// Sends a request; waits out short rate limits (up to `max_retry_wait_s`, at most
+    /// [`MAX_RETRIES`] times) and turns every non-2xx answer into an error.
+    pub(crate) async fn request(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<&Value>,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<Reply, ToolError> {
+        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let mut waited = Duration::ZERO;
+        let mut attempt = 0;
+        loop {
+            let reply = self.send_once(&method, uri, body, subject).await?;
+            if let Some(limit) = RateLimit::of(&reply) {
+                let wait = limit.wait(now_epoch());
+                let fits = wait.filter(|w| {
+                    *w <= self.settings.max_retry_wait
+                        && deadline.is_none_or(|d| Instant::now() + *w < d)
+                });
+                match fits {
+                    Some(w) if attempt < MAX_RETRIES => {
+                        tracing::debug!(
+                            "github rate limit on {}: waiting {} s before retrying",
+                            subject.describe(),
+                            w.as_secs_f32()
+                        );
+                        tokio::time::sleep(w).await;
+                        waited += w;
+                        attempt += 1;
+                        continue;
+                    }
+                    _ => return Err(self.rate_limited(&limit, wait, waited, subject)),
+                }
+            }
+            if reply.status.is_success() {
+                return Ok(reply);
+            }
+            return Err(self.status_error(&reply, subject));
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: &Method,
+        uri: &str,
+        body: Option<&Value>,
+        subject: &Subject,
+    ) -> Result<Reply, ToolError> {
+        let exchange = async {
+            let response = match *method {
+                Method::POST => self.octo._post(uri, body).await,
+                _ => self.octo._get(uri).await,
+            }
+            .map_err(|e| {
+                self.error(
+                    ToolErrorKind::Upstream,
+                    format!(
+                        "could not reach github at {} for {}: {}",
+                        self.settings.base_url,
+                        subject.describe(),
+                        error_chain(&e)
+                    ),
+                )
+            })?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = self.octo.body_to_string(response).await.map_err(|e| {
+                self.error(
+                    ToolErrorKind::Upstream,
+                    format!(
+                        "github returned an unreadable body for {}: {}",
+                        subject.describe(),
+                        error_chain(&e)
+                    ),
+                )
+            })?;
+            Ok(Reply { status, headers, body })
+        };
+        match tokio::time::timeout(self.settings.timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(self.error(
+                ToolErrorKind::Timeout,
+                format!(
+                    "github did not answer within {} s for {}; retry later, or raise \
+                     [providers.github] timeout_s",
+                    self.settings.timeout.as_secs(),
+                    subject.describe()
+                ),
+            )),
+        }
+    }
+
+    fn set_token_hint(&self) -> String {
+        let var = &self.settings.token_env;
+        format!("set {var} (the variable named by [providers.github] token_env)")
+    }
+
+    fn status_error(&self, reply: &Reply, subject: &Subject) -> ToolError {
+        let gh = GitHubMessage::parse(&reply.body);
+        let status = reply.status;
+        let said = gh.summary(status);
+        match status.as_u16() {
+            401 if self.has_token() => self.error(
+                ToolErrorKind::Unauthorized,
+                format!(
+                    "github rejected the token ({} {}): {} to a valid token",
+                    status.as_u16(),
+                    gh.message.as_deref().unwrap_or("Bad credentials"),
+                    self.set_token_hint()
+                ),
+            ),
+            401 => self.error(
+                ToolErrorKind::Unauthorized,
+                format!(
+                    "github requires a token for {} and none is configured (401 {}): {} to a \
+                     personal access token",
+                    subject.describe(),
+                    gh.message.as_deref().unwrap_or("Requires authentication"),
+                    self.set_token_hint()
+                ),
+            ),
+            403 => {
+                let mut message = format!("github refused {} ({said})", subject.describe());
+                if let Some(sso) = header(&reply.headers, "x-github-sso") {
+                    let url = sso.split("url=").nth(1).unwrap_or(sso);
+                    message.push_str(&format!(
+                        "; the organisation uses SAML single sign-on: authorize the token at {url}"
+                    ));
+                } else if let Some(needed) = header(&reply.headers, "x-accepted-github-permissions")
+                {
+                    message.push_str(&format!("; the token needs the permission `{needed}`"));
+                } else if let Some(scopes) = header(&reply.headers, "x-accepted-oauth-scopes")
+                    .filter(|s| !s.trim().is_empty())
+                {
+                    let has = header(&reply.headers, "x-oauth-scopes").unwrap_or("");
+                    message.push_str(&format!(
+                        "; the token needs one of the scopes `{scopes}` (it has `{has}`)"
+                    ));
+                }
+                if !self.has_token() {
+                    message.push_str(&format!("; no token is configured: {}", self.set_token_hint()));
+                }
+                self.error(ToolErrorKind::Unauthorized, message)
+            }
+            404 => {
+                let mut message = subject.not_found();
+                if !self.has_token() {
+                    message.push_str(&format!(
+                        "; no token is configured, and private repositories need one: {}",
+                        self.set_token_hint()
+                    ));
+                }
+                self.error(ToolErrorKind::NotFound, message)
+            }
+            410 => self.error(
+                ToolErrorKind::NotFound,
+                format!("{} is gone ({said})", subject.describe()),
+            ),
+            422 => self.error(
+                ToolErrorKind::InvalidArguments,
+                format!("github rejected the request for {} ({said})", subject.describe()),
+            ),
+            500..=599 => self.error(
+                ToolErrorKind::Upstream,
+                format!(
+                    "github failed with {status} on {}; retry later{}",
+                    subject.describe(),
+                    gh.message.map(|m| format!(" (github said: {m})")).unwrap_or_default()
+                ),
+            ),
+            _ => self.error(
+                ToolErrorKind::Upstream,
+                format!("github answered {said} for {}", subject.describe()),
+            ),
+        }
+    }
+
+    fn rate_limited(
+        &self,
+        limit: &RateLimit,
+        wait: Option<Duration>,
+        waited: Duration,
+        subject: &Subject,
+    ) -> ToolError {
+        let mut message = match (limit.remaining, limit.limit) {
+            (Some(0), Some(of)) => format!(
+                "github rate limit exceeded ({} of {of} requests left{}) for {}",
+                0,
+                limit.resource.as_deref().map(|r| format!(" in `{r}`")).unwrap_or_default(),
+                subject.describe()
+            ),
+            _ => format!(
+                "github rate limit exceeded for {} ({})",
+                subject.describe(),
+                limit.message.as_deref().unwrap_or("too many requests")
+            ),
+        };
+        if !waited.is_zero() {
+            message.push_str(&format!(" even after waiting {} s", waited.as_secs()));
+        }
+        match (limit.reset, wait) {
+            (Some(reset), Some(w)) if limit.retry_after.is_none() => message.push_str(&format!(
+                "; it resets at {} (in {} s)",
+                format_epoch(reset),
+                w.as_secs()
+            )),
+            (_, Some(w)) => message.push_str(&format!("; github asks to retry in {} s", w.as_secs())),
+            (_, None) => message.push_str("; github gave no reset time (wait at least a minute)"),
+        }
+        message.push_str(&format!(
+            ", longer than [providers.github] max_retry_wait_s = {} s allows: retry later, or \
+             raise max_retry_wait_s",
+            self.settings.max_retry_wait.as_secs()
+        ));
+        if !self.has_token() {
+            message.push_str(&format!(
+                "; unauthenticated requests get only 60 an hour: {} to a token",
+                self.set_token_hint()
+            ));
+        }
+        self.error(ToolErrorKind::RateLimited, message)
+    }
+
+    /// An error whose message never contains the token, whatever GitHub echoed.
+    fn error(&self, kind: ToolErrorKind, message: String) -> ToolError {
+        let message = match &self.settings.token {
+            Some(token) if !token.is_empty() && message.contains(token.as_str()) => {
+                message.replace(token.as_str(), "***")
+            }
+            _ => message,
+        };
+        ToolError::new(kind, message)
+    }
+}
+
+/// The signs of a rate limit on a response.
+#[derive(Debug, Clone, PartialEq)]
+struct RateLimit {
+    retry_after: Option<u64>,
+    reset: Option<u64>,
+    remaining: Option<u64>,
+    limit: Option<u64>,
+    resource: Option<String>,
+    message: Option<String>,
+}
+
+impl RateLimit {
+    /// A 429, or a 403 with `retry-after`, `x-ratelimit-remaining: 0` or a rate-limit message
+    /// (GitHub's secondary limits say so only in the body).
+    fn of(reply: &Reply) -> Option<Self> {
+        let number = |name: &str| header(&reply.headers, name).and_then(|v| v.trim().parse().ok());
+        let limit = RateLimit {
+            retry_after: number("retry-after"),
+            reset: number("x-ratelimit-reset"),
+            remaining: number("x-ratelimit-remaining"),
+            limit: number("x-ratelimit-limit"),
+            resource: header(&reply.headers, "x-ratelimit-resource").map(str::to_owned),
+            message: GitHubMessage::parse(&reply.body).message,
+        };
+        let says_so =
+            limit.message.as_deref().is_some_and(|m| m.to_ascii_lowercase().contains("rate limit"));
+        let limited = match reply.status.as_u16() {
+            429 => true,
+            403 => limit.retry_after.is_some() || limit.remaining == Some(0) || says_so,
+            _ => false,
+        };
+        limited.then_some(limit)
+    }
+
+    /// How long to wait before the next attempt: `retry-after`, else until `x-ratelimit-reset`;
+    /// `None` when GitHub gave neither.
+    fn wait(&self, now: u64) -> Option<Duration> {
+        if let Some(seconds) = self.retry_after {
+            return Some(Duration::from_secs(seconds));
+        }
+        self.reset.map(|reset| Duration::from_secs(reset.saturating_sub(now).max(1)))
+    }
+}
+
+/// GitHub's error body: `{"message": "...", "errors": [...], "documentation_url": "..."}`.
+#[derive(Debug, Default, Deserialize)]
+struct GitHubMessage {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    errors: Vec<Value>,
+}
+
+impl GitHubMessage {
+    fn parse(body: &str) -> Self {
+        serde_json::from_str(body).unwrap_or_default()
+    }
+
+    /// `422 Validation Failed: assignees invalid (nobody)`.
+    fn summary(&self, status: StatusCode) -> String {
+        let mut out = status.as_u16().to_string();
+        match &self.message {
+            Some(m) => out.push_str(&format!(" {m}")),
+            None => out.push_str(&format!(" {}", status.canonical_reason().unwrap_or(""))),
+        }
+        let details: Vec<String> = self
+            .errors
+            .iter()
+            .take(5)
+            .map(|e| match e {
+                Value::String(s) => s.clone(),
+                Value::Object(o) => {
+                    if let Some(m) = o.get("message").and_then(Value::as_str) {
+                        return m.to_owned();
+                    }
+                    let field = o.get("field").and_then(Value::as_str).unwrap_or("?");
+                    let code = o.get("code").and_then(Value::as_str).unwrap_or("invalid");
+                    match o.get("value") {
+                        Some(v) if !v.is_null() => format!("{field} {code} ({v})"),
+                        _ => format!("{field} {code}"),
+                    }
+                }
+                other => other.to_string(),
+            })
+            .collect();
+        if !details.is_empty() {
+            out.push_str(&format!(": {}", details.join("; ")));
+        }
+        out
+    }
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+fn now_epoch() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// `2024-05-06T12:53:20Z` for a Unix time.
+pub(crate) fn format_epoch(epoch: u64) -> String {
+    let days = (epoch / 86_400) as i64;
+    let secs = epoch % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// The page number of the `rel="next"` link of a `Link` header, if any.
+pub(crate) fn next_page(headers: &HeaderMap) -> Option<u32> {
+    headers.get_all(http::header::LINK).iter().filter_map(|v| v.to_str().ok()).find_map(|value| {
+        // `<url>; rel="next", <url>; rel="last"`: split at `<`, since URLs may hold commas.
+        value.split('<').skip(1).find_map(|part| {
+            let (url, params) = part.split_once('>')?;
+            let is_next = params
+                .split(';')
+                .map(str::trim)
+                .any(|p| p.trim_end_matches(',').trim() == "rel=\"next\"" || p == "rel=next");
+            if !is_next {
+                return None;
+            }
+            let url = url::Url::parse(url)
+                .or_else(|_| url::Url::parse("http://localhost").and_then(|b| b.join(url)))
+                .ok()?;
+            let page = url.query_pairs().find(|(k, _)| k == "page")?.1.parse().ok();
+            page
+        })
+    })
+}
+
+/// A path and query below the base URL: `/repos/{owner}/{repo}/issues?state=open`.
+pub(crate) fn uri(path: &str, query: &[(&str, Option<String>)]) -> String {
+    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
+    let mut any = false;
+    for (key, value) in query {
+        if let Some(value) = value {
+            serializer.append_pair(key, value);
+            any = true;
+        }
+    }
+    if any {
+        format!("{path}?{}", serializer.finish())
+    } else {
+        path.to_owned()
+    }
+}
+
+/// Checks an owner or repository name: GitHub allows letters, digits, `-`, `_` and `.`.
+pub(crate) fn check_name(field: &str, value: &str) -> Result<(), ToolError> {
+    let ok = !value.is_empty()
+        && value != "."
+        && value != ".."
+        && value.len() <= 100
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else if field == "repo" && value.contains('/') {
+        Err(ToolError::invalid_arguments(format!(
+            "`repo` is the repository name alone (`hello` of `octo/hello`), with the owner in \
+             `owner`; got `{value}`"
+        )))
+    } else {
+        Err(ToolError::invalid_arguments(format!(
+            "`{field}` must be a GitHub name (letters, digits, `-`, `_`, `.`); got `{value}`"
+        )))
+    }
+}
+
+/// `owner/repo` after checking both names.
+pub(crate) fn repo_path(owner: &str, repo: &str) -> Result<String, ToolError> {
+    check_name("owner", owner)?;
+    check_name("repo", repo)?;
+    Ok(format!("{owner}/{repo}"))
+}
+
+/// Percent-encodes each segment of a file path in a repository, keeping the `/` between them.
+pub(crate) fn encode_path(path: &str) -> Result<String, ToolError> {
+    let mut out = Vec::new();
+    for segment in path.trim_matches('/').split('/').filter(|s| !s.is_empty()) {
+        if segment == "." || segment == ".." {
+            return Err(ToolError::invalid_arguments(format!(
+                "`path` must not contain `.` or `..` segments; got `{path}`"
+            )));
+        }
+        let mut encoded = String::new();
+        for byte in segment.bytes() {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+                encoded.push(byte as char);
+            } else {
+                encoded.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        out.push(encoded);
+    }
+    Ok(out.join("/"))
+}
+
+/// `page` (default 1) and `per_page` (default 30, at most 100) as query values.
+pub(crate) fn paging(page: Option<u32>, per_page: Option<u32>) -> [(&'static str, Option<String>); 2] {
+    [
+        ("per_page", Some(per_page.unwrap_or(30).clamp(1, 100).to_string())),
+        ("page", Some(page.unwrap_or(1).max(1).to_string())),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn next_page_comes_from_the_link_header() {
+        let h = headers(&[(
+            "link",
+            "<https://api.github.com/repositories/1296269/issues?labels=bug%2Cui&page=3&per_page=2>; rel=\"next\", \
+             <https://api.github.com/repositories/1296269/issues?page=9&per_page=2>; rel=\"last\"",
+        )]);
+        assert_eq!(next_page(&h), Some(3));
+        let last_page = headers(&[(
+            "link",
+            "<https://api.github.com/repositories/1/issues?page=1>; rel=\"prev\", \
+             <https://api.github.com/repositories/1/issues?page=1>; rel=\"first\"",
+        )]);
+        assert_eq!(next_page(&last_page), None);
+        assert_eq!(next_page(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn rate_limits_are_recognised_and_timed() {
+        let reply = |status: u16, h: &[(&'static str, &str)], body: &str| Reply {
+            status: StatusCode::from_u16(status).unwrap(),
+            headers: headers(h),
+            body: body.to_owned(),
+        };
+        let limit = RateLimit::of(&reply(429, &[("retry-after", "3")], "")).unwrap();
+        assert_eq!(limit.wait(0), Some(Duration::from_secs(3)));
+        let primary = RateLimit::of(&reply(
+            403,
+            &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1000")],
+            "",
+        ))
+        .unwrap();
+        assert_eq!(primary.wait(990), Some(Duration::from_secs(10)));
+        assert_eq!(primary.wait(2000), Some(Duration::from_secs(1)), "a past reset waits 1 s");
+        let secondary = reply(403, &[], r#"{"message": "You have exceeded a secondary rate limit."}"#);
+        assert_eq!(RateLimit::of(&secondary).unwrap().wait(0), None);
+        let permission = reply(403, &[("x-ratelimit-remaining", "4999")], r#"{"message": "Forbidden"}"#);
+        assert!(RateLimit::of(&permission).is_none());
+    }
+
+    #[test]
+    fn epochs_format_as_utc() {
+        assert_eq!(format_epoch(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_epoch(1_715_000_000), "2024-05-06T12:53:20Z");
+        assert_eq!(format_epoch(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn names_and_paths_cannot_escape_the_repository() {
+        assert!(repo_path("octo", "hello.rs").is_ok());
+        assert!(check_name("owner", "..").is_err());
+        let e = check_name("repo", "octo/hello").unwrap_err();
+        assert!(e.message.contains("repository name alone"), "{}", e.message);
+        assert_eq!(encode_path("/src/a b/ü.rs").unwrap(), "src/a%20b/%C3%BC.rs");
+        assert!(encode_path("src/../../issues").is_err());
+        assert_eq!(
+            uri("/repos/o/r/issues", &[("labels", Some("bug,ui".into())), ("since", None)]),
+            "/repos/o/r/issues?labels=bug%2Cui"
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! The host: plugins loaded, providers created from the config, tools registered, calls run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::{RResult, RStr};
+use quiver_core::defaults::prior_for;
+use quiver_core::value_model::{resolve, LayerSource, ResolvedValueModel, ValueModelLayer};
+use quiver_core::{FollowUpLink, ToolContext, ToolErrorKind, ToolName, ToolResult, ToolSpec};
+use quiver_plugin_abi::ProviderBox;
+use serde_json::{Map, Value};
+
+use crate::config::{ConfigError, LoadedConfig};
+use crate::loader::{self, LoadedPlugin, PluginsDirSource};
+use crate::logging;
+use crate::registry::{Registry, RegisteredTool};
+
+/// How to open a host.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--plugins`.
+    pub plugins_dir: Option<PathBuf>,
+}
+
+/// What became of one plugin file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginStatus {
+    /// Loaded and serving its tools.
+    Loaded {
+        /// Provider name.
+        provider: String,
+        /// Provider version.
+        version: String,
+        /// SDK version it was built with.
+        sdk_version: String,
+        /// How many tools it serves.
+        tools: usize,
+    },
+    /// Loaded, but `enabled = false` in the config.
+    Disabled {
+        /// Provider name.
+        provider: String,
+        /// Provider version.
+        version: String,
+    },
+    /// Not serving, and why.
+    Failed {
+        /// One line, with a fix where there is one.
+        reason: String,
+    },
+}
+
+/// One plugin file and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginReport {
+    /// The file.
+    pub path: PathBuf,
+    /// Its fate.
+    pub status: PluginStatus,
+}
+
+/// A provider instance living in a plugin.
+pub struct ProviderHandle {
+    /// The provider's name.
+    pub name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    instance: ProviderBox,
+}
+
+impl ProviderHandle {
+    /// The provider's own value-model layer for `tool`; a broken answer is logged and ignored.
+    pub fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
+        match self.instance.value_model(RStr::from(tool)) {
+            RResult::ROk(json) => {
+                let json = json.into_option()?;
+                serde_json::from_str(json.as_str())
+                    .map_err(|e| {
+                        tracing::warn!(provider = %self.name, tool, "ignoring an unreadable value model: {e}")
+                    })
+                    .ok()
+            }
+            RResult::RErr(e) => {
+                tracing::warn!(provider = %self.name, tool, "value_model failed: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// The running host.
+pub struct Host {
+    config: LoadedConfig,
+    plugins_dir: PathBuf,
+    plugins_dir_source: PluginsDirSource,
+    reports: Vec<PluginReport>,
+    registry: Registry,
+}
+
+/// Time a call may take unless the caller says otherwise.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Extra time the host gives a provider past the deadline it passed, to answer "timed out" itself.
+const DEADLINE_GRACE: Duration = Duration::from_millis(500);
+
+impl Host {
+    /// Reads the config, loads every plugin and creates the enabled providers. Only a broken
+    /// config is an error: plugin failures are kept in [`Host::plugin_reports`].
+    pub fn open(options: &HostOptions) -> Result<Self, ConfigError> {
+        let config = LoadedConfig::discover(options.config.as_deref())?;
+        Ok(Self::with_config(config, options.plugins_dir.as_deref()))
+    }
+
+    /// Like [`Host::open`], with a config already read.
+    pub fn with_config(config: LoadedConfig, plugins_flag: Option<&Path>) -> Self {
+        let (plugins_dir, plugins_dir_source) =
+            loader::plugins_dir(plugins_flag, config.config.plugins_dir.as_deref());
+        let (loaded, failed) = loader::load_dir(&plugins_dir);
+        let mut host = Self {
+            config,
+            plugins_dir,
+            plugins_dir_source,
+            reports: failed
+                .into_iter()
+                .map(|f| PluginReport { path: f.path, status: PluginStatus::Failed { reason: f.reason } })
+                .collect(),
+            registry: Registry::default(),
+        };
+        for plugin in loaded {
+            let status = host.start(&plugin);
+            host.reports.push(PluginReport { path: plugin.path.clone(), status });
+        }
+        host.reports.sort_by(|a, b| a.path.cmp(&b.path));
+        host
+    }
+
+    fn start(&mut self, plugin: &LoadedPlugin) -> PluginStatus {
+        let manifest = &plugin.manifest;
+        if let Some(other) = self.registry.provider(&manifest.name) {
+            return PluginStatus::Failed {
+                reason: format!(
+                    "provider `{}` is already served by {}; remove one of the two files",
+                    manifest.name,
+                    other.path.display()
+                ),
+            };
+        }
+        let section = self.config.provider(&manifest.name);
+        if !section.enabled {
+            return PluginStatus::Disabled {
+                provider: manifest.name.clone(),
+                version: manifest.version.clone(),
+            };
+        }
+        let config_json = self.provider_config_json(&manifest.name);
+        let created = match std::panic::catch_unwind(|| {
+            (plugin.module.create())(RStr::from(config_json.to_string().as_str()), logging::plugin_sink())
+        }) {
+            Ok(created) => created,
+            Err(_) => {
+                return PluginStatus::Failed { reason: "the plugin's root module has no create function".into() }
+            }
+        };
+        let instance = match created.into_result() {
+            Ok(instance) => instance,
+            Err(e) => {
+                return PluginStatus::Failed {
+                    reason: format!("failed to initialise: {}", logging::scrub(e.as_str())),
+                }
+            }
+        };
+        let handle = Arc::new(ProviderHandle {
+            name: manifest.name.clone(),
+            path: plugin.path.clone(),
+            instance,
+        });
+        match self.registry.add_provider(handle, &manifest.tools) {
+            Ok(count) => PluginStatus::Loaded {
+                provider: manifest.name.clone(),
+                version: manifest.version.clone(),
+                sdk_version: manifest.sdk_version.clone(),
+                tools: count,
+            },
+            Err(e) => PluginStatus::Failed { reason: e.to_string() },
+        }
+    }
+
+    /// The JSON a provider is created from: its `[providers.NAME]` keys, `token_env`, and `token`
+    /// when that variable is set. The token is registered as a secret, so no log shows it.
+    fn provider_config_json(&self, provider: &str) -> Value {
+        let section = self.config.provider(provider);
+        let mut json = serde_json::to_value(&section.settings)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        let token_env = section.token_env(provider);
+        if let Some(token) = std::env::var(&token_env).ok().filter(|t| !t.trim().is_empty()) {
+            logging::register_secret(&token);
+            json.insert("token".into(), Value::String(token));
+        }
+        json.insert("token_env".into(), Value::String(token_env));
+        Value::Object(json)
+    }
+
+    /// Every plugin file and what became of it, sorted by path.
+    pub fn plugin_reports(&self) -> &[PluginReport] {
+        &self.reports
+    }
+
+    /// The plugins directory and where that choice came from.
+    pub fn plugins_dir(&self) -> (&Path, &PluginsDirSource) {
+        (&self.plugins_dir, &self.plugins_dir_source)
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &LoadedConfig {
+        &self.config
+    }
+
+    /// The registered tools, sorted by qualified name.
+    pub fn tools(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.registry.tools()
+    }
+
+    /// One tool by qualified name (`github.get_issue`) or MCP name (`github_get_issue`).
+    pub fn tool(&self, name: &str) -> Option<&RegisteredTool> {
+        self.registry.tool(name)
+    }
+
+    /// The effective value model of a tool: built-in prior < provider < user `*` < user globs <
+    /// user exact, with the layer that set each field.
+    pub fn value_model(&self, tool: &RegisteredTool) -> ResolvedValueModel {
+        let (rule, prior) = prior_for(&tool.name.tool);
+        let provider = tool.provider.value_model(&tool.name.tool);
+        let qualified = tool.name.to_string();
+        let mut layers: Vec<(LayerSource, &ValueModelLayer)> = vec![(LayerSource::BuiltIn(rule), &prior)];
+        if let Some(layer) = &provider {
+            layers.push((LayerSource::Provider(tool.name.provider.clone()), layer));
+        }
+        layers.extend(self.config.user_layers.layers_for(&qualified));
+        resolve(&layers)
+    }
+
+    /// Arguments for follow-up `link` of `prev_tool` given its structured result, from the provider.
+    pub fn project_args(
+        &self,
+        prev_tool: &RegisteredTool,
+        prev_result: &Value,
+        link: &FollowUpLink,
+    ) -> Result<Vec<Map<String, Value>>, String> {
+        let link_json = serde_json::to_string(link).map_err(|e| e.to_string())?;
+        let out = prev_tool
+            .provider
+            .instance
+            .project_args(
+                RStr::from(prev_tool.name.tool.as_str()),
+                RStr::from(prev_result.to_string().as_str()),
+                RStr::from(link_json.as_str()),
+            )
+            .into_result()
+            .map_err(|e| e.to_string())?;
+        serde_json::from_str(out.as_str()).map_err(|e| format!("unreadable projection: {e}"))
+    }
+
+    /// The host whose rate limit a call spends: the user's `rate_limit_host` for the tool if set,
+    /// else the provider's answer.
+    pub fn rate_limit_host(&self, tool: &RegisteredTool, args: &Value) -> Option<String> {
+        let configured = self.config.user_layers.layers_for(&tool.name.to_string());
+        if let Some(host) = configured.iter().rev().find_map(|(_, l)| l.rate_limit_host.clone()) {
+            return Some(host);
+        }
+        let answer = tool
+            .provider
+            .instance
+            .rate_limit_host(RStr::from(tool.name.tool.as_str()), RStr::from(args.to_string().as_str()));
+        match answer.into_result() {
+            Ok(host) => host.into_option().map(|h| h.into_string()),
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, "rate_limit_host failed: {e}");
+                None
+            }
+        }
+    }
+
+    /// Runs a tool on a blocking thread, with a deadline; the call is cancelled when `cancel` is
+    /// set or the deadline passes. Unknown tools and provider failures come back as error results.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        session: &str,
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> ToolResult {
+        let Some(tool) = self.registry.tool(name) else {
+            return ToolResult::error(ToolErrorKind::UnknownTool, self.registry.unknown_tool_message(name));
+        };
+        let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let call_id = next_call_id();
+        tracing::info!(
+            tool = %tool.name,
+            call = %call_id,
+            args = %logging::preview_args(&args, &tool.spec.sensitive_params),
+            "call"
+        );
+        let ctx = ToolContext {
+            session: session.to_owned(),
+            call_id: call_id.clone(),
+            timeout_ms: Some(timeout.as_millis() as u64),
+            ..ToolContext::default()
+        };
+        let cancelled = cancel.unwrap_or_default();
+        let started = Instant::now();
+        let provider = Arc::clone(&tool.provider);
+        let tool_name = tool.name.clone();
+        let flag = Arc::clone(&cancelled);
+        let blocking = tokio::task::spawn_blocking(move || {
+            let context_json = serde_json::to_string(&ctx).expect("a context is JSON");
+            provider.instance.call(
+                RStr::from(tool_name.tool.as_str()),
+                RStr::from(args.to_string().as_str()),
+                RStr::from(context_json.as_str()),
+                &flag,
+            )
+        });
+        let result = match tokio::time::timeout(timeout + DEADLINE_GRACE, blocking).await {
+            Ok(Ok(RResult::ROk(json))) => serde_json::from_str::<ToolResult>(json.as_str()).unwrap_or_else(|e| {
+                ToolResult::error(
+                    ToolErrorKind::Internal,
+                    format!("provider `{}` returned an unreadable result: {e}", tool.name.provider),
+                )
+            }),
+            Ok(Ok(RResult::RErr(e))) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
+            Ok(Err(join)) => ToolResult::error(
+                ToolErrorKind::Internal,
+                format!("the call of `{}` failed on the host: {join}", tool.name),
+            ),
+            Err(_) => {
+                cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
+                ToolResult::error(
+                    ToolErrorKind::Timeout,
+                    format!("`{}` did not answer within {} ms", tool.name, timeout.as_millis()),
+                )
+            }
+        };
+        tracing::info!(
+            tool = %tool.name,
+            call = %call_id,
+            ms = started.elapsed().as_millis() as u64,
+            is_error = result.is_error,
+            "done"
+        );
+        result
+    }
+}
+
+fn next_call_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("c{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A tool's spec under its qualified name, as `quiver tools list --json` prints it.
+pub fn describe(tool: &RegisteredTool) -> Value {
+    let ToolSpec { group, description, input_schema, output_schema, .. } = &tool.spec;
+    let ToolName { provider, .. } = &tool.name;
+    let mut out = serde_json::json!({
+        "name": tool.name.to_string(),
+        "mcp_name": tool.name.mcp_name(),
+        "provider": provider,
+        "description": description,
+        "input_schema": input_schema,
+    });
+    if let Some(group) = group {
+        out["group"] = Value::String(group.clone());
+    }
+    if let Some(schema) = output_schema {
+        out["output_schema"] = schema.clone();
+    }
+    out
+}
+
+/// Every config section that names an exact tool the registry does not have, for warnings.
+pub fn unmatched_tool_sections(host: &Host) -> Vec<String> {
+    let known: BTreeMap<String, ()> = host.tools().map(|t| (t.name.to_string(), ())).collect();
+    host.config
+        .user_layers
+        .exact_names()
+        .filter(|n| !known.contains_key(*n))
+        .map(str::to_owned)
+        .collect()
+}

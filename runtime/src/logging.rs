@@ -1,0 +1,149 @@
+//! Logs: tracing to stderr (stdout belongs to the MCP stream), plugin logs bridged in, secrets
+//! masked everywhere.
+//!
+//! Two defences keep tokens out of logs: arguments are previewed with sensitive parameters masked
+//! ([`preview_args`]), and every line a plugin logs is scrubbed of the token values the host handed
+//! out ([`register_secret`]).
+
+use std::sync::RwLock;
+
+use abi_stable::std_types::RStr;
+use quiver_plugin_abi::{LogLevel, LogSink};
+use serde_json::Value;
+use tracing::level_filters::LevelFilter;
+use tracing_subscriber::EnvFilter;
+
+/// Longest argument preview in a log line, in characters.
+pub const PREVIEW_CHARS: usize = 160;
+
+const MASK: &str = "***";
+
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Remembers a secret value (a token) so it is masked in any plugin log line.
+pub fn register_secret(secret: &str) {
+    // Short values would mask ordinary words; real tokens are long.
+    if secret.len() >= 6 {
+        let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+        if !secrets.iter().any(|s| s == secret) {
+            secrets.push(secret.to_owned());
+        }
+    }
+}
+
+/// `text` with every registered secret replaced by `***`.
+pub fn scrub(text: &str) -> String {
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    secrets.iter().fold(text.to_owned(), |acc, s| acc.replace(s.as_str(), MASK))
+}
+
+/// Installs the stderr subscriber. `RUST_LOG` wins; otherwise `default` (`warn` for the CLI).
+pub fn init(default: LevelFilter) {
+    let filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(true)
+        .try_init();
+}
+
+/// The sink handed to plugins: their lines arrive as `quiver::plugin` events, scrubbed.
+pub fn plugin_sink() -> LogSink {
+    let max_level = match LevelFilter::current() {
+        LevelFilter::OFF => LogLevel(0),
+        LevelFilter::ERROR => LogLevel::ERROR,
+        LevelFilter::WARN => LogLevel::WARN,
+        LevelFilter::INFO => LogLevel::INFO,
+        LevelFilter::DEBUG => LogLevel::DEBUG,
+        _ => LogLevel::TRACE,
+    };
+    LogSink { max_level, log: plugin_log }
+}
+
+extern "C" fn plugin_log(level: LogLevel, target: RStr<'_>, message: RStr<'_>) {
+    // A panic must not unwind into the plugin's frames.
+    let _ = std::panic::catch_unwind(|| {
+        let message = scrub(message.as_str());
+        let target = target.as_str();
+        match level {
+            LogLevel::ERROR => tracing::error!(target: "quiver::plugin", plugin_target = target, "{message}"),
+            LogLevel::WARN => tracing::warn!(target: "quiver::plugin", plugin_target = target, "{message}"),
+            LogLevel::INFO => tracing::info!(target: "quiver::plugin", plugin_target = target, "{message}"),
+            LogLevel::DEBUG => tracing::debug!(target: "quiver::plugin", plugin_target = target, "{message}"),
+            _ => tracing::trace!(target: "quiver::plugin", plugin_target = target, "{message}"),
+        }
+    });
+}
+
+/// Whether an argument name looks like it holds a secret, whatever the tool declared.
+fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["token", "secret", "password", "passwd", "authorization", "api_key", "apikey", "credential"]
+        .iter()
+        .any(|s| key.contains(s))
+}
+
+/// A one-line preview of call arguments for the log: sensitive parameters (declared by the tool,
+/// or named like a secret) masked at any depth, registered secrets scrubbed, and cut to
+/// [`PREVIEW_CHARS`] characters saying how much was cut.
+pub fn preview_args(args: &Value, sensitive: &[String]) -> String {
+    fn mask(value: &Value, sensitive: &[String]) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let masked = if sensitive.iter().any(|s| s == k) || looks_secret(k) {
+                            Value::String(MASK.to_owned())
+                        } else {
+                            mask(v, sensitive)
+                        };
+                        (k.clone(), masked)
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| mask(v, sensitive)).collect()),
+            other => other.clone(),
+        }
+    }
+    let text = scrub(&mask(args, sensitive).to_string());
+    let total = text.chars().count();
+    if total <= PREVIEW_CHARS {
+        text
+    } else {
+        let cut: String = text.chars().take(PREVIEW_CHARS).collect();
+        format!("{cut}… ({} more chars)", total - PREVIEW_CHARS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn previews_mask_declared_and_secret_looking_parameters() {
+        let args = json!({"owner": "octo", "api_key": "k-123456", "nested": {"auth_token": "t"}, "pin": "1234"});
+        let preview = preview_args(&args, &["pin".to_owned()]);
+        assert!(preview.contains(r#""owner":"octo""#), "{preview}");
+        assert!(!preview.contains("k-123456") && !preview.contains("1234"), "{preview}");
+        assert_eq!(preview.matches(MASK).count(), 3, "{preview}");
+    }
+
+    #[test]
+    fn long_previews_are_cut_and_say_so() {
+        let args = json!({"body": "x".repeat(1000)});
+        let preview = preview_args(&args, &[]);
+        assert!(preview.starts_with(r#"{"body":"xxx"#));
+        assert!(preview.ends_with("more chars)"), "{preview}");
+        assert!(preview.chars().count() < PREVIEW_CHARS + 30);
+    }
+
+    #[test]
+    fn registered_secrets_are_scrubbed_from_any_text() {
+        register_secret("ghp_supersecretvalue");
+        assert_eq!(scrub("Authorization: token ghp_supersecretvalue"), "Authorization: token ***");
+        let preview = preview_args(&json!({"q": "ghp_supersecretvalue"}), &[]);
+        assert!(!preview.contains("supersecret"), "{preview}");
+    }
+}
