@@ -301,41 +301,14 @@ impl Host {
             return ToolResult::error(ToolErrorKind::UnknownTool, self.registry.unknown_tool_message(name));
         };
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-        let call_id = next_call_id();
-        tracing::info!(
-            tool = %tool.name,
-            call = %call_id,
-            args = %logging::preview_args(&args, &tool.spec.sensitive_params),
-            "call"
-        );
-        let ctx = ToolContext {
-            session: session.to_owned(),
-            call_id: call_id.clone(),
-            timeout_ms: Some(timeout.as_millis() as u64),
-            ..ToolContext::default()
-        };
         let cancelled = cancel.unwrap_or_default();
-        let started = Instant::now();
-        let provider = Arc::clone(&tool.provider);
-        let tool_name = tool.name.clone();
-        let flag = Arc::clone(&cancelled);
+        let (tool_for_thread, flag, session) = (tool.clone(), Arc::clone(&cancelled), session.to_owned());
+        // The provider blocks (it runs its own runtime), so it must not run on an async worker.
         let blocking = tokio::task::spawn_blocking(move || {
-            let context_json = serde_json::to_string(&ctx).expect("a context is JSON");
-            provider.instance.call(
-                RStr::from(tool_name.tool.as_str()),
-                RStr::from(args.to_string().as_str()),
-                RStr::from(context_json.as_str()),
-                &flag,
-            )
+            call_provider(&tool_for_thread, args, timeout, &session, &flag)
         });
-        let result = match tokio::time::timeout(timeout + DEADLINE_GRACE, blocking).await {
-            Ok(Ok(RResult::ROk(json))) => serde_json::from_str::<ToolResult>(json.as_str()).unwrap_or_else(|e| {
-                ToolResult::error(
-                    ToolErrorKind::Internal,
-                    format!("provider `{}` returned an unreadable result: {e}", tool.name.provider),
-                )
-            }),
-            Ok(Ok(RResult::RErr(e))) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
+        match tokio::time::timeout(timeout + DEADLINE_GRACE, blocking).await {
+            Ok(Ok(result)) => result,
             Ok(Err(join)) => ToolResult::error(
                 ToolErrorKind::Internal,
                 format!("the call of `{}` failed on the host: {join}", tool.name),
@@ -347,16 +320,72 @@ impl Host {
                     format!("`{}` did not answer within {} ms", tool.name, timeout.as_millis()),
                 )
             }
-        };
-        tracing::info!(
-            tool = %tool.name,
-            call = %call_id,
-            ms = started.elapsed().as_millis() as u64,
-            is_error = result.is_error,
-            "done"
-        );
-        result
+        }
     }
+
+    /// Runs a tool on the calling thread, which it blocks until the provider answers or `timeout`
+    /// passes. For callers that already run on a thread they can spare; async callers use
+    /// [`Host::call`].
+    pub fn call_blocking(&self, name: &str, args: Value, timeout: Option<Duration>, session: &str) -> ToolResult {
+        match self.registry.tool(name) {
+            Some(tool) => call_provider(
+                tool,
+                args,
+                timeout.unwrap_or(DEFAULT_CALL_TIMEOUT),
+                session,
+                &AtomicBool::new(false),
+            ),
+            None => ToolResult::error(ToolErrorKind::UnknownTool, self.registry.unknown_tool_message(name)),
+        }
+    }
+}
+
+/// One call across the plugin boundary, logged with its arguments previewed and secrets masked.
+fn call_provider(
+    tool: &RegisteredTool,
+    args: Value,
+    timeout: Duration,
+    session: &str,
+    cancelled: &AtomicBool,
+) -> ToolResult {
+    let call_id = next_call_id();
+    tracing::info!(
+        tool = %tool.name,
+        call = %call_id,
+        args = %logging::preview_args(&args, &tool.spec.sensitive_params),
+        "call"
+    );
+    let started = Instant::now();
+    let ctx = ToolContext {
+        session: session.to_owned(),
+        call_id: call_id.clone(),
+        timeout_ms: Some(timeout.as_millis() as u64),
+        ..ToolContext::default()
+    };
+    let context_json = serde_json::to_string(&ctx).expect("a context is JSON");
+    let answer = tool.provider.instance.call(
+        RStr::from(tool.name.tool.as_str()),
+        RStr::from(args.to_string().as_str()),
+        RStr::from(context_json.as_str()),
+        cancelled,
+    );
+    let result = match answer {
+        RResult::ROk(json) => serde_json::from_str::<ToolResult>(json.as_str()).unwrap_or_else(|e| {
+            ToolResult::error(
+                ToolErrorKind::Internal,
+                format!("provider `{}` returned an unreadable result: {e}", tool.name.provider),
+            )
+        }),
+        RResult::RErr(e) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
+    };
+    tracing::info!(
+        tool = %tool.name,
+        call = %call_id,
+        ms = started.elapsed().as_millis() as u64,
+        is_error = result.is_error,
+        "done"
+    );
+    result
 }
 
 fn next_call_id() -> String {

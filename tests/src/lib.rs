@@ -1,1 +1,79 @@
-//! placeholder
+//! Support for quiver's end-to-end tests: where the built `quiver` binary and plugin libraries
+//! are, plugin directories assembled from them, and a way to run the binary.
+//!
+//! The tests use the artifacts `cargo xtask test` builds (`cargo build --workspace`): the real
+//! binary and real dylibs, loaded by the real loader. `QUIVER_TEST_TARGET_DIR` points at them;
+//! without it, the directory is derived from the test executable's own location.
+//!
+//! **Architecture Invariant**: end-to-end tests reach quiver the way users do — the binary, the
+//! dylibs, the `quiver-runtime` library API — never through a provider's rlib.
+#![allow(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `target/debug` (or whatever `QUIVER_TEST_TARGET_DIR` says).
+pub fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("QUIVER_TEST_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // target/debug/deps/<test-binary> → target/debug
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
+}
+
+/// The `quiver` binary.
+pub fn quiver_bin() -> PathBuf {
+    let path = target_dir().join(format!("quiver{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.is_file(), "{} is missing; run `cargo xtask test`, which builds it", path.display());
+    path
+}
+
+/// The built library of workspace crate `package` (`quiver-provider-github`).
+pub fn dylib(package: &str) -> PathBuf {
+    let file = format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    );
+    let path = target_dir().join(file);
+    assert!(path.is_file(), "{} is missing; run `cargo xtask test`, which builds it", path.display());
+    path
+}
+
+/// A temporary plugins directory holding copies of the given packages' libraries.
+pub fn plugins_dir(packages: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for package in packages {
+        let source = dylib(package);
+        std::fs::copy(&source, dir.path().join(source.file_name().unwrap())).expect("copy plugin");
+    }
+    dir
+}
+
+/// Adds a truncated copy of `package`'s library to `dir` under `name`.
+pub fn add_truncated(dir: &Path, package: &str, name: &str) {
+    let bytes = std::fs::read(dylib(package)).expect("read plugin");
+    let name = format!("{name}{}", std::env::consts::DLL_SUFFIX);
+    std::fs::write(dir.join(name), &bytes[..bytes.len() / 3]).expect("write truncated plugin");
+}
+
+/// Runs the binary with `args`, a clean environment for quiver's own variables, and `env` added.
+pub fn quiver(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(quiver_bin());
+    command.args(args);
+    for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "QUIVER_DATA_DIR", "GITHUB_TOKEN", "RUST_LOG"] {
+        command.env_remove(var);
+    }
+    // No ./quiver.toml or user config from the machine running the tests.
+    let empty = tempfile::tempdir().expect("temp dir");
+    command.current_dir(empty.path()).env("XDG_CONFIG_HOME", empty.path());
+    command.envs(env.iter().copied());
+    command.output().expect("run quiver")
+}
+
+/// stdout and stderr of `output` as text, for assertions and failure messages.
+pub fn texts(output: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}

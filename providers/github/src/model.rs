@@ -24,7 +24,8 @@ pub(crate) enum WireLabel {
 }
 
 impl WireLabel {
-    fn into_name(self) -> String {
+    /// The label's name.
+    pub(crate) fn name(&self) -> &str {
         match self {
             WireLabel::Object { name } | WireLabel::Name(name) => name,
         }
@@ -42,8 +43,8 @@ pub(crate) fn logins(users: Vec<WireUser>) -> Vec<String> {
 }
 
 /// The names of a list of labels.
-pub(crate) fn label_names(labels: Vec<WireLabel>) -> Vec<String> {
-    labels.into_iter().map(WireLabel::into_name).collect()
+pub(crate) fn label_names(labels: &[WireLabel]) -> Vec<String> {
+    labels.iter().map(|l| l.name().to_owned()).collect()
 }
 
 /// `octo/hello` from an API URL such as `https://api.github.com/repos/octo/hello` (also below a
@@ -85,6 +86,15 @@ impl StateFilter {
     }
 }
 
+/// Reads `null` as the type's default (GitHub sends `null` for some empty lists and counts).
+pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// Whether a `skip_serializing_if` count is zero.
 pub(crate) fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -119,6 +129,6 @@ mod tests {
     fn labels_may_be_objects_or_names() {
         let labels: Vec<WireLabel> =
             serde_json::from_value(json!([{"name": "bug", "color": "f29513"}, "ui"])).unwrap();
-        assert_eq!(label_names(labels), ["bug", "ui"]);
+        assert_eq!(label_names(&labels), ["bug", "ui"]);
     }
 }
