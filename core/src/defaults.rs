@@ -47,10 +47,7 @@ pub fn prior_for(tool: &str) -> (String, ValueModelLayer) {
         return unknown();
     };
     let verb = local[start..end].to_ascii_lowercase();
-    let Some(shape) = VERBS
-        .iter()
-        .find(|(verbs, _)| verbs.contains(&verb.as_str()))
-        .map(|v| v.1)
+    let Some(shape) = VERBS.iter().find(|(verbs, _)| verbs.contains(&verb.as_str())).map(|v| v.1)
     else {
         return unknown();
     };
@@ -79,10 +76,7 @@ pub fn builtin_names() -> impl Iterator<Item = &'static str> {
 fn unknown() -> (String, ValueModelLayer) {
     let layer = ValueModelLayer {
         side_effect_class: Some(Indeterminate),
-        cost_model: Some(CostModelLayer {
-            freshness_ttl_s: Some(0),
-            ..CostModelLayer::default()
-        }),
+        cost_model: Some(CostModelLayer { freshness_ttl_s: Some(0), ..CostModelLayer::default() }),
         ..ValueModelLayer::default()
     };
     ("shape:unknown".to_owned(), layer)
@@ -330,10 +324,7 @@ mod tests {
     use super::*;
 
     fn words(name: &str) -> Vec<&str> {
-        word_spans(name)
-            .into_iter()
-            .map(|(s, e)| &name[s..e])
-            .collect()
+        word_spans(name).into_iter().map(|(s, e)| &name[s..e]).collect()
     }
 
     fn rule(tool: &str) -> String {
@@ -406,13 +397,9 @@ mod tests {
         assert_eq!(list.value_class, Some(Supporting));
         assert!(list.cost_model.unwrap().typical_kb > get.cost_model.unwrap().typical_kb);
 
-        for tool in [
-            "create_issue",
-            "add_comment",
-            "update_issue",
-            "merge_pull_request",
-            "delete_branch",
-        ] {
+        for tool in
+            ["create_issue", "add_comment", "update_issue", "merge_pull_request", "delete_branch"]
+        {
             let (_, layer) = prior_for(tool);
             assert_eq!(layer.side_effect_class, Some(MutatesExternal), "{tool}");
             assert_eq!(layer.speculate, Some(false), "{tool}");
@@ -458,16 +445,9 @@ mod tests {
                 &layer,
             )])
             .model;
-            if matches!(
-                model.side_effect_class,
-                MutatesLocal | MutatesExternal | Indeterminate
-            ) {
+            if matches!(model.side_effect_class, MutatesLocal | MutatesExternal | Indeterminate) {
                 assert!(!model.may_speculate(), "{name}");
-                assert_eq!(
-                    model.cost_model.freshness_ttl_s,
-                    Some(0),
-                    "{name} must not be cached"
-                );
+                assert_eq!(model.cost_model.freshness_ttl_s, Some(0), "{name} must not be cached");
             }
         }
         for expected in [
@@ -504,17 +484,10 @@ mod tests {
 
         assert_eq!(prior_for("ToolSearch").1.fail_fast_after_n, Some(2));
         assert_eq!(prior_for("TodoWrite").1.value_class, Some(AuditOnly));
-        assert!(prior_for("Edit")
-            .1
-            .invalidates
-            .unwrap()
-            .contains(&"Read".to_owned()));
+        assert!(prior_for("Edit").1.invalidates.unwrap().contains(&"Read".to_owned()));
         let snippet = &prior_for("WebSearch").1.field_groups.unwrap()["snippet"];
         assert_eq!(snippet.default_include, Some(false));
         assert_eq!(prior_for("Glob").1.follow_up.unwrap()[0].tool, "Read");
-        assert_eq!(
-            prior_for("WebSearch").1.follow_up.unwrap()[0].tool,
-            "WebFetch"
-        );
+        assert_eq!(prior_for("WebSearch").1.follow_up.unwrap()[0].tool, "WebFetch");
     }
 }

@@ -451,7 +451,8 @@ fn record_baseline(value: &Value, path: &str, provenance: &mut BTreeMap<String, 
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (key, child) in map {
-                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child_path =
+                    if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 if provenance.contains_key(&child_path) {
                     continue;
                 }

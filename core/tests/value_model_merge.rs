@@ -24,9 +24,7 @@ fn json_layer(json_text: &str) -> ValueModelLayer {
 }
 
 fn user(sections: &[(&str, &str)]) -> UserLayers {
-    let sections = sections
-        .iter()
-        .map(|(pattern, text)| ((*pattern).to_owned(), layer(text)));
+    let sections = sections.iter().map(|(pattern, text)| ((*pattern).to_owned(), layer(text)));
     UserLayers::new(sections.collect()).expect("valid user sections")
 }
 
@@ -78,10 +76,7 @@ fn layers_apply_in_order_defaults_provider_wildcard_glob_exact() {
     );
     let users = user(&[
         ("*", "value_class = \"optional\"\nfail_fast_after_n = 5"),
-        (
-            "github.*",
-            "rate_limit_host = \"ghe.corp\"\nfail_fast_after_n = 4",
-        ),
+        ("github.*", "rate_limit_host = \"ghe.corp\"\nfail_fast_after_n = 4"),
         ("github.get_issue", "fail_fast_after_n = 2"),
     ]);
     let r = effective("github.get_issue", Some(&github), &users);
@@ -89,24 +84,15 @@ fn layers_apply_in_order_defaults_provider_wildcard_glob_exact() {
     assert_eq!(r.model.side_effect_class, SideEffectClass::ReadOnly);
     assert_eq!(r.source_of("side_effect_class"), Some(&builtin("verb:get")));
     assert_eq!(r.model.cost_model.freshness_ttl_s, Some(60));
-    assert_eq!(
-        r.source_of("cost_model.freshness_ttl_s"),
-        Some(&builtin("verb:get"))
-    );
+    assert_eq!(r.source_of("cost_model.freshness_ttl_s"), Some(&builtin("verb:get")));
     assert_eq!(r.model.cost_model.typical_kb, 3.0);
-    assert_eq!(
-        r.source_of("cost_model.typical_kb"),
-        Some(&provider("github"))
-    );
+    assert_eq!(r.source_of("cost_model.typical_kb"), Some(&provider("github")));
     assert_eq!(r.model.value_class, ValueClass::Optional);
     assert_eq!(r.source_of("value_class"), Some(&LayerSource::UserWildcard));
     assert_eq!(r.model.rate_limit_host.as_deref(), Some("ghe.corp"));
     assert_eq!(r.source_of("rate_limit_host"), Some(&glob("github.*")));
     assert_eq!(r.model.fail_fast_after_n, Some(2));
-    assert_eq!(
-        r.source_of("fail_fast_after_n"),
-        Some(&exact("github.get_issue"))
-    );
+    assert_eq!(r.source_of("fail_fast_after_n"), Some(&exact("github.get_issue")));
 
     // What `quiver tools show` prints next to each field.
     let shown: Vec<String> = ["side_effect_class", "cost_model.typical_kb", "value_class"]
@@ -134,11 +120,8 @@ fn user_layers_come_in_merge_order() {
         ("*", "fail_fast_after_n = 3"),
         ("github.get_*", "fail_fast_after_n = 4"),
     ]);
-    let order: Vec<LayerSource> = users
-        .layers_for("github.get_issue")
-        .into_iter()
-        .map(|(source, _)| source)
-        .collect();
+    let order: Vec<LayerSource> =
+        users.layers_for("github.get_issue").into_iter().map(|(source, _)| source).collect();
     assert_eq!(
         order,
         [
@@ -148,10 +131,7 @@ fn user_layers_come_in_merge_order() {
             exact("github.get_issue")
         ]
     );
-    assert_eq!(
-        users.exact_names().collect::<Vec<_>>(),
-        ["github.get_issue"]
-    );
+    assert_eq!(users.exact_names().collect::<Vec<_>>(), ["github.get_issue"]);
 }
 
 #[test]
@@ -173,10 +153,7 @@ fn an_exact_section_applies_to_its_tool_only() {
 #[test]
 fn longest_glob_wins_over_shorter_glob() {
     let users = user(&[
-        (
-            "github.*",
-            "value_class = \"optional\"\ncost_model = { typical_kb = 9.0 }",
-        ),
+        ("github.*", "value_class = \"optional\"\ncost_model = { typical_kb = 9.0 }"),
         ("github.get_*", "value_class = \"critical\""),
     ]);
     let r = effective("github.get_issue", None, &users);
@@ -184,10 +161,7 @@ fn longest_glob_wins_over_shorter_glob() {
     assert_eq!(r.source_of("value_class"), Some(&glob("github.get_*")));
     // The shorter glob still sets what the longer one does not name.
     assert_eq!(r.model.cost_model.typical_kb, 9.0);
-    assert_eq!(
-        r.source_of("cost_model.typical_kb"),
-        Some(&glob("github.*"))
-    );
+    assert_eq!(r.source_of("cost_model.typical_kb"), Some(&glob("github.*")));
 
     let list = effective("github.list_issues", None, &users);
     assert_eq!(list.model.value_class, ValueClass::Optional);
@@ -209,10 +183,7 @@ fn longest_glob_wins_whatever_the_section_order() {
 #[test]
 fn a_glob_that_does_not_match_is_not_applied() {
     let users = user(&[
-        (
-            "gitlab.*",
-            "side_effect_class = \"pure\"\nvalue_class = \"optional\"",
-        ),
+        ("gitlab.*", "side_effect_class = \"pure\"\nvalue_class = \"optional\""),
         ("github.list_*", "value_class = \"audit_only\""),
     ]);
     assert!(users.layers_for("github.get_issue").is_empty());
@@ -245,20 +216,11 @@ fn field_groups_merge_by_key() {
     let r = effective("github.get_issue", Some(&github), &users);
     let groups: Vec<&str> = r.model.field_groups.keys().map(String::as_str).collect();
     assert_eq!(groups, ["body", "must_have", "reactions"]);
-    assert_eq!(
-        r.source_of("field_groups.must_have.fields"),
-        Some(&provider("github"))
-    );
-    assert_eq!(
-        r.source_of("field_groups.reactions.fields"),
-        Some(&exact("github.get_issue"))
-    );
+    assert_eq!(r.source_of("field_groups.must_have.fields"), Some(&provider("github")));
+    assert_eq!(r.source_of("field_groups.reactions.fields"), Some(&exact("github.get_issue")));
     // The new group's unnamed field comes from the type's default.
     assert_eq!(r.model.field_groups["reactions"].estimated_value, 0.5);
-    assert_eq!(
-        r.source_of("field_groups.reactions.estimated_value"),
-        Some(&LayerSource::Baseline)
-    );
+    assert_eq!(r.source_of("field_groups.reactions.estimated_value"), Some(&LayerSource::Baseline));
 }
 
 #[test]
@@ -275,18 +237,9 @@ fn a_group_layer_that_sets_one_field_keeps_the_others() {
             default_include: false,
         }
     );
-    assert_eq!(
-        r.source_of("field_groups.body.fields"),
-        Some(&provider("github"))
-    );
-    assert_eq!(
-        r.source_of("field_groups.body.estimated_value"),
-        Some(&provider("github"))
-    );
-    assert_eq!(
-        r.source_of("field_groups.body.default_include"),
-        Some(&glob("github.*"))
-    );
+    assert_eq!(r.source_of("field_groups.body.fields"), Some(&provider("github")));
+    assert_eq!(r.source_of("field_groups.body.estimated_value"), Some(&provider("github")));
+    assert_eq!(r.source_of("field_groups.body.default_include"), Some(&glob("github.*")));
 }
 
 #[test]
@@ -304,18 +257,9 @@ fn cost_model_merges_field_by_field() {
             freshness_ttl_s: Some(5),
         }
     );
-    assert_eq!(
-        r.source_of("cost_model.typical_kb"),
-        Some(&provider("github"))
-    );
-    assert_eq!(
-        r.source_of("cost_model.latency_ms_p50"),
-        Some(&provider("github"))
-    );
-    assert_eq!(
-        r.source_of("cost_model.freshness_ttl_s"),
-        Some(&exact("github.get_issue"))
-    );
+    assert_eq!(r.source_of("cost_model.typical_kb"), Some(&provider("github")));
+    assert_eq!(r.source_of("cost_model.latency_ms_p50"), Some(&provider("github")));
+    assert_eq!(r.source_of("cost_model.freshness_ttl_s"), Some(&exact("github.get_issue")));
 }
 
 #[test]
@@ -346,14 +290,8 @@ fn lists_are_replaced_whole() {
         }]
     );
     assert_eq!(r.model.invalidates, ["search_issues"]);
-    assert_eq!(
-        r.source_of("follow_up"),
-        Some(&exact("github.update_issue"))
-    );
-    assert_eq!(
-        r.source_of("invalidates"),
-        Some(&exact("github.update_issue"))
-    );
+    assert_eq!(r.source_of("follow_up"), Some(&exact("github.update_issue")));
+    assert_eq!(r.source_of("invalidates"), Some(&exact("github.update_issue")));
 }
 
 #[test]
@@ -506,10 +444,7 @@ fn config_section_is_never_silently_dropped() {
     assert_eq!(r.model.cost_model.freshness_ttl_s, Some(15));
     assert_eq!(r.model.cost_model.max_kb, Some(64.0));
     assert!(!r.model.field_groups["reactions"].default_include);
-    assert_eq!(
-        r.model.rate_limit_host.as_deref(),
-        Some("github.example.com")
-    );
+    assert_eq!(r.model.rate_limit_host.as_deref(), Some("github.example.com"));
     assert_eq!(r.model.fail_fast_after_n, Some(4));
     let section = exact("github.get_issue");
     for path in [
@@ -521,39 +456,22 @@ fn config_section_is_never_silently_dropped() {
         assert_eq!(r.source_of(path), Some(&section), "{path}");
     }
     // The built-in prior's typical size survives the section's nested cost table.
-    assert_eq!(
-        r.source_of("cost_model.typical_kb"),
-        Some(&builtin("verb:get"))
-    );
+    assert_eq!(r.source_of("cost_model.typical_kb"), Some(&builtin("verb:get")));
 }
 
 #[test]
 fn a_misspelt_config_key_is_an_error_naming_it() {
     for (misspelt, text) in [
-        (
-            "cost_modle",
-            "[tools.\"github.get_issue\"]\ncost_modle = { freshness_ttl_s = 15 }",
-        ),
-        (
-            "freshnes_ttl_s",
-            "[tools.\"github.get_issue\".cost_model]\nfreshnes_ttl_s = 15",
-        ),
-        (
-            "defualt_include",
-            "[tools.\"*\".field_groups.body]\ndefualt_include = false",
-        ),
+        ("cost_modle", "[tools.\"github.get_issue\"]\ncost_modle = { freshness_ttl_s = 15 }"),
+        ("freshnes_ttl_s", "[tools.\"github.get_issue\".cost_model]\nfreshnes_ttl_s = 15"),
+        ("defualt_include", "[tools.\"*\".field_groups.body]\ndefualt_include = false"),
         (
             "projection_args",
             "[[tools.\"*\".follow_up]]\ntool = \"x\"\nprobability = 0.1\nprojection_args = \"n\"",
         ),
     ] {
-        let err = toml::from_str::<Config>(text)
-            .expect_err(misspelt)
-            .to_string();
-        assert!(
-            err.contains(misspelt),
-            "error for `{misspelt}` does not name it: {err}"
-        );
+        let err = toml::from_str::<Config>(text).expect_err(misspelt).to_string();
+        assert!(err.contains(misspelt), "error for `{misspelt}` does not name it: {err}");
     }
     let err = serde_json::from_str::<ValueModelLayer>(r#"{"cost_model": {"freshnes_ttl_s": 1}}"#)
         .expect_err("misspelt JSON key")
@@ -604,10 +522,7 @@ fn mutates_external_is_never_speculatable() {
     ] {
         assert!(!class.is_speculatable(), "{class:?}");
     }
-    let read = resolve(&[(
-        provider("github"),
-        &layer("side_effect_class = \"read_only\""),
-    )]);
+    let read = resolve(&[(provider("github"), &layer("side_effect_class = \"read_only\""))]);
     assert!(read.model.may_speculate());
     // Nothing said: indeterminate, never speculated.
     assert!(!resolve(&[]).model.may_speculate());
@@ -624,17 +539,11 @@ fn a_probability_outside_0_1_is_rejected_naming_the_field() {
     assert!(err.contains("follow_up[0].probability"), "{err}");
     assert!(err.contains("1.5"), "{err}");
 
-    let err = layer("field_groups.body.estimated_value = -0.1")
-        .validate()
-        .unwrap_err();
+    let err = layer("field_groups.body.estimated_value = -0.1").validate().unwrap_err();
     assert!(err.contains("field_groups.body.estimated_value"), "{err}");
-    let err = layer("cost_model.typical_kb = -1.0")
-        .validate()
-        .unwrap_err();
+    let err = layer("cost_model.typical_kb = -1.0").validate().unwrap_err();
     assert!(err.contains("cost_model.typical_kb"), "{err}");
-    let err = layer("follow_up = [{ tool = \" \", probability = 0.5 }]")
-        .validate()
-        .unwrap_err();
+    let err = layer("follow_up = [{ tool = \" \", probability = 0.5 }]").validate().unwrap_err();
     assert!(err.contains("follow_up[0].tool"), "{err}");
     assert_eq!(layer(FULL_PROVIDER_LAYER).validate(), Ok(()));
 }
@@ -691,10 +600,7 @@ fn fields_no_layer_set_have_baseline_provenance() {
 
     let nothing = resolve(&[]);
     assert_eq!(nothing.model, ToolValueModel::default());
-    assert!(nothing
-        .provenance
-        .values()
-        .all(|s| *s == LayerSource::Baseline));
+    assert!(nothing.provenance.values().all(|s| *s == LayerSource::Baseline));
 }
 
 #[test]
@@ -714,17 +620,10 @@ fn the_builtin_prior_holds_unless_the_provider_says_otherwise() {
 
     let r = effective("github.issue_comments", None, &none);
     assert_eq!(r.model.side_effect_class, SideEffectClass::Indeterminate);
-    assert_eq!(
-        r.source_of("side_effect_class"),
-        Some(&builtin("shape:unknown"))
-    );
+    assert_eq!(r.source_of("side_effect_class"), Some(&builtin("shape:unknown")));
 
     // Named priors merge like any other layer.
-    let r = effective(
-        "claude.Grep",
-        None,
-        &user(&[("claude.*", "follow_up = []")]),
-    );
+    let r = effective("claude.Grep", None, &user(&[("claude.*", "follow_up = []")]));
     assert_eq!(r.model.side_effect_class, SideEffectClass::Pure);
     assert!(r.model.follow_up.is_empty());
 }
@@ -751,18 +650,9 @@ fn json_and_toml_forms_of_a_layer_are_equal() {
             r#"{"side_effect_class": "mutates_external"}"#,
             r#"side_effect_class = "mutates_external""#,
         ),
-        (
-            r#"{"side_effect_class": "mutates_local"}"#,
-            r#"side_effect_class = "mutates_local""#,
-        ),
-        (
-            r#"{"side_effect_class": "read_only"}"#,
-            r#"side_effect_class = "read_only""#,
-        ),
-        (
-            r#"{"value_class": "audit_only"}"#,
-            r#"value_class = "audit_only""#,
-        ),
+        (r#"{"side_effect_class": "mutates_local"}"#, r#"side_effect_class = "mutates_local""#),
+        (r#"{"side_effect_class": "read_only"}"#, r#"side_effect_class = "read_only""#),
+        (r#"{"value_class": "audit_only"}"#, r#"value_class = "audit_only""#),
         (r#"{"follow_up": []}"#, "follow_up = []"),
         (r#"{}"#, ""),
     ] {

@@ -157,10 +157,11 @@ impl LoadedConfig {
 
     /// The section of provider `name`, or the defaults when the config has none.
     pub fn provider(&self, name: &str) -> ProviderConfig {
-        self.config.providers.get(name).cloned().unwrap_or(ProviderConfig {
-            enabled: true,
-            ..ProviderConfig::default()
-        })
+        self.config
+            .providers
+            .get(name)
+            .cloned()
+            .unwrap_or(ProviderConfig { enabled: true, ..ProviderConfig::default() })
     }
 }
 

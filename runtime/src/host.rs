@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::config::{ConfigError, LoadedConfig};
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
-use crate::registry::{Registry, RegisteredTool};
+use crate::registry::{RegisteredTool, Registry};
 
 /// How to open a host.
 #[derive(Debug, Clone, Default)]
@@ -127,7 +127,10 @@ impl Host {
             plugins_dir_source,
             reports: failed
                 .into_iter()
-                .map(|f| PluginReport { path: f.path, status: PluginStatus::Failed { reason: f.reason } })
+                .map(|f| PluginReport {
+                    path: f.path,
+                    status: PluginStatus::Failed { reason: f.reason },
+                })
                 .collect(),
             registry: Registry::default(),
         };
@@ -159,11 +162,16 @@ impl Host {
         }
         let config_json = self.provider_config_json(&manifest.name);
         let created = match std::panic::catch_unwind(|| {
-            (plugin.module.create())(RStr::from(config_json.to_string().as_str()), logging::plugin_sink())
+            (plugin.module.create())(
+                RStr::from(config_json.to_string().as_str()),
+                logging::plugin_sink(),
+            )
         }) {
             Ok(created) => created,
             Err(_) => {
-                return PluginStatus::Failed { reason: "the plugin's root module has no create function".into() }
+                return PluginStatus::Failed {
+                    reason: "the plugin's root module has no create function".into(),
+                }
             }
         };
         let instance = match created.into_result() {
@@ -238,7 +246,8 @@ impl Host {
         let (rule, prior) = prior_for(&tool.name.tool);
         let provider = tool.provider.value_model(&tool.name.tool);
         let qualified = tool.name.to_string();
-        let mut layers: Vec<(LayerSource, &ValueModelLayer)> = vec![(LayerSource::BuiltIn(rule), &prior)];
+        let mut layers: Vec<(LayerSource, &ValueModelLayer)> =
+            vec![(LayerSource::BuiltIn(rule), &prior)];
         if let Some(layer) = &provider {
             layers.push((LayerSource::Provider(tool.name.provider.clone()), layer));
         }
@@ -274,10 +283,10 @@ impl Host {
         if let Some(host) = configured.iter().rev().find_map(|(_, l)| l.rate_limit_host.clone()) {
             return Some(host);
         }
-        let answer = tool
-            .provider
-            .instance
-            .rate_limit_host(RStr::from(tool.name.tool.as_str()), RStr::from(args.to_string().as_str()));
+        let answer = tool.provider.instance.rate_limit_host(
+            RStr::from(tool.name.tool.as_str()),
+            RStr::from(args.to_string().as_str()),
+        );
         match answer.into_result() {
             Ok(host) => host.into_option().map(|h| h.into_string()),
             Err(e) => {
@@ -298,11 +307,15 @@ impl Host {
         cancel: Option<Arc<AtomicBool>>,
     ) -> ToolResult {
         let Some(tool) = self.registry.tool(name) else {
-            return ToolResult::error(ToolErrorKind::UnknownTool, self.registry.unknown_tool_message(name));
+            return ToolResult::error(
+                ToolErrorKind::UnknownTool,
+                self.registry.unknown_tool_message(name),
+            );
         };
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let cancelled = cancel.unwrap_or_default();
-        let (tool_for_thread, flag, session) = (tool.clone(), Arc::clone(&cancelled), session.to_owned());
+        let (tool_for_thread, flag, session) =
+            (tool.clone(), Arc::clone(&cancelled), session.to_owned());
         // The provider blocks (it runs its own runtime), so it must not run on an async worker.
         let blocking = tokio::task::spawn_blocking(move || {
             call_provider(&tool_for_thread, args, timeout, &session, &flag)
@@ -326,7 +339,13 @@ impl Host {
     /// Runs a tool on the calling thread, which it blocks until the provider answers or `timeout`
     /// passes. For callers that already run on a thread they can spare; async callers use
     /// [`Host::call`].
-    pub fn call_blocking(&self, name: &str, args: Value, timeout: Option<Duration>, session: &str) -> ToolResult {
+    pub fn call_blocking(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        session: &str,
+    ) -> ToolResult {
         match self.registry.tool(name) {
             Some(tool) => call_provider(
                 tool,
@@ -335,7 +354,10 @@ impl Host {
                 session,
                 &AtomicBool::new(false),
             ),
-            None => ToolResult::error(ToolErrorKind::UnknownTool, self.registry.unknown_tool_message(name)),
+            None => ToolResult::error(
+                ToolErrorKind::UnknownTool,
+                self.registry.unknown_tool_message(name),
+            ),
         }
     }
 }
@@ -370,12 +392,14 @@ fn call_provider(
         cancelled,
     );
     let result = match answer {
-        RResult::ROk(json) => serde_json::from_str::<ToolResult>(json.as_str()).unwrap_or_else(|e| {
-            ToolResult::error(
-                ToolErrorKind::Internal,
-                format!("provider `{}` returned an unreadable result: {e}", tool.name.provider),
-            )
-        }),
+        RResult::ROk(json) => {
+            serde_json::from_str::<ToolResult>(json.as_str()).unwrap_or_else(|e| {
+                ToolResult::error(
+                    ToolErrorKind::Internal,
+                    format!("provider `{}` returned an unreadable result: {e}", tool.name.provider),
+                )
+            })
+        }
         RResult::RErr(e) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
     };
     tracing::info!(

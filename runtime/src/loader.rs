@@ -151,13 +151,11 @@ pub fn preflight(path: &Path) -> Result<Declaration, String> {
     // open while we read it. The magic is checked before any string is read.
     #[allow(unsafe_code)]
     let declaration = unsafe {
-        let symbol = library
-            .get::<*const PluginDeclaration>(DECLARATION_SYMBOL)
-            .map_err(|_| {
-                "not a quiver plugin: it exports no QUIVER_PLUGIN_DECLARATION; build it with \
+        let symbol = library.get::<*const PluginDeclaration>(DECLARATION_SYMBOL).map_err(|_| {
+            "not a quiver plugin: it exports no QUIVER_PLUGIN_DECLARATION; build it with \
                  quiver_plugin_sdk::export_provider!"
-                    .to_owned()
-            })?;
+                .to_owned()
+        })?;
         let raw: *const PluginDeclaration = *symbol;
         if raw.is_null() || std::ptr::read_unaligned(raw as *const u64) != DECLARATION_MAGIC {
             return Err("not a quiver plugin: its QUIVER_PLUGIN_DECLARATION has the wrong magic \
@@ -250,7 +248,10 @@ fn explain_library_error(declaration: &Declaration, error: &LibraryError) -> Str
             )
         }
         LibraryError::RootModule { err, .. } => {
-            format!("provider `{}` failed to build its root module: {err}", declaration.provider_name)
+            format!(
+                "provider `{}` failed to build its root module: {err}",
+                declaration.provider_name
+            )
         }
         _ => full.lines().next().unwrap_or("unknown abi_stable error").to_owned(),
     }

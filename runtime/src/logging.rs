@@ -67,10 +67,18 @@ extern "C" fn plugin_log(level: LogLevel, target: RStr<'_>, message: RStr<'_>) {
         let message = scrub(message.as_str());
         let target = target.as_str();
         match level {
-            LogLevel::ERROR => tracing::error!(target: "quiver::plugin", plugin_target = target, "{message}"),
-            LogLevel::WARN => tracing::warn!(target: "quiver::plugin", plugin_target = target, "{message}"),
-            LogLevel::INFO => tracing::info!(target: "quiver::plugin", plugin_target = target, "{message}"),
-            LogLevel::DEBUG => tracing::debug!(target: "quiver::plugin", plugin_target = target, "{message}"),
+            LogLevel::ERROR => {
+                tracing::error!(target: "quiver::plugin", plugin_target = target, "{message}")
+            }
+            LogLevel::WARN => {
+                tracing::warn!(target: "quiver::plugin", plugin_target = target, "{message}")
+            }
+            LogLevel::INFO => {
+                tracing::info!(target: "quiver::plugin", plugin_target = target, "{message}")
+            }
+            LogLevel::DEBUG => {
+                tracing::debug!(target: "quiver::plugin", plugin_target = target, "{message}")
+            }
             _ => tracing::trace!(target: "quiver::plugin", plugin_target = target, "{message}"),
         }
     });

@@ -102,7 +102,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plugins => plugins(&host),
         Command::Tools(ToolsCommand::List { json }) => tools_list(&host, json),
         Command::Tools(ToolsCommand::Show { name, json }) => tools_show(&host, &name, json),
-        Command::Call { name, args, timeout_ms, json } => call(&host, &name, &args, timeout_ms, json),
+        Command::Call { name, args, timeout_ms, json } => {
+            call(&host, &name, &args, timeout_ms, json)
+        }
         Command::Doctor => doctor(&host),
     }
 }
@@ -134,8 +136,9 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
             .tools()
             .map(|t| {
                 let mut d = describe(t);
-                d["side_effect_class"] = serde_json::to_value(host.value_model(t).model.side_effect_class)
-                    .unwrap_or(Value::Null);
+                d["side_effect_class"] =
+                    serde_json::to_value(host.value_model(t).model.side_effect_class)
+                        .unwrap_or(Value::Null);
                 d
             })
             .collect();
@@ -170,8 +173,11 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     };
     let resolved = host.value_model(tool);
     if json {
-        let provenance: serde_json::Map<String, Value> =
-            resolved.provenance.iter().map(|(k, v)| (k.clone(), Value::String(v.to_string()))).collect();
+        let provenance: serde_json::Map<String, Value> = resolved
+            .provenance
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.to_string())))
+            .collect();
         let out = serde_json::json!({
             "tool": describe(tool),
             "value_model": resolved.model,
@@ -220,9 +226,16 @@ fn flatten(value: &Value) -> Vec<(String, Value)> {
     out
 }
 
-fn call(host: &Host, name: &str, args: &str, timeout_ms: Option<u64>, json: bool) -> anyhow::Result<ExitCode> {
-    let args: Value = serde_json::from_str(args)
-        .with_context(|| format!("--args is not JSON: {args}; pass an object such as '{{\"owner\":\"o\"}}'"))?;
+fn call(
+    host: &Host,
+    name: &str,
+    args: &str,
+    timeout_ms: Option<u64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let args: Value = serde_json::from_str(args).with_context(|| {
+        format!("--args is not JSON: {args}; pass an object such as '{{\"owner\":\"o\"}}'")
+    })?;
     if !args.is_object() {
         bail!("--args must be a JSON object, got {args}");
     }
@@ -250,7 +263,9 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
     let config = host.config();
     match &config.path {
         Some(path) => println!("config: {} (ok)", path.display()),
-        None => println!("config: none found; using defaults (create ./quiver.toml or set --config)"),
+        None => {
+            println!("config: none found; using defaults (create ./quiver.toml or set --config)")
+        }
     }
     let (dir, source) = host.plugins_dir();
     let exists = dir.is_dir();
@@ -272,7 +287,9 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
                 };
                 println!("provider {provider}: ready, {tools} tools; {token}");
             }
-            PluginStatus::Disabled { provider, .. } => println!("provider {provider}: disabled in the config"),
+            PluginStatus::Disabled { provider, .. } => {
+                println!("provider {provider}: disabled in the config")
+            }
             PluginStatus::Failed { reason } => {
                 problems += 1;
                 println!("plugin {file}: failed — {reason}");
@@ -283,6 +300,9 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         problems += 1;
         println!("config: [tools.\"{section}\"] matches no tool");
     }
-    println!("{}", if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") });
+    println!(
+        "{}",
+        if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") }
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -62,7 +62,11 @@ impl Registry {
                 });
             }
             let name = ToolName::new(provider.name.clone(), spec.name.clone());
-            let tool = RegisteredTool { name: name.clone(), spec: spec.clone(), provider: Arc::clone(&provider) };
+            let tool = RegisteredTool {
+                name: name.clone(),
+                spec: spec.clone(),
+                provider: Arc::clone(&provider),
+            };
             if staged.insert(name.to_string(), tool).is_some() {
                 return Err(RegistryError::DuplicateTool {
                     provider: provider.name.clone(),

@@ -3,6 +3,8 @@
 //!
 //! Run with `cargo xtask bench` (it builds the release plugins first).
 
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,13 +57,21 @@ fn noop_call(c: &mut Criterion) {
     let mut group = c.benchmark_group("noop_call");
     group.bench_function("in_process", |b| {
         b.iter(|| {
-            let result = runtime.block_on(provider.call("noop", json!({"n": 1}), ToolContext::default()));
+            let result =
+                runtime.block_on(provider.call("noop", json!({"n": 1}), ToolContext::default()));
             black_box(result)
         })
     });
     group.bench_function("in_process_spawn_blocking", |b| {
-        let provider = std::sync::Arc::new(runtime.block_on(async { Noop::new(NoopConfig {}).unwrap() }));
-        let inner = std::sync::Arc::new(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap());
+        let provider =
+            std::sync::Arc::new(runtime.block_on(async { Noop::new(NoopConfig {}).unwrap() }));
+        let inner = std::sync::Arc::new(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        );
         b.iter(|| {
             let (provider, inner) = (provider.clone(), inner.clone());
             let result = runtime.block_on(async move {
@@ -78,7 +88,15 @@ fn noop_call(c: &mut Criterion) {
         b.iter(|| black_box(host.call_blocking("noop.noop", json!({"n": 1}), None, "bench")))
     });
     group.bench_function("cross_abi_host_call", |b| {
-        b.iter(|| black_box(runtime.block_on(host.call("noop.noop", json!({"n": 1}), None, "bench", None))))
+        b.iter(|| {
+            black_box(runtime.block_on(host.call(
+                "noop.noop",
+                json!({"n": 1}),
+                None,
+                "bench",
+                None,
+            )))
+        })
     });
     group.finish();
 }

@@ -25,7 +25,11 @@ pub fn target_dir() -> PathBuf {
 /// The `quiver` binary.
 pub fn quiver_bin() -> PathBuf {
     let path = target_dir().join(format!("quiver{}", std::env::consts::EXE_SUFFIX));
-    assert!(path.is_file(), "{} is missing; run `cargo xtask test`, which builds it", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing; run `cargo xtask test`, which builds it",
+        path.display()
+    );
     path
 }
 
@@ -38,7 +42,11 @@ pub fn dylib(package: &str) -> PathBuf {
         std::env::consts::DLL_SUFFIX
     );
     let path = target_dir().join(file);
-    assert!(path.is_file(), "{} is missing; run `cargo xtask test`, which builds it", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing; run `cargo xtask test`, which builds it",
+        path.display()
+    );
     path
 }
 
@@ -75,5 +83,8 @@ pub fn quiver(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// stdout and stderr of `output` as text, for assertions and failure messages.
 pub fn texts(output: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }

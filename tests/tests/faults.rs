@@ -42,7 +42,10 @@ fn plugins_lists_every_file_with_its_fate() {
     let github = line_for(&stdout, "libquiver_provider_github");
     assert!(github.starts_with("loaded") && github.contains("github 0.1.0"), "{github}");
     let panic_call = line_for(&stdout, "panic_call");
-    assert!(panic_call.starts_with("loaded"), "a plugin whose tool panics still loads: {panic_call}");
+    assert!(
+        panic_call.starts_with("loaded"),
+        "a plugin whose tool panics still loads: {panic_call}"
+    );
 
     let expectations = [
         ("panic_init", "failed to initialise: provider `panic_init` panicked during initialisation: cannot reach the configuration service"),
@@ -68,7 +71,9 @@ fn github_tools_are_served_beside_the_faulty_plugins() {
     let out = quiver(&["tools", "list", "--plugins", dir.path().to_str().unwrap()], &[]);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    for tool in ["github.get_issue", "github.list_pull_requests", "github.create_issue", "panic_call.ok"] {
+    for tool in
+        ["github.get_issue", "github.list_pull_requests", "github.create_issue", "panic_call.ok"]
+    {
         assert!(stdout.contains(tool), "{tool} missing from:\n{stdout}");
     }
     assert!(!stdout.contains("panic_init."), "a provider that failed to initialise serves nothing");
@@ -77,7 +82,8 @@ fn github_tools_are_served_beside_the_faulty_plugins() {
 #[test]
 fn a_panicking_tool_is_an_error_result_and_the_binary_exits_cleanly() {
     let dir = faulty_dir();
-    let out = quiver(&["call", "panic_call.explode", "--plugins", dir.path().to_str().unwrap()], &[]);
+    let out =
+        quiver(&["call", "panic_call.explode", "--plugins", dir.path().to_str().unwrap()], &[]);
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "exit code 1, not a signal: {stderr}");
     assert!(
@@ -107,5 +113,9 @@ async fn the_host_keeps_serving_after_a_plugin_panics() {
     }
     let unknown = host.call("panic_call.nope", json!({}), None, "test", None).await;
     assert_eq!(unknown.error_kind, Some(ToolErrorKind::UnknownTool));
-    assert!(unknown.text_content().contains("did you mean panic_call.ok"), "{}", unknown.text_content());
+    assert!(
+        unknown.text_content().contains("did you mean panic_call.ok"),
+        "{}",
+        unknown.text_content()
+    );
 }

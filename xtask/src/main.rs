@@ -99,19 +99,12 @@ fn bundle(args: &[String]) -> Result<()> {
         "plugins": plugins,
     });
     let manifest_path = out.join("manifest.json");
-    fs::write(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest)? + "\n",
-    )
-    .with_context(|| format!("cannot write `{}`", manifest_path.display()))?;
+    fs::write(&manifest_path, serde_json::to_string_pretty(&manifest)? + "\n")
+        .with_context(|| format!("cannot write `{}`", manifest_path.display()))?;
 
     eprintln!("xtask: bundle written to {}", out.display());
     let plugin_files = plugins.iter().filter_map(|p| p["file"].as_str());
-    for file in [host_file.as_str()]
-        .into_iter()
-        .chain(plugin_files)
-        .chain(["manifest.json"])
-    {
+    for file in [host_file.as_str()].into_iter().chain(plugin_files).chain(["manifest.json"]) {
         let len = fs::metadata(out.join(file)).map(|m| m.len()).unwrap_or(0);
         eprintln!("xtask:   {:>10}  {file}", human_size(len));
     }
@@ -191,24 +184,15 @@ fn display_command(cmd: &Command) -> String {
         .to_string_lossy()
         .into_owned();
     let args = cmd.get_args().map(|a| a.to_string_lossy().into_owned());
-    std::iter::once(program)
-        .chain(args)
-        .collect::<Vec<_>>()
-        .join(" ")
+    std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ")
 }
 
 fn cargo_metadata(root: &Path) -> Result<Value> {
     let mut cmd = cargo(root);
     cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
-    let output = cmd
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .with_context(|| {
-            format!(
-                "cannot start `{}`; is cargo on PATH or CARGO set?",
-                display_command(&cmd)
-            )
-        })?;
+    let output = cmd.stderr(std::process::Stdio::inherit()).output().with_context(|| {
+        format!("cannot start `{}`; is cargo on PATH or CARGO set?", display_command(&cmd))
+    })?;
     if !output.status.success() {
         bail!(
             "`cargo metadata` failed in `{}` ({}); check that the workspace Cargo.toml parses",
@@ -278,20 +262,14 @@ fn providers(meta: &Value) -> Result<Vec<Provider>> {
 }
 
 fn cdylib_file_name(lib_name: &str) -> String {
-    format!(
-        "{}{lib_name}{}",
-        env::consts::DLL_PREFIX,
-        env::consts::DLL_SUFFIX
-    )
+    format!("{}{lib_name}{}", env::consts::DLL_PREFIX, env::consts::DLL_SUFFIX)
 }
 
 fn prepare_out_dir(out: &Path) -> Result<()> {
     if out.exists() {
         // `--out` is user input: only wipe something that is empty or an earlier bundle, so a
         // typo such as `--out .` cannot delete the workspace.
-        let is_empty = fs::read_dir(out)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false);
+        let is_empty = fs::read_dir(out).map(|mut d| d.next().is_none()).unwrap_or(false);
         if !is_empty && !out.join("manifest.json").is_file() {
             bail!(
                 "refusing to delete `{}`: it is not empty and has no manifest.json, so it is not \
@@ -404,14 +382,8 @@ mod tests {
     fn bundle_args_accept_out_in_both_spellings() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(parse_bundle_args(&[]).unwrap(), None);
-        assert_eq!(
-            parse_bundle_args(&args(&["--out", "d"])).unwrap(),
-            Some("d".into())
-        );
-        assert_eq!(
-            parse_bundle_args(&args(&["--out=d"])).unwrap(),
-            Some("d".into())
-        );
+        assert_eq!(parse_bundle_args(&args(&["--out", "d"])).unwrap(), Some("d".into()));
+        assert_eq!(parse_bundle_args(&args(&["--out=d"])).unwrap(), Some("d".into()));
         assert!(parse_bundle_args(&args(&["--out"])).is_err());
         assert!(parse_bundle_args(&args(&["--bogus"])).is_err());
     }

@@ -166,8 +166,11 @@ pub trait ProviderInstance: Send + Sync {
     ///
     /// This is the last prefix method: new methods go after it, and the attribute moves with them.
     #[sabi(last_prefix_field)]
-    fn rate_limit_host(&self, tool: RStr<'_>, args_json: RStr<'_>)
-        -> RResult<ROption<RString>, RString>;
+    fn rate_limit_host(
+        &self,
+        tool: RStr<'_>,
+        args_json: RStr<'_>,
+    ) -> RResult<ROption<RString>, RString>;
 }
 
 /// An owned provider instance as it crosses the boundary.

@@ -8,7 +8,9 @@ use std::time::Duration;
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RResult, RStr, RString};
-use quiver_core::{Capability, FollowUpLink, PluginManifest, ToolContext, ToolErrorKind, ToolResult};
+use quiver_core::{
+    Capability, FollowUpLink, PluginManifest, ToolContext, ToolErrorKind, ToolResult,
+};
 use quiver_plugin_abi::{
     LogSink, PluginModule, PluginModuleRef, ProviderBox, ProviderInstance, ProviderInstance_TO,
 };
@@ -62,12 +64,14 @@ extern "C" fn manifest<P: Provider>() -> RResult<RString, RString> {
     })
 }
 
-extern "C" fn create<P: Provider>(config_json: RStr<'_>, log: LogSink) -> RResult<ProviderBox, RString> {
+extern "C" fn create<P: Provider>(
+    config_json: RStr<'_>,
+    log: LogSink,
+) -> RResult<ProviderBox, RString> {
     guarded(P::NAME, "initialisation", || {
         log_bridge::install(log);
-        let config: P::Config = serde_json::from_str(config_json.as_str()).map_err(|e| {
-            format!("invalid [providers.{}] configuration: {e}", P::NAME)
-        })?;
+        let config: P::Config = serde_json::from_str(config_json.as_str())
+            .map_err(|e| format!("invalid [providers.{}] configuration: {e}", P::NAME))?;
         // Inside the runtime, so `new` may build clients that need a reactor.
         let _entered = runtime().enter();
         let provider = P::new(config).map_err(|e| format!("provider `{}`: {e}", P::NAME))?;
@@ -80,7 +84,13 @@ struct Instance<P> {
 }
 
 impl<P: Provider> Instance<P> {
-    fn run_call(&self, tool: &str, args_json: &str, context_json: &str, cancelled: &AtomicBool) -> Result<String, String> {
+    fn run_call(
+        &self,
+        tool: &str,
+        args_json: &str,
+        context_json: &str,
+        cancelled: &AtomicBool,
+    ) -> Result<String, String> {
         let args: serde_json::Value = match serde_json::from_str(args_json) {
             Ok(args) => args,
             Err(e) => {
@@ -136,13 +146,11 @@ impl<P: Provider> ProviderInstance for Instance<P> {
     }
 
     fn value_model(&self, tool: RStr<'_>) -> RResult<ROption<RString>, RString> {
-        guarded(P::NAME, "value_model", || {
-            match self.provider.value_model(tool.as_str()) {
-                Some(layer) => serde_json::to_string(&layer)
-                    .map(|s| ROption::RSome(s.into()))
-                    .map_err(|e| e.to_string()),
-                None => Ok(ROption::RNone),
-            }
+        guarded(P::NAME, "value_model", || match self.provider.value_model(tool.as_str()) {
+            Some(layer) => serde_json::to_string(&layer)
+                .map(|s| ROption::RSome(s.into()))
+                .map_err(|e| e.to_string()),
+            None => Ok(ROption::RNone),
         })
     }
 
@@ -163,7 +171,11 @@ impl<P: Provider> ProviderInstance for Instance<P> {
         })
     }
 
-    fn rate_limit_host(&self, tool: RStr<'_>, args_json: RStr<'_>) -> RResult<ROption<RString>, RString> {
+    fn rate_limit_host(
+        &self,
+        tool: RStr<'_>,
+        args_json: RStr<'_>,
+    ) -> RResult<ROption<RString>, RString> {
         guarded(P::NAME, "rate_limit_host", || {
             let args: serde_json::Value =
                 serde_json::from_str(args_json.as_str()).unwrap_or(serde_json::Value::Null);

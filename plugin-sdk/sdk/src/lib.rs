@@ -100,11 +100,11 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 
 pub use quiver_core as core_types;
+pub use quiver_core::value_model::{CostModelLayer, FieldGroupLayer};
 pub use quiver_core::{
     projection, CostModel, FieldGroup, FollowUpLink, SideEffectClass, ToolContext, ToolErrorKind,
     ToolResult, ToolSpec, ValueClass, ValueModelLayer,
 };
-pub use quiver_core::value_model::{CostModelLayer, FieldGroupLayer};
 pub use quiver_plugin_abi as abi;
 pub use registry::{registered_tools, CallFuture, ToolRegistration};
 
@@ -269,8 +269,8 @@ pub mod __private {
     pub use crate::export::root_module;
     pub use crate::registry::{call_handler, spec_of};
     pub use abi_stable::library::{
-        CheckTypeLayout, IntoRootModuleResult, LibHeader, RootModuleResult,
-        __call_root_module_loader,
+        __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
+        RootModuleResult,
     };
     pub use abi_stable::std_types::RStr;
     pub use inventory;

@@ -28,8 +28,10 @@ pub(crate) fn install(sink: LogSink) {
         // is set; the panic guard already turns the panic into an error, so one log line is enough.
         let log = sink.log;
         std::panic::set_hook(Box::new(move |info| {
-            let location =
-                info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             let message = format!("panicked{location}: {}", panic_message(info.payload()));
             log(LogLevel::ERROR, RStr::from("panic"), RStr::from(message.as_str()));
         }));

@@ -1,0 +1,165 @@
+//! The `quiver` command line as a user meets it: config errors, value-model provenance, doctor.
+
+use quiver_tests::{plugins_dir, quiver, texts};
+
+fn write_config(dir: &std::path::Path, text: &str) -> String {
+    let path = dir.join("quiver.toml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn tools_show_prints_the_merged_model_and_the_layer_of_each_field() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        config_dir.path(),
+        r#"
+        [tools."*"]
+        cost_model = { max_kb = 64 }
+
+        [tools."github.*"]
+        fail_fast_after_n = 4
+
+        [tools."github.get_issue"]
+        value_class = "optional"
+        cost_model = { freshness_ttl_s = 5 }
+        "#,
+    );
+    let out = quiver(
+        &[
+            "tools",
+            "show",
+            "github.get_issue",
+            "--config",
+            &config,
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let line = |field: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{field} =")))
+            .unwrap_or_else(|| panic!("no line for {field}:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(
+        line("value_class").contains(r#""optional"  [config [tools."github.get_issue"]]"#),
+        "{stdout}"
+    );
+    assert!(
+        line("cost_model.freshness_ttl_s").contains(r#"5  [config [tools."github.get_issue"]]"#),
+        "{stdout}"
+    );
+    assert!(line("cost_model.max_kb").contains(r#"64.0  [config [tools."*"]]"#), "{stdout}");
+    assert!(line("fail_fast_after_n").contains(r#"4  [config [tools."github.*"]]"#), "{stdout}");
+    assert!(line("side_effect_class").contains(r#""read_only"  [provider github]"#), "{stdout}");
+    assert!(
+        line("follow_up").contains("list_issue_comments"),
+        "the provider's links survive: {stdout}"
+    );
+    assert!(line("follow_up").contains("[provider github]"), "{stdout}");
+
+    let json = quiver(
+        &[
+            "tools",
+            "show",
+            "github.get_issue",
+            "--json",
+            "--config",
+            &config,
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["value_model"]["value_class"], "optional");
+    assert_eq!(value["provenance"]["value_class"], r#"config [tools."github.get_issue"]"#);
+    assert_eq!(value["tool"]["mcp_name"], "github_get_issue");
+}
+
+#[test]
+fn a_bad_config_line_is_an_error_naming_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        write_config(dir.path(), "[providers.github]\nbase_url = https://ghe.example.com\n");
+    let out = quiver(&["tools", "list", "--config", &config], &[]);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "quiver: invalid config {config}: TOML parse error at line 2, column 12"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_misspelt_value_model_key_is_refused_not_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        write_config(dir.path(), "[tools.\"github.get_issue\".cost_model]\nfreshnes_ttl_s = 5\n");
+    let out = quiver(&["tools", "list", "--config", &config], &[]);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("unknown field `freshnes_ttl_s`"), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+#[test]
+fn doctor_reports_tokens_without_printing_them() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let secret = "ghp_doctorMustNeverPrintThis0123456789";
+    let out = quiver(
+        &["doctor", "--plugins", plugins.path().to_str().unwrap()],
+        &[("GITHUB_TOKEN", secret)],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("provider github: ready"), "{stdout}");
+    assert!(stdout.contains("token: $GITHUB_TOKEN is set"), "{stdout}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+
+    let out = quiver(&["doctor", "--plugins", plugins.path().to_str().unwrap()], &[]);
+    let (stdout, _) = texts(&out);
+    assert!(stdout.contains("$GITHUB_TOKEN is not set"), "{stdout}");
+    assert!(stdout.contains("config: none found"), "{stdout}");
+}
+
+#[test]
+fn plugins_beside_the_binary_are_found_without_flags() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join(quiver_tests::quiver_bin().file_name().unwrap());
+    std::fs::copy(quiver_tests::quiver_bin(), &bin).unwrap();
+    std::fs::create_dir(root.path().join("plugins")).unwrap();
+    let github = quiver_tests::dylib("quiver-provider-github");
+    std::fs::copy(&github, root.path().join("plugins").join(github.file_name().unwrap())).unwrap();
+    let out = std::process::Command::new(&bin)
+        .args(["tools", "list"])
+        .env_remove("QUIVER_PLUGINS")
+        .env_remove("QUIVER_CONFIG")
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("github.get_issue"), "{stdout}");
+}
+
+#[test]
+fn disabled_providers_load_but_serve_nothing() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "[providers.github]\nenabled = false\n");
+    let args = ["--config", &config, "--plugins", plugins.path().to_str().unwrap()];
+    let out = quiver(&[&["plugins"][..], &args].concat(), &[]);
+    assert!(texts(&out).0.contains("disabled  libquiver_provider_github"), "{}", texts(&out).0);
+    let out = quiver(&[&["call", "github.get_issue"][..], &args].concat(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(texts(&out).1.contains("no tool `github.get_issue`"), "{}", texts(&out).1);
+}
