@@ -164,9 +164,10 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
-    /// A successful result whose text is the pretty-printed JSON of `value`.
+    /// A successful result whose text is the compact JSON of `value` (whitespace would cost the
+    /// model tokens and tell it nothing).
     pub fn from_json(value: Value) -> Self {
-        let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+        let text = value.to_string();
         Self { content: vec![Content::Text { text }], structured: Some(value), ..Self::default() }
     }
 

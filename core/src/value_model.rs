@@ -77,7 +77,8 @@ impl SideEffectClass {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldGroup {
-    /// Top-level field names (or dotted paths) of the structured result in this group.
+    /// Fields of the structured result in this group, as paths in the projection syntax of
+    /// [`crate::projection`]: `body`, `head.sha`, `files[*].patch` (a field of every element).
     #[serde(default)]
     pub fields: Vec<String>,
     /// How much the model gains from this group, 0..=1.

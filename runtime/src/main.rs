@@ -245,7 +245,11 @@ fn call(
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else if !result.is_error {
-        println!("{}", result.text_content());
+        // Models get compact JSON; people at a terminal get it indented.
+        match &result.structured {
+            Some(value) => println!("{}", serde_json::to_string_pretty(value)?),
+            None => println!("{}", result.text_content()),
+        }
     }
     if result.is_error {
         let kind = result

@@ -71,8 +71,10 @@ pub fn spec_of<A: JsonSchema>(
     sensitive_params: &[&str],
 ) -> ToolSpec {
     let mut input_schema = schemars::schema_for!(A).to_value();
-    // The tool's description says what the tool does; the argument type's doc title is noise.
+    // The tool's description says what the tool does; the argument type's doc title is noise, and
+    // `$schema` costs every client tokens to say what MCP already implies.
     if let Some(map) = input_schema.as_object_mut() {
+        map.remove("$schema");
         map.remove("title");
         map.remove("description");
     }

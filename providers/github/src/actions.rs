@@ -359,7 +359,12 @@ pub(crate) fn run_list(repository: String, runs: WireRuns, next_page: Option<u32
 }
 
 /// The `list_workflow_jobs` result.
-pub(crate) fn job_list(repository: String, run_id: u64, jobs: WireJobs, next_page: Option<u32>) -> JobList {
+pub(crate) fn job_list(
+    repository: String,
+    run_id: u64,
+    jobs: WireJobs,
+    next_page: Option<u32>,
+) -> JobList {
     let jobs_out = jobs
         .jobs
         .into_iter()
@@ -374,7 +379,8 @@ pub(crate) fn job_list(repository: String, run_id: u64, jobs: WireJobs, next_pag
                 .steps
                 .into_iter()
                 .filter(|s| {
-                    matches!(s.conclusion.as_deref(), Some(c) if FAILED.contains(&c) || c == "cancelled")
+                    let c = s.conclusion.as_deref().unwrap_or("");
+                    FAILED.contains(&c) || c == "cancelled"
                 })
                 .map(|s| StepOutcome { number: s.number, name: s.name, conclusion: s.conclusion })
                 .collect();
@@ -421,7 +427,7 @@ pub(crate) fn job_log(
     // Keep the newest lines that fit in the byte cap.
     let mut bytes = 0;
     let mut first = kept.len();
-    while first > 0 && bytes + kept[first - 1].len() + 1 <= LOG_MAX_BYTES {
+    while first > 0 && bytes + kept[first - 1].len() < LOG_MAX_BYTES {
         first -= 1;
         bytes += kept[first].len() + 1;
     }
@@ -445,7 +451,15 @@ pub(crate) fn job_log(
             LOG_MAX_BYTES / 1024
         )),
     };
-    JobLog { repository, job_id, lines_total, lines_returned, note, error_lines, log: kept.join("\n") }
+    JobLog {
+        repository,
+        job_id,
+        lines_total,
+        lines_returned,
+        note,
+        error_lines,
+        log: kept.join("\n"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -474,7 +488,8 @@ impl GitHub {
             Some(w) => Subject::object(format!("workflow `{w}`"), &repository),
             None => Subject::listing("the workflow runs", &repository),
         };
-        let (runs, next) = self.client.get_json::<WireRuns>(&uri(&path, &query), &subject, ctx).await?;
+        let (runs, next) =
+            self.client.get_json::<WireRuns>(&uri(&path, &query), &subject, ctx).await?;
         Ok(run_list(repository, runs, next))
     }
 
@@ -498,13 +513,19 @@ impl GitHub {
         Ok(job_list(repository, a.run_id, jobs, next))
     }
 
-    async fn get_job_logs(&self, a: GetJobLogsArgs, ctx: &ToolContext) -> Result<JobLog, ToolError> {
+    async fn get_job_logs(
+        &self,
+        a: GetJobLogsArgs,
+        ctx: &ToolContext,
+    ) -> Result<JobLog, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
         let uri = format!("/repos/{repository}/actions/jobs/{}/logs", a.job_id);
-        let subject = Subject::object(
-            format!("job {} (or its logs have expired)", a.job_id),
-            &repository,
-        );
+        let subject =
+            Subject::object(format!("job {}", a.job_id), &repository).not_found_says(format!(
+                "no log of job {} in {repository}: the job does not exist, its logs expired \
+                 (GitHub keeps them 90 days by default), or the token cannot see the repository",
+                a.job_id
+            ));
         // GitHub answers with a 302 to a short-lived blob URL; octocrab follows it (and drops
         // the token when the redirect leaves GitHub's origin).
         let raw = self.client.get_text(&uri, &subject, ctx).await?;

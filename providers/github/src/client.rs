@@ -28,63 +28,58 @@ pub(crate) struct Client {
 
 /// What a request is about, so errors can name it.
 #[derive(Debug, Clone)]
-pub(crate) enum Subject {
-    /// One object of a repository: `issue #9` in `octo/hello`.
-    Object {
-        /// `issue #9`.
-        what: String,
-        /// `octo/hello`.
-        repo: String,
-    },
-    /// A listing of a repository: `the issues` of `octo/hello`.
-    Listing {
-        /// `the issues`.
-        what: String,
-        /// `octo/hello`.
-        repo: String,
-    },
-    /// Something not tied to one repository: `the issue search "…"`.
-    Global {
-        /// `the issue search "is:open"`.
-        what: String,
-    },
+pub(crate) struct Subject {
+    /// `issue #9 in octo/hello`, `the issues of octo/hello`.
+    description: String,
+    /// The message of a 404.
+    not_found: String,
 }
 
 impl Subject {
     /// One object (`issue #9`) of `repo`.
     pub(crate) fn object(what: impl Into<String>, repo: &str) -> Self {
-        Subject::Object { what: what.into(), repo: repo.to_owned() }
+        let what = what.into();
+        Subject {
+            description: format!("{what} in {repo}"),
+            not_found: format!("no {what} in {repo} (or the token cannot see the repository)"),
+        }
     }
 
     /// A listing (`the issues`) of `repo`.
-    pub(crate) fn listing(what: impl Into<String>, repo: &str) -> Self {
-        Subject::Listing { what: what.into(), repo: repo.to_owned() }
+    pub(crate) fn listing(what: &str, repo: &str) -> Self {
+        Subject {
+            description: format!("{what} of {repo}"),
+            not_found: format!("no repository {repo} (or the token cannot see it)"),
+        }
+    }
+
+    /// An action (`creating an issue`) in `repo`.
+    pub(crate) fn action(doing: &str, repo: &str) -> Self {
+        Subject {
+            description: format!("{doing} in {repo}"),
+            not_found: format!("no repository {repo} (or the token cannot see it)"),
+        }
     }
 
     /// Something not tied to one repository.
     pub(crate) fn global(what: impl Into<String>) -> Self {
-        Subject::Global { what: what.into() }
+        let what = what.into();
+        Subject { not_found: format!("github found nothing for {what}"), description: what }
+    }
+
+    /// The same subject with its own 404 message.
+    pub(crate) fn not_found_says(mut self, message: impl Into<String>) -> Self {
+        self.not_found = message.into();
+        self
     }
 
     /// `issue #9 in octo/hello`, `the issues of octo/hello`.
     pub(crate) fn describe(&self) -> String {
-        match self {
-            Subject::Object { what, repo } => format!("{what} in {repo}"),
-            Subject::Listing { what, repo } => format!("{what} of {repo}"),
-            Subject::Global { what } => what.clone(),
-        }
+        self.description.clone()
     }
 
     fn not_found(&self) -> String {
-        match self {
-            Subject::Object { what, repo } => {
-                format!("no {what} in {repo} (or the token cannot see the repository)")
-            }
-            Subject::Listing { repo, .. } => {
-                format!("no repository {repo} (or the token cannot see it)")
-            }
-            Subject::Global { what } => format!("github found nothing for {what}"),
-        }
+        self.not_found.clone()
     }
 }
 
@@ -201,7 +196,17 @@ impl Client {
                         attempt += 1;
                         continue;
                     }
-                    _ => return Err(self.rate_limited(&limit, wait, waited, subject)),
+                    _ => {
+                        let past_deadline = attempt < MAX_RETRIES
+                            && wait.is_some_and(|w| w <= self.settings.max_retry_wait);
+                        return Err(self.rate_limited(
+                            &limit,
+                            wait,
+                            waited,
+                            past_deadline,
+                            subject,
+                        ));
+                    }
                 }
             }
             if reply.status.is_success() {
@@ -310,7 +315,8 @@ impl Client {
                     ));
                 }
                 if !self.has_token() {
-                    message.push_str(&format!("; no token is configured: {}", self.set_token_hint()));
+                    message
+                        .push_str(&format!("; no token is configured: {}", self.set_token_hint()));
                 }
                 self.error(ToolErrorKind::Unauthorized, message)
             }
@@ -324,10 +330,8 @@ impl Client {
                 }
                 self.error(ToolErrorKind::NotFound, message)
             }
-            410 => self.error(
-                ToolErrorKind::NotFound,
-                format!("{} is gone ({said})", subject.describe()),
-            ),
+            410 => self
+                .error(ToolErrorKind::NotFound, format!("{} is gone ({said})", subject.describe())),
             422 => self.error(
                 ToolErrorKind::InvalidArguments,
                 format!("github rejected the request for {} ({said})", subject.describe()),
@@ -352,6 +356,7 @@ impl Client {
         limit: &RateLimit,
         wait: Option<Duration>,
         waited: Duration,
+        past_deadline: bool,
         subject: &Subject,
     ) -> ToolError {
         let mut message = match (limit.remaining, limit.limit) {
@@ -372,19 +377,25 @@ impl Client {
         }
         match (limit.reset, wait) {
             (Some(reset), Some(w)) if limit.retry_after.is_none() => message.push_str(&format!(
-                "; it resets at {} (in {} s)",
+                "; it resets at {} (in {})",
                 format_epoch(reset),
-                w.as_secs()
+                human(w)
             )),
-            (_, Some(w)) => message.push_str(&format!("; github asks to retry in {} s", w.as_secs())),
+            (_, Some(w)) => message.push_str(&format!("; github asks to retry in {}", human(w))),
             (_, None) => message.push_str("; github gave no reset time (wait at least a minute)"),
         }
-        message.push_str(&format!(
-            ", longer than [providers.github] max_retry_wait_s = {} s allows: retry later, or \
-             raise max_retry_wait_s",
-            self.settings.max_retry_wait.as_secs()
-        ));
-        if !self.has_token() {
+        if past_deadline {
+            message.push_str(", past this call's deadline: retry later");
+        } else if waited.is_zero() {
+            message.push_str(&format!(
+                ", longer than [providers.github] max_retry_wait_s = {} s allows: retry later, \
+                 or raise max_retry_wait_s",
+                self.settings.max_retry_wait.as_secs()
+            ));
+        } else {
+            message.push_str(": retry later, or raise [providers.github] max_retry_wait_s");
+        }
+        if !self.has_token() && limit.remaining == Some(0) {
             message.push_str(&format!(
                 "; unauthenticated requests get only 60 an hour: {} to a token",
                 self.set_token_hint()
@@ -515,6 +526,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// `42 s`, `17 min`, `3 h 5 min`.
+fn human(d: Duration) -> String {
+    match d.as_secs() {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s.div_ceil(60)),
+        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 fn now_epoch() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -631,7 +651,10 @@ pub(crate) fn encode_path(path: &str) -> Result<String, ToolError> {
 }
 
 /// `page` (default 1) and `per_page` (default 30, at most 100) as query values.
-pub(crate) fn paging(page: Option<u32>, per_page: Option<u32>) -> [(&'static str, Option<String>); 2] {
+pub(crate) fn paging(
+    page: Option<u32>,
+    per_page: Option<u32>,
+) -> [(&'static str, Option<String>); 2] {
     [
         ("per_page", Some(per_page.unwrap_or(30).clamp(1, 100).to_string())),
         ("page", Some(page.unwrap_or(1).max(1).to_string())),
@@ -655,7 +678,8 @@ mod tests {
     fn next_page_comes_from_the_link_header() {
         let h = headers(&[(
             "link",
-            "<https://api.github.com/repositories/1296269/issues?labels=bug%2Cui&page=3&per_page=2>; rel=\"next\", \
+            "<https://api.github.com/repositories/1296/issues?labels=bug%2Cui&page=3&per_page=2>; \
+             rel=\"next\", \
              <https://api.github.com/repositories/1296269/issues?page=9&per_page=2>; rel=\"last\"",
         )]);
         assert_eq!(next_page(&h), Some(3));
@@ -685,9 +709,11 @@ mod tests {
         .unwrap();
         assert_eq!(primary.wait(990), Some(Duration::from_secs(10)));
         assert_eq!(primary.wait(2000), Some(Duration::from_secs(1)), "a past reset waits 1 s");
-        let secondary = reply(403, &[], r#"{"message": "You have exceeded a secondary rate limit."}"#);
+        let secondary =
+            reply(403, &[], r#"{"message": "You have exceeded a secondary rate limit."}"#);
         assert_eq!(RateLimit::of(&secondary).unwrap().wait(0), None);
-        let permission = reply(403, &[("x-ratelimit-remaining", "4999")], r#"{"message": "Forbidden"}"#);
+        let permission =
+            reply(403, &[("x-ratelimit-remaining", "4999")], r#"{"message": "Forbidden"}"#);
         assert!(RateLimit::of(&permission).is_none());
     }
 
@@ -696,6 +722,9 @@ mod tests {
         assert_eq!(format_epoch(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_epoch(1_715_000_000), "2024-05-06T12:53:20Z");
         assert_eq!(format_epoch(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(human(Duration::from_secs(42)), "42 s");
+        assert_eq!(human(Duration::from_secs(1000)), "17 min");
+        assert_eq!(human(Duration::from_secs(11_100)), "3 h 5 min");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::model::{
     is_false, is_zero, label_names, login, logins, nullable, repository_from_api_url, StateFilter,
     WireLabel, WireUser,
 };
-use crate::text::{truncate_opt, truncate};
+use crate::text::{truncate, truncate_opt};
 use crate::GitHub;
 
 /// Longest issue or pull request body returned, in bytes.
@@ -474,7 +474,11 @@ pub(crate) fn comment_list(
 }
 
 /// The `search_issues` result.
-pub(crate) fn search_result(query: String, found: WireSearch, next_page: Option<u32>) -> SearchResult {
+pub(crate) fn search_result(
+    query: String,
+    found: WireSearch,
+    next_page: Option<u32>,
+) -> SearchResult {
     let items = found
         .items
         .into_iter()
@@ -497,7 +501,11 @@ pub(crate) fn search_result(query: String, found: WireSearch, next_page: Option<
 // ---------------------------------------------------------------------------------------------
 
 impl GitHub {
-    async fn list_issues(&self, a: ListIssuesArgs, ctx: &ToolContext) -> Result<IssueList, ToolError> {
+    async fn list_issues(
+        &self,
+        a: ListIssuesArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueList, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
         let mut query = vec![
             ("state", a.state.map(|s| s.as_str().to_owned())),
@@ -512,7 +520,11 @@ impl GitHub {
         Ok(issue_list(repository, page, a.include_pull_requests, next))
     }
 
-    async fn get_issue(&self, a: GetIssueArgs, ctx: &ToolContext) -> Result<IssueDetail, ToolError> {
+    async fn get_issue(
+        &self,
+        a: GetIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueDetail, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
         let uri = format!("/repos/{repository}/issues/{}", a.number);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
@@ -571,7 +583,7 @@ impl GitHub {
         if let Some(assignees) = a.assignees {
             body["assignees"] = json!(assignees);
         }
-        let subject = Subject::listing("creating an issue", &repository);
+        let subject = Subject::action("creating an issue", &repository);
         let issue: WireIssue = self
             .client
             .post_json(&format!("/repos/{repository}/issues"), &body, &subject, ctx)

@@ -1,1 +1,184 @@
-//! placeholder
+//! The GitHub provider of quiver: issues, pull requests, Actions runs and logs, and repository
+//! contents from GitHub's REST API (github.com or GitHub Enterprise Server), as tools an agent
+//! can afford.
+//!
+//! # Tools
+//! - issues: `list_issues`, `get_issue`, `list_issue_comments`, `search_issues`,
+//!   `create_issue`, `add_issue_comment`;
+//! - pulls: `list_pull_requests`, `get_pull_request`, `list_pull_request_files`,
+//!   `list_pull_request_reviews`, `list_pull_request_review_comments`;
+//! - actions: `list_workflow_runs`, `list_workflow_jobs`, `get_job_logs`;
+//! - repos: `get_file_contents`.
+//!
+//! Every tool that works on one repository takes `owner` and `repo` and echoes them as
+//! `"repository": "owner/repo"` in its result, so a follow-up call can be built from the result
+//! alone. Listings take `page` (from 1) and `per_page` (30 by default, at most 100) and return
+//! `next_page` (a number, or null on the last page, read from GitHub's `Link` header) and
+//! `total_count` where GitHub gives one.
+//!
+//! # Configuration
+//! `[providers.github]` in quiver.toml; unknown keys are errors, so a typo is reported:
+//!
+//! - `base_url` (default `https://api.github.com`): the API root; for GitHub Enterprise Server
+//!   `https://HOST/api/v3`.
+//! - `token` (none): filled in by the host from the variable `token_env` names. Without one,
+//!   calls are unauthenticated (public data only, 60 requests an hour); that is not an error.
+//! - `token_env` (`GITHUB_TOKEN`): the variable the user keeps the token in; used only to say
+//!   what to set.
+//! - `timeout_s` (30): how long one request may take.
+//! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `retry-after` or
+//!   `x-ratelimit-reset`) before giving up with a `rate_limited` error.
+//!
+//! ```toml
+//! [providers.github]
+//! base_url = "https://ghe.example.com/api/v3"
+//! token_env = "GHE_TOKEN"
+//! max_retry_wait_s = 20
+//! ```
+//!
+//! # How responses were chosen
+//! GitHub's JSON is generous: an issue carries some twenty API URLs, a full user object (with
+//! another eighteen URLs) for every person mentioned, reactions, node ids, and a pull request
+//! embeds two whole repositories. An agent needs a small part of it, so every tool maps the
+//! response into a compact result that keeps:
+//! - identity and links a human follows: `number`, `title`, `state`, `html_url`;
+//! - people as logins (`author`, `assignees`, `requested_reviewers`, `merged_by`) and labels
+//!   as names;
+//! - times (`created_at`, `updated_at`, `closed_at`, `merged_at`) and counts (comments,
+//!   review comments, commits, additions, deletions, changed files);
+//! - what decides the next step: pull request merge state (`merged`, `mergeable`,
+//!   `mergeable_state`, head/base refs and SHAs, `head_repo` for forks), review states and the
+//!   commit reviewed, run and job `status`/`conclusion` with the steps that failed, file
+//!   changes with their patch;
+//! - bodies (issues, pull requests, comments, reviews) in full up to a cap that says what it cut;
+//!
+//! and drops node ids, API URLs, avatar and gravatar fields, reactions, `_links`, nested
+//! repository objects and anything else nobody reads. Empty lists and false flags are left out.
+//! Listings of issues leave pull requests out (GitHub lists them as issues) and count them;
+//! long text is cut at a stated size: bodies 32 KiB, comments 8 KiB, patches 4 KiB per file
+//! (`max_patch_bytes`), file contents 64 KiB per call (`start_line` reads on), job logs the last
+//! 200 lines (`tail_lines`) within 64 KiB, without timestamps and colour codes, plus every
+//! `##[error]` line of the whole log.
+//!
+//! Responses are read into small lenient structs naming only the kept fields, not into
+//! octocrab's models: those require every field of every nested object (a workflow run needs the
+//! full repository, each user its eighteen URLs), so one field a GitHub Enterprise version does
+//! not send would fail the whole call, and recorded fixtures could not be trimmed.
+//!
+//! # Errors
+//! Every failure is a `ToolError` whose message says what to do, and never contains the token:
+//! 401 names the variable to set (`token_env`); 403 names the missing permission or scope when
+//! GitHub says which; 404 names the object ("no issue #9 in octo/hello (or the token cannot see
+//! the repository)"); rate limits (429, or 403 with `retry-after` or `x-ratelimit-remaining: 0`)
+//! are waited out up to `max_retry_wait_s` (twice at most), else reported with the reset time;
+//! 5xx and unreadable bodies are `upstream` errors.
+//!
+//! # Value models
+//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, the two writes
+//! `mutates_external` and never speculated, and they invalidate the reads they make stale),
+//! follow-up links for the read chains (list → get → comments/files/reviews, runs → jobs →
+//! logs of failed jobs) with argument projection that builds `{owner, repo, number}` from a
+//! result, and the configured host as the rate-limit host.
+//!
+//! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `octocrab` (its HTTP
+//! client) and never on `quiver-runtime`.
+
+mod actions;
+mod client;
+mod enricher;
+mod issues;
+mod model;
+mod pulls;
+mod repos;
+mod text;
+
+use std::fmt;
+use std::time::Duration;
+
+use quiver_plugin_sdk::prelude::*;
+
+use crate::client::{Client, ClientSettings};
+
+/// The default API root.
+pub const DEFAULT_BASE_URL: &str = "https://api.github.com";
+/// The variable named in messages when `token_env` is not configured.
+pub const DEFAULT_TOKEN_ENV: &str = "GITHUB_TOKEN";
+
+/// The GitHub provider: one octocrab client for the configured GitHub.
+pub struct GitHub {
+    client: Client,
+    host: String,
+}
+
+/// `[providers.github]` in quiver.toml.
+#[derive(Clone, Default, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitHubConfig {
+    /// The API root: `https://api.github.com` when unset; for GitHub Enterprise Server
+    /// `https://HOST/api/v3`.
+    pub base_url: Option<String>,
+    /// The token (filled in by the host from the variable named by `token_env`); without one,
+    /// calls are unauthenticated.
+    pub token: Option<String>,
+    /// The name of the variable the token comes from ("GITHUB_TOKEN" when unset); used only to
+    /// tell the user what to set.
+    pub token_env: Option<String>,
+    /// Seconds one request may take (30 when unset).
+    pub timeout_s: Option<u64>,
+    /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
+    pub max_retry_wait_s: Option<u64>,
+}
+
+impl fmt::Debug for GitHubConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitHubConfig")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("token_env", &self.token_env)
+            .field("timeout_s", &self.timeout_s)
+            .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .finish()
+    }
+}
+
+impl Provider for GitHub {
+    const NAME: &'static str = "github";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = GitHubConfig;
+
+    fn new(config: GitHubConfig) -> Result<Self, ProviderError> {
+        let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let base_url = raw_base.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();
+        let parsed = url::Url::parse(&base_url).map_err(|e| {
+            ProviderError::new(format!(
+                "[providers.github] base_url `{base_url}` is not a URL ({e}); write e.g. \
+                 https://api.github.com or https://ghe.example.com/api/v3"
+            ))
+        })?;
+        let host = match (parsed.scheme(), parsed.host_str()) {
+            ("http" | "https", Some(host)) => host.to_owned(),
+            _ => {
+                return Err(ProviderError::new(format!(
+                    "[providers.github] base_url `{base_url}` must be an http(s) URL with a \
+                     host, e.g. https://ghe.example.com/api/v3"
+                )))
+            }
+        };
+        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let token_env = config
+            .token_env
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let settings = ClientSettings {
+            base_url,
+            token,
+            token_env,
+            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
+            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+        };
+        let client = Client::new(settings).map_err(ProviderError::new)?;
+        Ok(GitHub { client, host })
+    }
+}
+
+export_provider!(GitHub);

@@ -505,7 +505,11 @@ impl WirePull {
 }
 
 /// The `list_pull_requests` result.
-pub(crate) fn pull_list(repository: String, page: Vec<WirePull>, next_page: Option<u32>) -> PullList {
+pub(crate) fn pull_list(
+    repository: String,
+    page: Vec<WirePull>,
+    next_page: Option<u32>,
+) -> PullList {
     PullList { repository, pull_requests: page.iter().map(WirePull::summary).collect(), next_page }
 }
 
@@ -647,7 +651,10 @@ impl GitHub {
         ctx: &ToolContext,
     ) -> Result<FileList, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
-        let uri = uri(&format!("/repos/{repository}/pulls/{}/files", a.number), &paging(a.page, a.per_page));
+        let uri = uri(
+            &format!("/repos/{repository}/pulls/{}/files", a.number),
+            &paging(a.page, a.per_page),
+        );
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireFile>>(&uri, &subject, ctx).await?;
         let max_patch = a.max_patch_bytes.unwrap_or(PATCH_MAX_BYTES).min(64 * 1024);
@@ -660,7 +667,10 @@ impl GitHub {
         ctx: &ToolContext,
     ) -> Result<ReviewList, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
-        let uri = uri(&format!("/repos/{repository}/pulls/{}/reviews", a.number), &paging(a.page, a.per_page));
+        let uri = uri(
+            &format!("/repos/{repository}/pulls/{}/reviews", a.number),
+            &paging(a.page, a.per_page),
+        );
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireReview>>(&uri, &subject, ctx).await?;
         Ok(review_list(repository, a.number, page, next))
@@ -672,7 +682,10 @@ impl GitHub {
         ctx: &ToolContext,
     ) -> Result<ReviewCommentList, ToolError> {
         let repository = repo_path(&a.owner, &a.repo)?;
-        let uri = uri(&format!("/repos/{repository}/pulls/{}/comments", a.number), &paging(a.page, a.per_page));
+        let uri = uri(
+            &format!("/repos/{repository}/pulls/{}/comments", a.number),
+            &paging(a.page, a.per_page),
+        );
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) =
             self.client.get_json::<Vec<WireReviewComment>>(&uri, &subject, ctx).await?;

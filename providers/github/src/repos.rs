@@ -212,7 +212,8 @@ pub(crate) fn contents(
     out.total_lines = Some(total);
     let first = start_line.max(1);
     if first > total.max(1) {
-        out.note = Some(format!("the file has only {total} lines; start_line {first} is past its end"));
+        out.note =
+            Some(format!("the file has only {total} lines; start_line {first} is past its end"));
         out.content = Some(String::new());
         return Ok(out);
     }
@@ -272,14 +273,13 @@ impl GitHub {
         let subject = Subject::object(what, &repository);
         let (wire, _) = self.client.get_json::<WireContents>(&uri, &subject, ctx).await?;
         let max_bytes = a.max_bytes.unwrap_or(CONTENT_MAX_BYTES).clamp(1, CONTENT_MAX_BYTES);
-        contents(repository, shown_path, git_ref, wire, a.start_line.unwrap_or(1), max_bytes).map_err(
-            |e| {
+        contents(repository, shown_path, git_ref, wire, a.start_line.unwrap_or(1), max_bytes)
+            .map_err(|e| {
                 ToolError::upstream(format!(
                     "github returned an unreadable body for {}: {e}",
                     subject.describe()
                 ))
-            },
-        )
+            })
     }
 }
 

@@ -108,8 +108,8 @@ mod tests {
     fn truncation_says_how_much_was_cut() {
         assert_eq!(truncate("short", 10), ("short".to_owned(), None));
         let (cut, n) = truncate("héllo world", 2);
-        assert_eq!(n, Some(12));
-        assert!(cut.starts_with("h\n…[cut 12 more bytes]"), "{cut}");
+        assert_eq!(n, Some(11), "cut at a character boundary");
+        assert!(cut.starts_with("h\n…[cut 11 more bytes]"), "{cut}");
     }
 
     #[test]

@@ -1,0 +1,534 @@
+//! What GitHub calls are worth: a value model for every tool, follow-up argument projection for
+//! the read chains, and the host whose rate limit the calls spend.
+
+use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::{generic_projection, prelude::*};
+
+use crate::actions::FAILED;
+use crate::model::split_repository;
+use crate::GitHub;
+
+use SideEffectClass::{MutatesExternal, ReadOnly};
+use ValueClass::{Critical, Supporting};
+
+/// One tool's model: a row of [`MODELS`].
+pub(crate) struct Model {
+    pub(crate) tool: &'static str,
+    value_class: ValueClass,
+    side_effect: SideEffectClass,
+    /// Typical result size in KiB, measured on the recorded fixtures and GitHub's defaults
+    /// (30 items a page).
+    typical_kb: f64,
+    /// The largest result the tool's own caps allow, in KiB.
+    max_kb: f64,
+    latency_ms_p50: u32,
+    /// Seconds a result may be served from the cache; 0 for mutations.
+    freshness_ttl_s: u64,
+    /// `(name, fields, estimated value, included by default)`.
+    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
+    /// `(next tool, probability, generic projection, argument)`.
+    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
+    invalidates: &'static [&'static str],
+    fail_fast_after_n: Option<u32>,
+}
+
+const ROW: Model = Model {
+    tool: "",
+    value_class: Supporting,
+    side_effect: ReadOnly,
+    typical_kb: 2.0,
+    max_kb: 32.0,
+    latency_ms_p50: 350,
+    freshness_ttl_s: 60,
+    field_groups: &[],
+    follow_up: &[],
+    invalidates: &[],
+    fail_fast_after_n: None,
+};
+
+/// The provider's value models, one row per tool it ships.
+#[rustfmt::skip]
+pub(crate) static MODELS: &[Model] = &[
+    // Issues.
+    Model { tool: "list_issues", typical_kb: 6.0, max_kb: 40.0,
+            follow_up: &[("get_issue", 0.45, "$.issues[*].number", "number"),
+                         ("list_issue_comments", 0.2, "$.issues[*].number", "number")], ..ROW },
+    Model { tool: "get_issue", value_class: Critical, typical_kb: 2.5, max_kb: 36.0,
+            field_groups: &[("body", &["body"], 0.8, true)],
+            follow_up: &[("list_issue_comments", 0.4, "$.number", "number")], ..ROW },
+    Model { tool: "list_issue_comments", typical_kb: 5.0, max_kb: 250.0, ..ROW },
+    Model { tool: "search_issues", value_class: Critical, typical_kb: 8.0, max_kb: 40.0,
+            latency_ms_p50: 700, freshness_ttl_s: 120, fail_fast_after_n: Some(3),
+            follow_up: &[("get_issue", 0.5, "$.items[*].number", "number")], ..ROW },
+    Model { tool: "create_issue", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.4, max_kb: 2.0, latency_ms_p50: 600, freshness_ttl_s: 0,
+            invalidates: &["list_issues", "search_issues"], ..ROW },
+    Model { tool: "add_issue_comment", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.3, max_kb: 1.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["list_issue_comments", "get_issue", "get_pull_request"], ..ROW },
+    // Pull requests.
+    Model { tool: "list_pull_requests", typical_kb: 7.0, max_kb: 40.0,
+            follow_up: &[("get_pull_request", 0.5, "$.pull_requests[*].number", "number")], ..ROW },
+    Model { tool: "get_pull_request", value_class: Critical, typical_kb: 3.0, max_kb: 36.0,
+            field_groups: &[("body", &["body"], 0.7, true),
+                            ("stats", &["commits", "additions", "deletions", "changed_files"],
+                             0.3, true)],
+            follow_up: &[("list_pull_request_files", 0.55, "$.number", "number"),
+                         ("list_pull_request_reviews", 0.3, "$.number", "number"),
+                         ("list_pull_request_review_comments", 0.3, "$.number", "number")],
+            ..ROW },
+    Model { tool: "list_pull_request_files", value_class: Critical, typical_kb: 20.0,
+            max_kb: 130.0, latency_ms_p50: 500, freshness_ttl_s: 120,
+            field_groups: &[("patch", &["files[*].patch"], 0.8, true)], ..ROW },
+    Model { tool: "list_pull_request_reviews", typical_kb: 2.0, max_kb: 250.0, ..ROW },
+    Model { tool: "list_pull_request_review_comments", typical_kb: 6.0, max_kb: 260.0,
+            field_groups: &[("diff_hunk", &["comments[*].diff_hunk"], 0.3, false)], ..ROW },
+    // Actions.
+    Model { tool: "list_workflow_runs", typical_kb: 8.0, max_kb: 40.0, freshness_ttl_s: 30,
+            follow_up: &[("list_workflow_jobs", 0.5, "$.workflow_runs[*].id", "run_id")], ..ROW },
+    Model { tool: "list_workflow_jobs", typical_kb: 3.0, max_kb: 40.0, freshness_ttl_s: 30,
+            follow_up: &[("get_job_logs", 0.45, "$.jobs[*].id", "job_id")], ..ROW },
+    Model { tool: "get_job_logs", value_class: Critical, typical_kb: 12.0, max_kb: 72.0,
+            latency_ms_p50: 1200, freshness_ttl_s: 300,
+            field_groups: &[("error_lines", &["error_lines"], 0.9, true),
+                            ("log", &["log"], 0.7, true)], ..ROW },
+    // Repository contents.
+    Model { tool: "get_file_contents", value_class: Critical, typical_kb: 8.0, max_kb: 70.0,
+            freshness_ttl_s: 120, ..ROW },
+];
+
+impl Model {
+    fn layer(&self, host: &str) -> ValueModelLayer {
+        let mutates = matches!(self.side_effect, MutatesExternal);
+        ValueModelLayer {
+            value_class: Some(self.value_class),
+            side_effect_class: Some(self.side_effect),
+            speculate: mutates.then_some(false),
+            cost_model: Some(CostModelLayer {
+                typical_kb: Some(self.typical_kb),
+                max_kb: Some(self.max_kb),
+                latency_ms_p50: Some(self.latency_ms_p50),
+                dollars: None,
+                freshness_ttl_s: Some(self.freshness_ttl_s),
+            }),
+            field_groups: (!self.field_groups.is_empty()).then(|| {
+                self.field_groups
+                    .iter()
+                    .map(|(name, fields, value, include)| {
+                        let group = FieldGroupLayer {
+                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
+                            estimated_value: Some(*value),
+                            default_include: Some(*include),
+                        };
+                        ((*name).to_owned(), group)
+                    })
+                    .collect()
+            }),
+            follow_up: (!self.follow_up.is_empty()).then(|| {
+                self.follow_up
+                    .iter()
+                    .map(|(tool, probability, projection, arg)| FollowUpLink {
+                        tool: (*tool).to_owned(),
+                        probability: *probability,
+                        projection: Some((*projection).to_owned()),
+                        projection_arg: Some((*arg).to_owned()),
+                    })
+                    .collect()
+            }),
+            invalidates: (!self.invalidates.is_empty())
+                .then(|| self.invalidates.iter().map(|t| (*t).to_owned()).collect()),
+            fail_fast_after_n: self.fail_fast_after_n,
+            rate_limit_host: Some(host.to_owned()),
+        }
+    }
+}
+
+/// `get_issue` for `get_issue` or `github.get_issue`.
+fn local_name(tool: &str) -> &str {
+    tool.strip_prefix("github.").unwrap_or(tool)
+}
+
+fn model(tool: &str) -> Option<&'static Model> {
+    MODELS.iter().find(|m| m.tool == local_name(tool))
+}
+
+type Args = Map<String, Value>;
+
+/// `{owner, repo, <key>: value}`.
+fn args(owner: &str, repo: &str, key: &str, value: Value) -> Args {
+    let mut map = Map::new();
+    map.insert("owner".into(), json!(owner));
+    map.insert("repo".into(), json!(repo));
+    map.insert(key.into(), value);
+    map
+}
+
+/// The items of list `key` of a result.
+fn items<'v>(result: &'v Value, key: &str) -> &'v [Value] {
+    result.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+fn is_failed(item: &Value) -> bool {
+    item.get("conclusion").and_then(Value::as_str).is_some_and(|c| FAILED.contains(&c))
+}
+
+/// The arguments of a known read chain, built from the previous tool's result; `None` when the
+/// pair is not one of the provider's chains.
+fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> {
+    let repository = result.get("repository").and_then(Value::as_str).and_then(split_repository);
+    let number = |item: &Value| item.get("number").filter(|n| n.is_u64()).cloned();
+    let count = |key: &str| result.get(key).and_then(Value::as_u64);
+    let for_repo = |values: Vec<(&str, Value)>| -> Vec<Args> {
+        let Some((owner, repo)) = repository else { return Vec::new() };
+        values.into_iter().map(|(key, v)| args(owner, repo, key, v)).collect()
+    };
+    let out = match (prev_tool, next) {
+        ("list_issues", "get_issue") => for_repo(
+            items(result, "issues").iter().filter_map(number).map(|n| ("number", n)).collect(),
+        ),
+        // Only issues that have comments to read, the most discussed first.
+        ("list_issues", "list_issue_comments") => {
+            let mut discussed: Vec<&Value> = items(result, "issues")
+                .iter()
+                .filter(|i| i.get("comments").and_then(Value::as_u64).unwrap_or(0) > 0)
+                .collect();
+            discussed.sort_by_key(|i| std::cmp::Reverse(i["comments"].as_u64()));
+            for_repo(discussed.into_iter().filter_map(number).map(|n| ("number", n)).collect())
+        }
+        ("get_issue", "list_issue_comments") if count("comments").unwrap_or(0) > 0 => {
+            for_repo(number(result).map(|n| ("number", n)).into_iter().collect())
+        }
+        ("get_issue", "list_issue_comments") => Vec::new(),
+        // Search hits span repositories: each hit names its own.
+        ("search_issues", "get_issue") => items(result, "items")
+            .iter()
+            .filter_map(|hit| {
+                let (owner, repo) =
+                    hit.get("repository").and_then(Value::as_str).and_then(split_repository)?;
+                Some(args(owner, repo, "number", number(hit)?))
+            })
+            .collect(),
+        ("list_pull_requests", "get_pull_request") => for_repo(
+            items(result, "pull_requests")
+                .iter()
+                .filter_map(number)
+                .map(|n| ("number", n))
+                .collect(),
+        ),
+        ("get_pull_request", "list_pull_request_files") if count("changed_files") != Some(0) => {
+            for_repo(number(result).map(|n| ("number", n)).into_iter().collect())
+        }
+        ("get_pull_request", "list_pull_request_reviews") => {
+            for_repo(number(result).map(|n| ("number", n)).into_iter().collect())
+        }
+        ("get_pull_request", "list_pull_request_review_comments")
+            if count("review_comments").unwrap_or(0) > 0 =>
+        {
+            for_repo(number(result).map(|n| ("number", n)).into_iter().collect())
+        }
+        ("get_pull_request", "list_pull_request_files" | "list_pull_request_review_comments") => {
+            Vec::new()
+        }
+        // Failed runs first: their jobs are what the agent will look at.
+        ("list_workflow_runs", "list_workflow_jobs") => {
+            let runs = items(result, "workflow_runs");
+            let ordered =
+                runs.iter().filter(|r| is_failed(r)).chain(runs.iter().filter(|r| !is_failed(r)));
+            for_repo(
+                ordered.filter_map(|r| r.get("id").cloned()).map(|id| ("run_id", id)).collect(),
+            )
+        }
+        // Only failed jobs: a passing job's log is rarely worth 12 KiB.
+        ("list_workflow_jobs", "get_job_logs") => for_repo(
+            items(result, "jobs")
+                .iter()
+                .filter(|j| is_failed(j))
+                .filter_map(|j| j.get("id").cloned())
+                .map(|id| ("job_id", id))
+                .collect(),
+        ),
+        _ => return None,
+    };
+    Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
+}
+
+impl ToolEnricher for GitHub {
+    fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
+        model(tool).map(|m| m.layer(&self.host))
+    }
+
+    fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
+        let prev_tool = local_name(prev_tool);
+        let next = local_name(&link.tool);
+        // The provider's own chain, unless the user re-pointed the link's projection.
+        let declared = model(prev_tool)
+            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
+            .map(|(_, _, projection, _)| *projection);
+        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        if !customised {
+            if let Some(args) = chain_args(prev_tool, next, prev_result) {
+                return args;
+            }
+        }
+        // Any other link: its generic projection, with the repository filled in from the result
+        // when the next tool is one of ours and the projection did not name it.
+        let mut projected = generic_projection(prev_result, link);
+        let repository =
+            prev_result.get("repository").and_then(Value::as_str).and_then(split_repository);
+        if let (Some((owner, repo)), Some(_)) = (repository, model(next)) {
+            for a in &mut projected {
+                a.entry("owner").or_insert_with(|| json!(owner));
+                a.entry("repo").or_insert_with(|| json!(repo));
+            }
+        }
+        projected
+    }
+
+    fn rate_limit_host(&self, _tool: &str, _args: &Value) -> Option<String> {
+        Some(self.host.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_plugin_sdk::core_types::defaults::prior_for;
+    use quiver_plugin_sdk::core_types::value_model::{resolve, LayerSource};
+    use quiver_plugin_sdk::Provider;
+
+    use super::*;
+    use crate::{actions, issues, pulls, GitHubConfig};
+
+    fn fixture(name: &str) -> String {
+        let path = format!("{}/../../tests/data/github/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn wire<T: serde::de::DeserializeOwned>(name: &str) -> T {
+        serde_json::from_str(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    fn github(base_url: Option<&str>) -> GitHub {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _entered = runtime.enter();
+        GitHub::new(GitHubConfig { base_url: base_url.map(str::to_owned), ..Default::default() })
+            .unwrap()
+    }
+
+    fn link(prev: &str, next: &str) -> FollowUpLink {
+        let layer = github(None).value_model(prev).unwrap();
+        layer.follow_up.unwrap().into_iter().find(|l| l.tool == next).unwrap()
+    }
+
+    fn project(prev: &str, result: &impl Serialize, next: &str) -> Vec<Value> {
+        let result = serde_json::to_value(result).unwrap();
+        github(None)
+            .project_args(prev, &result, &link(prev, next))
+            .into_iter()
+            .map(Value::Object)
+            .collect()
+    }
+
+    fn issue_list() -> issues::IssueList {
+        issues::issue_list("octocat/Hello-World".into(), wire("issues_list.json"), false, Some(2))
+    }
+
+    #[test]
+    fn every_tool_has_a_model_and_no_other_name_does() {
+        let gh = github(None);
+        let tools = GitHub::tools();
+        assert_eq!(tools.len(), 15, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        for tool in &tools {
+            let layer =
+                gh.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
+            layer.validate().unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+            assert!(tool.group.is_some(), "{} has no group", tool.name);
+        }
+        assert_eq!(MODELS.len(), tools.len(), "a model for a tool that does not exist");
+        assert!(gh.value_model("no_such_tool").is_none());
+        assert!(gh.value_model("github.get_issue").is_some(), "qualified names resolve too");
+    }
+
+    #[test]
+    fn follow_ups_and_invalidations_name_tools_that_exist() {
+        let gh = github(None);
+        let names: Vec<String> = GitHub::tools().into_iter().map(|t| t.name).collect();
+        for tool in &names {
+            let layer = gh.value_model(tool).unwrap();
+            for l in layer.follow_up.iter().flatten() {
+                assert!(names.contains(&l.tool), "{tool} → {} does not exist", l.tool);
+            }
+            for t in layer.invalidates.iter().flatten() {
+                assert!(names.contains(t), "{tool} invalidates unknown {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn mutations_are_never_speculated_after_merging_with_the_built_in_priors() {
+        let gh = github(None);
+        for tool in GitHub::tools() {
+            let (rule, prior) = prior_for(&tool.name);
+            let provider = gh.value_model(&tool.name).unwrap();
+            let merged = resolve(&[
+                (LayerSource::BuiltIn(rule), &prior),
+                (LayerSource::Provider("github".into()), &provider),
+            ])
+            .model;
+            let mutates = tool.name.starts_with("create_") || tool.name.starts_with("add_");
+            if mutates {
+                assert_eq!(
+                    merged.side_effect_class,
+                    SideEffectClass::MutatesExternal,
+                    "{}",
+                    tool.name
+                );
+                assert!(!merged.may_speculate(), "{} may be speculated", tool.name);
+                assert_eq!(merged.cost_model.freshness_ttl_s, Some(0), "{} is cached", tool.name);
+                assert!(!merged.invalidates.is_empty(), "{} invalidates nothing", tool.name);
+            } else {
+                assert_eq!(merged.side_effect_class, SideEffectClass::ReadOnly, "{}", tool.name);
+                assert!(merged.may_speculate(), "{} cannot be speculated", tool.name);
+            }
+        }
+        let create = gh.value_model("create_issue").unwrap();
+        assert_eq!(create.invalidates.unwrap(), ["list_issues", "search_issues"]);
+        let comment = gh.value_model("add_issue_comment").unwrap();
+        assert_eq!(
+            comment.invalidates.unwrap(),
+            ["list_issue_comments", "get_issue", "get_pull_request"]
+        );
+    }
+
+    #[test]
+    fn rate_limit_host_is_the_configured_host() {
+        let args = json!({"owner": "o", "repo": "r"});
+        assert_eq!(
+            github(None).rate_limit_host("get_issue", &args).as_deref(),
+            Some("api.github.com")
+        );
+        let ghe = github(Some("https://ghe.example.com/api/v3"));
+        assert_eq!(ghe.rate_limit_host("list_issues", &args).as_deref(), Some("ghe.example.com"));
+        assert_eq!(
+            ghe.value_model("get_issue").unwrap().rate_limit_host.as_deref(),
+            Some("ghe.example.com")
+        );
+    }
+
+    #[test]
+    fn list_issues_leads_to_the_first_issues_and_to_the_discussed_ones() {
+        let list = issue_list();
+        assert_eq!(list.pull_requests_skipped, 1, "the pull request in the listing is left out");
+        assert_eq!(
+            project("list_issues", &list, "get_issue"),
+            [
+                json!({"owner": "octocat", "repo": "Hello-World", "number": 1347}),
+                json!({"owner": "octocat", "repo": "Hello-World", "number": 1346}),
+                json!({"owner": "octocat", "repo": "Hello-World", "number": 1340}),
+            ]
+        );
+        // #1346 has no comments; #1340 (5) comes before #1347 (2).
+        let numbers: Vec<_> = project("list_issues", &list, "list_issue_comments")
+            .iter()
+            .map(|a| a["number"].clone())
+            .collect();
+        assert_eq!(numbers, [json!(1340), json!(1347)]);
+    }
+
+    #[test]
+    fn get_issue_leads_to_its_comments_only_when_it_has_some() {
+        let issue = issues::issue_detail("octocat/Hello-World".into(), wire("issue.json"));
+        assert_eq!(
+            project("get_issue", &issue, "list_issue_comments"),
+            [json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})]
+        );
+        let mut quiet = serde_json::to_value(&issue).unwrap();
+        quiet["comments"] = json!(0);
+        assert!(project("get_issue", &quiet, "list_issue_comments").is_empty());
+    }
+
+    #[test]
+    fn search_hits_lead_to_issues_in_their_own_repositories() {
+        let found = issues::search_result("crash".into(), wire("search_issues.json"), None);
+        assert_eq!(
+            project("search_issues", &found, "get_issue"),
+            [
+                json!({"owner": "XAMPPRocky", "repo": "octocrab", "number": 937}),
+                json!({"owner": "octocat", "repo": "Spoon-Knife", "number": 12}),
+            ]
+        );
+    }
+
+    #[test]
+    fn pull_request_chains_build_at_most_three_calls_and_skip_empty_ones() {
+        let list =
+            pulls::pull_list("octocat/Hello-World".into(), wire("pull_requests_list.json"), None);
+        assert_eq!(list.pull_requests.len(), 4);
+        let calls = project("list_pull_requests", &list, "get_pull_request");
+        assert_eq!(calls.len(), 3, "capped at three");
+        assert_eq!(calls[1], json!({"owner": "octocat", "repo": "Hello-World", "number": 1350}));
+
+        let pull = pulls::pull_detail("octocat/Hello-World".into(), wire("pull_request.json"));
+        let one = [json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})];
+        assert_eq!(project("get_pull_request", &pull, "list_pull_request_files"), one);
+        assert_eq!(project("get_pull_request", &pull, "list_pull_request_reviews"), one);
+        assert_eq!(project("get_pull_request", &pull, "list_pull_request_review_comments"), one);
+        let mut quiet = serde_json::to_value(&pull).unwrap();
+        quiet["review_comments"] = json!(0);
+        let comments = project("get_pull_request", &quiet, "list_pull_request_review_comments");
+        assert!(comments.is_empty(), "no review comments, nothing to fetch");
+    }
+
+    #[test]
+    fn actions_chains_prefer_failures() {
+        let runs =
+            actions::run_list("artichoke/artichoke".into(), wire("workflow_runs.json"), None);
+        let run_ids: Vec<_> = project("list_workflow_runs", &runs, "list_workflow_jobs")
+            .iter()
+            .map(|a| a["run_id"].clone())
+            .collect();
+        assert_eq!(run_ids[0], json!(1245374530), "the failed run comes first");
+        assert_eq!(run_ids.len(), 3);
+
+        let jobs = actions::job_list(
+            "artichoke/artichoke".into(),
+            1245374530,
+            wire("workflow_jobs.json"),
+            None,
+        );
+        assert_eq!(
+            project("list_workflow_jobs", &jobs, "get_job_logs"),
+            [json!({"owner": "artichoke", "repo": "artichoke", "job_id": 399444497})],
+            "only the failed job's log is worth fetching"
+        );
+    }
+
+    #[test]
+    fn unknown_and_customised_links_fall_back_to_the_generic_projection() {
+        let gh = github(None);
+        let list = serde_json::to_value(issue_list()).unwrap();
+        let custom = FollowUpLink {
+            tool: "github.get_issue".into(),
+            probability: 0.5,
+            projection: Some("$.issues[1].number".into()),
+            projection_arg: Some("number".into()),
+        };
+        assert_eq!(
+            gh.project_args("github.list_issues", &list, &custom),
+            [json!({"number": 1346, "owner": "octocat", "repo": "Hello-World"})
+                .as_object()
+                .unwrap()
+                .clone()]
+        );
+        let elsewhere = FollowUpLink {
+            tool: "jira.get_issue".into(),
+            probability: 0.5,
+            projection: Some("$.issues[0].title".into()),
+            projection_arg: Some("summary".into()),
+        };
+        assert_eq!(
+            gh.project_args("list_issues", &list, &elsewhere),
+            [json!({"summary": "Found a bug"}).as_object().unwrap().clone()],
+            "another provider's tool gets no owner/repo"
+        );
+    }
+}

@@ -1,0 +1,782 @@
+//! The provider against a loopback GitHub: wiremock serves recorded responses (from
+//! `tests/data/github/`) with GitHub's real headers, and each test checks what a user of the tool
+//! would notice.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use quiver_plugin_sdk::prelude::*;
+use quiver_provider_github::{GitHub, GitHubConfig};
+use wiremock::matchers::{body_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const TOKEN: &str = "ghp_s3cr3tT0kenValue1234567890";
+const REPO: &str = "/repos/octocat/Hello-World";
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/../../tests/data/github/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A 200 with a recorded JSON body and the headers GitHub sends with it.
+fn ok(name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .set_body_raw(fixture(name), "application/json; charset=utf-8")
+        .insert_header("x-github-media-type", "github.v3; format=json")
+        .insert_header("x-ratelimit-limit", "5000")
+        .insert_header("x-ratelimit-remaining", "4987")
+        .insert_header("x-ratelimit-resource", "core")
+}
+
+fn github_error(status: u16, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({
+        "message": message,
+        "documentation_url": "https://docs.github.com/rest",
+        "status": status.to_string(),
+    }))
+}
+
+fn config(server: &MockServer) -> GitHubConfig {
+    GitHubConfig { base_url: Some(server.uri()), token: Some(TOKEN.into()), ..Default::default() }
+}
+
+async fn call(github: &GitHub, tool: &str, args: Value) -> ToolResult {
+    github.call(tool, args, ToolContext::default()).await
+}
+
+/// The structured result of a call that must succeed.
+async fn ok_call(github: &GitHub, tool: &str, args: Value) -> Value {
+    let result = call(github, tool, args).await;
+    assert!(!result.is_error, "{tool} failed: {}", result.text_content());
+    result.structured.expect("a structured result")
+}
+
+/// The kind and message of a call that must fail.
+async fn failing_call(github: &GitHub, tool: &str, args: Value) -> (ToolErrorKind, String) {
+    let result = call(github, tool, args).await;
+    assert!(result.is_error, "{tool} succeeded: {}", result.text_content());
+    let message = result.text_content();
+    assert!(!message.contains(TOKEN), "the token leaked into: {message}");
+    (result.error_kind.expect("an error kind"), message)
+}
+
+fn issue_args(number: u64) -> Value {
+    json!({"owner": "octocat", "repo": "Hello-World", "number": number})
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_issues_is_compact_paginated_and_leaves_pull_requests_out() {
+    let server = MockServer::start().await;
+    let next = format!(
+        "<{0}/repositories/1296269/issues?state=open&labels=bug&per_page=3&page=2>; rel=\"next\", \
+         <{0}/repositories/1296269/issues?state=open&labels=bug&per_page=3&page=5>; rel=\"last\"",
+        server.uri()
+    );
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues")))
+        .and(query_param("state", "open"))
+        .and(query_param("labels", "bug,ui"))
+        .and(query_param("per_page", "3"))
+        .and(query_param("page", "1"))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ok("issues_list.json").insert_header("link", next.as_str()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let result = ok_call(
+        &github,
+        "list_issues",
+        json!({
+            "owner": "octocat", "repo": "Hello-World",
+            "state": "open", "labels": ["bug", "ui"], "per_page": 3,
+        }),
+    )
+    .await;
+
+    assert_eq!(result["repository"], "octocat/Hello-World");
+    assert_eq!(result["next_page"], 2);
+    assert_eq!(result["pull_requests_skipped"], 1);
+    let issues = result["issues"].as_array().unwrap();
+    assert_eq!(
+        issues.iter().map(|i| i["number"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [1347, 1346, 1340]
+    );
+    assert_eq!(issues[0]["title"], "Found a bug");
+    assert_eq!(issues[0]["author"], "octocat");
+    assert_eq!(issues[0]["labels"], json!(["bug"]));
+    assert_eq!(issues[0]["assignees"], json!(["hubot"]));
+    assert_eq!(issues[0]["comments"], 2);
+    assert_eq!(issues[0]["html_url"], "https://github.com/octocat/Hello-World/issues/1347");
+    let text = result.to_string();
+    for noise in ["node_id", "avatar_url", "gravatar", "reactions", "api.github.com", "\"body\""] {
+        assert!(!text.contains(noise), "`{noise}` survived in {text}");
+    }
+    assert!(text.len() * 4 < fixture("issues_list.json").len(), "the result is not compact");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_last_page_has_no_next_page_and_pull_requests_can_be_kept() {
+    let server = MockServer::start().await;
+    let prev = format!("<{}/repositories/1296269/issues?page=1>; rel=\"prev\"", server.uri());
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues")))
+        .and(query_param("page", "2"))
+        .respond_with(ok("issues_list.json").insert_header("link", prev.as_str()))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let result = ok_call(
+        &github,
+        "list_issues",
+        json!({
+            "owner": "octocat", "repo": "Hello-World", "page": 2, "include_pull_requests": true,
+        }),
+    )
+    .await;
+    assert_eq!(result["next_page"], Value::Null);
+    let flagged: Vec<_> = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["is_pull_request"] == true)
+        .map(|i| i["number"].clone())
+        .collect();
+    assert_eq!(flagged, [json!(1348)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_issue_and_its_comments() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(ok("issue.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347/comments")))
+        .respond_with(ok("issue_comments.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let issue = ok_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(issue["repository"], "octocat/Hello-World");
+    assert_eq!(issue["number"], 1347);
+    assert!(issue["body"].as_str().unwrap().starts_with("I'm having a problem"));
+    assert_eq!(issue["milestone"], "v1.0");
+    assert_eq!(issue["author_association"], "OWNER");
+
+    // GitHub's own argument name works too.
+    let comments = ok_call(
+        &github,
+        "list_issue_comments",
+        json!({"owner": "octocat", "repo": "Hello-World", "issue_number": 1347}),
+    )
+    .await;
+    let comments = comments["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 2);
+    assert_eq!(comments[0]["author"], "hubot");
+    assert_eq!(comments[1]["body"], "Fixed in #1348, please verify.");
+    assert!(comments[0].get("edited_at").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_hits_name_their_repository() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search/issues"))
+        .and(query_param("q", "dismiss reason is:open"))
+        .respond_with(ok("search_issues.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let found = ok_call(&github, "search_issues", json!({"q": "dismiss reason is:open"})).await;
+    assert_eq!(found["total_count"], 42);
+    assert_eq!(found["items"][0]["repository"], "XAMPPRocky/octocrab");
+    assert_eq!(found["items"][0]["number"], 937);
+    assert_eq!(found["items"][1]["repository"], "octocat/Spoon-Knife");
+    assert_eq!(found["items"][1]["is_pull_request"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pull_requests_their_files_reviews_and_review_comments() {
+    let server = MockServer::start().await;
+    for (route, file) in [
+        ("/pulls", "pull_requests_list.json"),
+        ("/pulls/1347", "pull_request.json"),
+        ("/pulls/1347/files", "pull_request_files.json"),
+        ("/pulls/1347/reviews", "pull_request_reviews.json"),
+        ("/pulls/1347/comments", "pull_request_review_comments.json"),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}{route}")))
+            .respond_with(ok(file))
+            .mount(&server)
+            .await;
+    }
+    let github = GitHub::new(config(&server)).unwrap();
+    let repo = json!({"owner": "octocat", "repo": "Hello-World"});
+
+    let list = ok_call(&github, "list_pull_requests", repo.clone()).await;
+    let pulls = list["pull_requests"].as_array().unwrap();
+    assert_eq!(pulls.len(), 4);
+    assert_eq!(pulls[0]["head_ref"], "new-topic");
+    assert_eq!(pulls[0]["base_ref"], "master");
+    assert_eq!(pulls[0]["head_sha"], "6dcb09b5b57875f334f61aebed695e2e4193db5e");
+    assert!(pulls[0].get("head_repo").is_none(), "same-repository head");
+    assert_eq!(pulls[1]["head_repo"], "monalisa/Hello-World", "a fork is named");
+    assert_eq!(pulls[2]["draft"], true);
+
+    let pull = ok_call(&github, "get_pull_request", issue_args(1347)).await;
+    assert_eq!(pull["mergeable"], true);
+    assert_eq!(pull["mergeable_state"], "clean");
+    assert_eq!(pull["merged"], false);
+    assert_eq!(pull["requested_reviewers"], json!(["hubot"]));
+    assert_eq!(pull["changed_files"], 2);
+    assert_eq!(pull["review_comments"], 1);
+
+    let files = ok_call(&github, "list_pull_request_files", issue_args(1347)).await;
+    let files = files["files"].as_array().unwrap();
+    assert_eq!(files[0]["filename"], "file1.txt");
+    assert_eq!(files[0]["additions"], 103);
+    let long = files[1]["patch"].as_str().unwrap();
+    assert!(long.len() < 4200 && long.contains("…[cut"), "the long patch is cut, saying so");
+    assert_eq!(files[2]["previous_filename"], "logo.png");
+    assert!(files[2].get("patch").is_none(), "binary files have no patch");
+
+    let reviews = ok_call(&github, "list_pull_request_reviews", issue_args(1347)).await;
+    let states: Vec<_> =
+        reviews["reviews"].as_array().unwrap().iter().map(|r| r["state"].clone()).collect();
+    assert_eq!(states, [json!("APPROVED"), json!("CHANGES_REQUESTED")]);
+    assert_eq!(reviews["reviews"][0]["commit_id"], "ecdd80bb57125d7ba9641ffaa4d7d2c19d3f3091");
+
+    let comments = ok_call(&github, "list_pull_request_review_comments", issue_args(1347)).await;
+    let c = &comments["comments"][0];
+    assert_eq!((c["path"].as_str(), c["body"].as_str()), (Some("file1.txt"), Some("Great stuff!")));
+    assert_eq!(c["in_reply_to_id"], 8);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_run_leads_to_its_failed_job_and_the_end_of_its_log() {
+    let server = MockServer::start().await;
+    let blob = MockServer::start().await; // another origin, like GitHub's log storage
+    let repo = "/repos/artichoke/artichoke";
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/runs")))
+        .and(query_param("branch", "fuzz-fix"))
+        .and(query_param("status", "failure"))
+        .respond_with(ok("workflow_runs.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/runs/1245374530/jobs")))
+        .and(query_param("filter", "latest"))
+        .respond_with(ok("workflow_jobs.json"))
+        .mount(&server)
+        .await;
+    let location = format!("{}/artichoke/logs/399444497.txt?sig=abc", blob.uri());
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/jobs/399444497/logs")))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", location.as_str()))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/artichoke/logs/399444497.txt"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(fixture("job_logs.txt"), "text/plain"),
+        )
+        .expect(1)
+        .mount(&blob)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let args = |extra: Value| {
+        let mut a = json!({"owner": "artichoke", "repo": "artichoke"});
+        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a
+    };
+
+    let runs = ok_call(
+        &github,
+        "list_workflow_runs",
+        args(json!({"branch": "fuzz-fix", "status": "failure"})),
+    )
+    .await;
+    assert_eq!(runs["total_count"], 3);
+    let failed = &runs["workflow_runs"][2];
+    assert_eq!(
+        (failed["id"].as_u64(), failed["conclusion"].as_str()),
+        (Some(1245374530), Some("failure"))
+    );
+    assert_eq!(failed["pull_requests"], json!([1346]));
+
+    let jobs = ok_call(
+        &github,
+        "list_workflow_jobs",
+        args(json!({"run_id": 1245374530, "filter": "latest"})),
+    )
+    .await;
+    let job = &jobs["jobs"][1];
+    assert_eq!(job["conclusion"], "failure");
+    assert_eq!(
+        job["failed_steps"],
+        json!([{"number": 3, "name": "Run fuzzer", "conclusion": "failure"}])
+    );
+    assert!(jobs["jobs"][0].get("failed_steps").is_none());
+
+    let log = ok_call(&github, "get_job_logs", args(json!({"job_id": 399444497}))).await;
+    assert_eq!(log["lines_total"], 276);
+    assert_eq!(log["lines_returned"], 200);
+    assert!(log["note"].as_str().unwrap().contains("76 earlier lines cut"), "{}", log["note"]);
+    let text = log["log"].as_str().unwrap();
+    assert!(text.ends_with("Cleaning up orphan processes"));
+    assert!(text.contains("SUMMARY: AddressSanitizer: heap-buffer-overflow"));
+    assert!(!text.contains("2021-09-17T"), "timestamps are stripped");
+    assert_eq!(log["error_lines"], json!(["##[error]Process completed with exit code 1."]));
+
+    let requests = blob.received_requests().await.unwrap();
+    assert!(
+        requests.iter().all(|r| !r.headers.contains_key("authorization")),
+        "the token must not follow the redirect to another origin"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_and_directories_on_github_enterprise() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/api/v3{REPO}/contents/README.md")))
+        .and(query_param("ref", "master"))
+        .respond_with(ok("contents_file.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/api/v3{REPO}/contents/src")))
+        .respond_with(ok("contents_dir.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(GitHubConfig {
+        base_url: Some(format!("{}/api/v3/", server.uri())),
+        ..config(&server)
+    })
+    .unwrap();
+
+    let file = ok_call(
+        &github,
+        "get_file_contents",
+        json!({"owner": "octocat", "repo": "Hello-World", "path": "README.md", "ref": "master"}),
+    )
+    .await;
+    assert_eq!(file["type"], "file");
+    assert_eq!(file["ref"], "master");
+    assert!(file["content"].as_str().unwrap().starts_with("# Hello-World\n\nMy first repository"));
+    assert_eq!(file["total_lines"], 40);
+    assert!(file.get("note").is_none());
+
+    let part = ok_call(
+        &github,
+        "get_file_contents",
+        json!({
+            "owner": "octocat", "repo": "Hello-World",
+            "path": "README.md", "ref": "master", "max_bytes": 60,
+        }),
+    )
+    .await;
+    assert_eq!(part["next_start_line"], 6);
+    assert!(part["note"].as_str().unwrap().contains("start_line=6"), "{}", part["note"]);
+
+    let dir = ok_call(
+        &github,
+        "get_file_contents",
+        json!({"owner": "octocat", "repo": "Hello-World", "path": "src/"}),
+    )
+    .await;
+    assert_eq!(dir["type"], "dir");
+    assert_eq!(
+        dir["entries"],
+        json!([
+            {"name": "lib.rs", "type": "file", "size": 625},
+            {"name": "main.rs", "type": "file", "size": 1204},
+            {"name": "tools", "type": "dir"},
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_issue_is_named() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/9")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(9)).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(
+        message,
+        "no issue #9 in octocat/Hello-World (or the token cannot see the repository)"
+    );
+
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/actions/jobs/77/logs")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let (kind, message) = failing_call(
+        &github,
+        "get_job_logs",
+        json!({"owner": "octocat", "repo": "Hello-World", "job_id": 77}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no log of job 77 in octocat/Hello-World"), "{message}");
+    assert!(message.contains("logs expired"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_token_names_the_variable_to_fix_and_never_the_token() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1")))
+        // GitHub does not echo tokens, but a proxy might: the message must still hide it.
+        .respond_with(github_error(401, &format!("Bad credentials for {TOKEN}")))
+        .mount(&server)
+        .await;
+    let github =
+        GitHub::new(GitHubConfig { token_env: Some("WORK_GH_TOKEN".into()), ..config(&server) })
+            .unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1)).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.starts_with("github rejected the token (401 Bad credentials"), "{message}");
+    assert!(
+        message.contains("set WORK_GH_TOKEN (the variable named by [providers.github] token_env)"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_token_the_message_says_which_variable_to_set() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1")))
+        .respond_with(github_error(401, "Requires authentication"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(GitHubConfig { token: None, ..config(&server) }).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1)).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("none is configured"), "{message}");
+    assert!(message.contains("set GITHUB_TOKEN"), "{message}");
+    let requests = server.received_requests().await.unwrap();
+    assert!(!requests[0].headers.contains_key("authorization"), "no token, no header");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_permission_is_named() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues")))
+        .respond_with(
+            github_error(403, "Resource not accessible by personal access token")
+                .insert_header("x-accepted-github-permissions", "issues=write")
+                .insert_header("x-ratelimit-remaining", "4990"),
+        )
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(
+        &github,
+        "create_issue",
+        json!({"owner": "octocat", "repo": "Hello-World", "title": "x"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("Resource not accessible by personal access token"), "{message}");
+    assert!(message.contains("the token needs the permission `issues=write`"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_rate_limit_is_waited_out() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(
+            github_error(429, "You have exceeded a secondary rate limit.")
+                .insert_header("retry-after", "1"),
+        )
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(ok("issue.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let started = Instant::now();
+    let issue = ok_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(issue["title"], "Found a bug");
+    assert!(started.elapsed() >= Duration::from_secs(1), "retried before retry-after");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_that_persists_is_retried_twice_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(github_error(429, "Too many requests").insert_header("retry-after", "1"))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(kind, ToolErrorKind::RateLimited);
+    assert!(message.contains("even after waiting 2 s"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_past_the_calls_deadline_is_not_waited_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(github_error(429, "Too many requests").insert_header("retry-after", "5"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let ctx = ToolContext { timeout_ms: Some(2000), ..Default::default() };
+    let started = Instant::now();
+    let result = github.call("get_issue", issue_args(1347), ctx).await;
+    assert!(started.elapsed() < Duration::from_secs(2), "waited {:?}", started.elapsed());
+    assert_eq!(result.error_kind, Some(ToolErrorKind::RateLimited));
+    let message = result.text_content();
+    assert!(
+        message.contains("github asks to retry in 5 s, past this call's deadline"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_rate_limit_fails_fast_saying_when_it_resets() {
+    let server = MockServer::start().await;
+    let reset = now() + 3600;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues")))
+        .respond_with(
+            github_error(403, "API rate limit exceeded for user ID 1.")
+                .insert_header("x-ratelimit-limit", "5000")
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-used", "5000")
+                .insert_header("x-ratelimit-resource", "core")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str()),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let started = Instant::now();
+    let (kind, message) =
+        failing_call(&github, "list_issues", json!({"owner": "octocat", "repo": "Hello-World"}))
+            .await;
+    assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
+    assert_eq!(kind, ToolErrorKind::RateLimited);
+    assert!(message.contains("0 of 5000 requests left in `core`"), "{message}");
+    assert!(message.contains("it resets at 20"), "{message}");
+    assert!(message.contains("max_retry_wait_s = 10 s"), "{message}");
+    assert!(message.contains("retry later"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_and_failed_answers_are_upstream_errors() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/5")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw("{\"number\": 5, \"head\": ", "application/json"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/6")))
+        .respond_with(
+            ResponseTemplate::new(502).set_body_raw("<html>Bad Gateway</html>", "text/html"),
+        )
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&github, "get_pull_request", issue_args(5)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(
+        message.starts_with(
+            "github returned an unreadable body for pull request #5 in octocat/Hello-World"
+        ),
+        "{message}"
+    );
+    let (kind, message) = failing_call(&github, "get_pull_request", issue_args(6)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("github failed with 502 Bad Gateway"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_github_times_out_after_timeout_s() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(ok("issue.json").set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(GitHubConfig { timeout_s: Some(1), ..config(&server) }).unwrap();
+    let started = Instant::now();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1347)).await;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(kind, ToolErrorKind::Timeout);
+    assert!(message.contains("timeout_s"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_issue_posts_what_the_agent_asked_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues")))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .and(body_json(json!({
+            "title": "Flaky test in CI",
+            "body": "The login test fails one run in ten.",
+            "labels": ["bug"],
+            "assignees": ["octocat"],
+        })))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_raw(fixture("issue_created.json"), "application/json; charset=utf-8")
+                .insert_header(
+                    "location",
+                    "https://api.github.com/repos/octocat/Hello-World/issues/1349",
+                ),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let created = ok_call(
+        &github,
+        "create_issue",
+        json!({
+            "owner": "octocat", "repo": "Hello-World", "title": "Flaky test in CI",
+            "body": "The login test fails one run in ten.",
+            "labels": ["bug"], "assignees": ["octocat"],
+        }),
+    )
+    .await;
+    assert_eq!(
+        created,
+        json!({
+            "repository": "octocat/Hello-World",
+            "number": 1349,
+            "title": "Flaky test in CI",
+            "labels": ["bug"],
+            "assignees": ["octocat"],
+            "html_url": "https://github.com/octocat/Hello-World/issues/1349",
+            "created_at": "2011-04-24T10:00:00Z",
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn comments_go_to_issues_and_pull_requests_alike() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/1347/comments")))
+        .and(body_json(json!({"body": "Looks good to me."})))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_raw(fixture("issue_comment_created.json"), "application/json"),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let created = ok_call(
+        &github,
+        "add_issue_comment",
+        json!({
+            "owner": "octocat", "repo": "Hello-World", "number": 1347, "body": "Looks good to me.",
+        }),
+    )
+    .await;
+    assert_eq!(created["id"], 760203695);
+    assert_eq!(
+        created["html_url"],
+        "https://github.com/octocat/Hello-World/pull/1347#issuecomment-760203695"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_arguments_are_refused_before_any_request() {
+    let server = MockServer::start().await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(
+        &github,
+        "get_issue",
+        json!({"owner": "octocat", "repo": "octocat/Hello-World", "number": 1}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("repository name alone"), "{message}");
+    let (kind, message) = failing_call(
+        &github,
+        "get_file_contents",
+        json!({"owner": "octocat", "repo": "Hello-World", "path": "../../issues"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("`..`"), "{message}");
+    let (kind, message) = failing_call(
+        &github,
+        "list_issues",
+        json!({"owner": "octocat", "repo": "Hello-World", "stat": "open"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("unknown field `stat`"), "{message}");
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[test]
+fn configuration_typos_are_errors_and_the_token_is_not_printed() {
+    let err =
+        serde_json::from_value::<GitHubConfig>(json!({"base_ur": "https://x"})).err().unwrap();
+    assert!(err.to_string().contains("unknown field `base_ur`"), "{err}");
+    let config: GitHubConfig =
+        serde_json::from_value(json!({"token": TOKEN, "token_env": "GH", "max_retry_wait_s": 5}))
+            .unwrap();
+    assert!(!format!("{config:?}").contains(TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
+    let err = GitHub::new(GitHubConfig {
+        base_url: Some("ghe.example.com".into()),
+        ..Default::default()
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("https://ghe.example.com/api/v3"), "{err}");
+    assert!(GitHub::new(GitHubConfig::default()).is_ok(), "no token is not an error");
+    let tools = GitHub::tools();
+    assert!(tools.iter().all(|t| t.output_schema.is_some() && t.group.is_some()));
+    let list = tools.iter().find(|t| t.name == "list_issues").unwrap();
+    assert!(
+        list.input_schema["properties"]["per_page"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("at most 100"),
+        "argument docs reach the schema"
+    );
+}
