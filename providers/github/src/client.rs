@@ -229,6 +229,11 @@ impl Client {
                 _ => self.octo._get(uri).await,
             }
             .map_err(|e| {
+                // octocrab's own read timeout and the deadline below race; either way it is a
+                // timeout, not an unreachable server.
+                if is_timeout(&e) {
+                    return self.timeout_error(subject);
+                }
                 self.error(
                     ToolErrorKind::Upstream,
                     format!(
@@ -255,16 +260,20 @@ impl Client {
         };
         match tokio::time::timeout(self.settings.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(self.error(
-                ToolErrorKind::Timeout,
-                format!(
-                    "github did not answer within {} s for {}; retry later, or raise \
-                     [providers.github] timeout_s",
-                    self.settings.timeout.as_secs(),
-                    subject.describe()
-                ),
-            )),
+            Err(_) => Err(self.timeout_error(subject)),
         }
+    }
+
+    fn timeout_error(&self, subject: &Subject) -> ToolError {
+        self.error(
+            ToolErrorKind::Timeout,
+            format!(
+                "github did not answer within {} s for {}; retry later, or raise \
+                 [providers.github] timeout_s",
+                self.settings.timeout.as_secs(),
+                subject.describe()
+            ),
+        )
     }
 
     fn set_token_hint(&self) -> String {
@@ -510,6 +519,20 @@ impl GitHubMessage {
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether an error, or any of its sources, is an I/O timeout.
+fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        current = err.source();
+    }
+    false
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
