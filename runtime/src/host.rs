@@ -74,6 +74,11 @@ pub struct ProviderHandle {
 }
 
 impl ProviderHandle {
+    /// Wraps an instance created from the plugin at `path`.
+    pub fn new(name: String, path: PathBuf, instance: ProviderBox) -> Self {
+        Self { name, path, instance }
+    }
+
     /// The provider's own value-model layer for `tool`; a broken answer is logged and ignored.
     pub fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
         match self.instance.value_model(RStr::from(tool)) {
@@ -182,11 +187,8 @@ impl Host {
                 }
             }
         };
-        let handle = Arc::new(ProviderHandle {
-            name: manifest.name.clone(),
-            path: plugin.path.clone(),
-            instance,
-        });
+        let handle =
+            Arc::new(ProviderHandle::new(manifest.name.clone(), plugin.path.clone(), instance));
         match self.registry.add_provider(handle, &manifest.tools) {
             Ok(count) => PluginStatus::Loaded {
                 provider: manifest.name.clone(),

@@ -100,15 +100,135 @@ impl Registry {
         let mut scored: Vec<(f64, &str)> = self
             .tools
             .keys()
-            .map(|k| (strsim::jaro_winkler(name, k), k.as_str()))
+            .map(|k| (strsim::normalized_damerau_levenshtein(name, k), k.as_str()))
             .filter(|(score, _)| *score > 0.8)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         let suggestions: Vec<&str> = scored.into_iter().take(3).map(|(_, k)| k).collect();
-        if suggestions.is_empty() {
-            format!("no tool `{name}`; `quiver tools list` shows the tools this host serves")
-        } else {
-            format!("no tool `{name}`; did you mean {}?", suggestions.join(", "))
+        if !suggestions.is_empty() {
+            return format!("no tool `{name}`; did you mean {}?", suggestions.join(", "));
         }
+        // A known provider with an unknown tool: its tools are the useful list.
+        let provider = ToolName::parse(name).map(|n| n.provider);
+        let siblings: Vec<&str> = self
+            .tools
+            .values()
+            .filter(|t| Some(&t.name.provider) == provider.as_ref())
+            .map(|t| t.name.tool.as_str())
+            .collect();
+        match (provider, siblings.len()) {
+            (Some(provider), 1..=12) => {
+                format!("no tool `{name}`; provider `{provider}` has: {}", siblings.join(", "))
+            }
+            _ => format!("no tool `{name}`; `quiver tools list` shows the tools this host serves"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::{ROption, RResult, RStr, RString};
+    use quiver_plugin_abi::{ProviderInstance, ProviderInstance_TO};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A provider instance that answers nothing; the registry only needs its name.
+    struct Silent;
+
+    impl ProviderInstance for Silent {
+        fn call(
+            &self,
+            _: RStr<'_>,
+            _: RStr<'_>,
+            _: RStr<'_>,
+            _: &AtomicBool,
+        ) -> RResult<RString, RString> {
+            RResult::RErr("silent".into())
+        }
+        fn value_model(&self, _: RStr<'_>) -> RResult<ROption<RString>, RString> {
+            RResult::ROk(ROption::RNone)
+        }
+        fn project_args(&self, _: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, RString> {
+            RResult::ROk("[]".into())
+        }
+        fn rate_limit_host(&self, _: RStr<'_>, _: RStr<'_>) -> RResult<ROption<RString>, RString> {
+            RResult::ROk(ROption::RNone)
+        }
+    }
+
+    fn provider(name: &str) -> Arc<ProviderHandle> {
+        Arc::new(ProviderHandle::new(
+            name.to_owned(),
+            format!("lib{name}.so").into(),
+            ProviderInstance_TO::from_value(Silent, TD_Opaque),
+        ))
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            group: None,
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            sensitive_params: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tools_are_qualified_and_found_by_either_name() {
+        let mut registry = Registry::default();
+        assert_eq!(
+            registry.add_provider(provider("github"), &[spec("get_issue"), spec("list_issues")]),
+            Ok(2)
+        );
+        assert_eq!(registry.tool("github.get_issue").unwrap().name.to_string(), "github.get_issue");
+        assert_eq!(registry.tool("github_get_issue").unwrap().name.tool, "get_issue");
+        assert!(registry.tool("get_issue").is_none());
+        let names: Vec<String> = registry.tools().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, ["github.get_issue", "github.list_issues"]);
+    }
+
+    #[test]
+    fn a_provider_declaring_a_name_twice_registers_nothing() {
+        let mut registry = Registry::default();
+        let err = registry
+            .add_provider(provider("github"), &[spec("get_issue"), spec("get_issue")])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider `github` declares tool `get_issue` twice; rename one of them"
+        );
+        assert_eq!(registry.tools().count(), 0, "all or nothing");
+        assert!(registry.provider("github").is_none());
+    }
+
+    #[test]
+    fn dotted_or_empty_tool_names_are_refused() {
+        let mut registry = Registry::default();
+        let err = registry.add_provider(provider("github"), &[spec("issues.get")]).unwrap_err();
+        assert!(matches!(err, RegistryError::InvalidName { .. }), "{err}");
+        assert!(registry.add_provider(provider("github"), &[spec("")]).is_err());
+    }
+
+    #[test]
+    fn unknown_names_get_the_closest_suggestions() {
+        let mut registry = Registry::default();
+        registry
+            .add_provider(provider("github"), &[spec("get_issue"), spec("list_issues")])
+            .unwrap();
+        assert_eq!(
+            registry.unknown_tool_message("github.get_isue"),
+            "no tool `github.get_isue`; did you mean github.get_issue?"
+        );
+        assert_eq!(
+            registry.unknown_tool_message("github.close"),
+            "no tool `github.close`; provider `github` has: get_issue, list_issues"
+        );
+        assert!(registry.unknown_tool_message("jira.search").contains("quiver tools list"));
     }
 }

@@ -114,8 +114,28 @@ async fn the_host_keeps_serving_after_a_plugin_panics() {
     let unknown = host.call("panic_call.nope", json!({}), None, "test", None).await;
     assert_eq!(unknown.error_kind, Some(ToolErrorKind::UnknownTool));
     assert!(
-        unknown.text_content().contains("did you mean panic_call.ok"),
+        unknown.text_content().contains("provider `panic_call` has: explode, ok"),
         "{}",
         unknown.text_content()
     );
+}
+
+#[test]
+fn a_second_copy_of_a_provider_is_refused_naming_the_first() {
+    let dir = plugins_dir(&["quiver-provider-github"]);
+    let original = quiver_tests::dylib("quiver-provider-github");
+    std::fs::copy(
+        &original,
+        dir.path().join(format!("zz_github_copy{}", std::env::consts::DLL_SUFFIX)),
+    )
+    .unwrap();
+    let out = quiver(&["plugins", "--plugins", dir.path().to_str().unwrap()], &[]);
+    let (stdout, _) = texts(&out);
+    assert!(line_for(&stdout, "libquiver_provider_github").starts_with("loaded"), "{stdout}");
+    let copy = line_for(&stdout, "zz_github_copy");
+    assert!(
+        copy.starts_with("failed") && copy.contains("provider `github` is already served by"),
+        "{copy}"
+    );
+    assert!(copy.contains("remove one of the two files"), "{copy}");
 }

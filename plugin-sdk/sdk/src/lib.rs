@@ -137,8 +137,11 @@ pub trait Provider: ToolEnricher + Send + Sync + Sized + 'static {
     const NAME: &'static str;
     /// The provider's version, usually `env!("CARGO_PKG_VERSION")`.
     const VERSION: &'static str;
-    /// The `[providers.NAME]` section of quiver.toml. The host adds `token` when the user set
-    /// `token_env`, and passes `base_url` through.
+    /// The `[providers.NAME]` section of quiver.toml, as JSON. The host keeps `enabled` to itself,
+    /// always adds `token_env` (the variable it read the token from, `NAME_TOKEN` by default, for
+    /// messages that say what to set) and adds `token` when that variable is set. Everything else
+    /// (`base_url`, timeouts…) comes as the user wrote it; reject unknown keys with
+    /// `#[serde(deny_unknown_fields)]` so a typo is an error, not a silently ignored line.
     type Config: DeserializeOwned + schemars::JsonSchema;
 
     /// Builds the provider. Runs inside the provider's runtime, so clients that need a reactor
