@@ -93,6 +93,7 @@ mod export;
 mod guard;
 mod log_bridge;
 mod registry;
+pub mod support;
 pub mod testing;
 
 use std::future::Future;

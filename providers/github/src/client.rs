@@ -1,11 +1,15 @@
 //! HTTP to GitHub: one octocrab client, raw requests (so status codes and headers are visible),
 //! errors a user can act on, rate-limit waits and `Link`-header pagination.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, Method, StatusCode};
 use octocrab::Octocrab;
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::http::{
+    bounded_wait, error_chain, format_unix_time, human_duration, is_timeout, mask_secret,
+    set_token_hint, unix_now, RateLimit as Signal,
+};
 use serde::de::DeserializeOwned;
 
 /// How often a rate-limited call is retried after waiting.
@@ -179,12 +183,8 @@ impl Client {
         loop {
             let reply = self.send_once(&method, uri, body, subject).await?;
             if let Some(limit) = RateLimit::of(&reply) {
-                let wait = limit.wait(now_epoch());
-                let fits = wait.filter(|w| {
-                    *w <= self.settings.max_retry_wait
-                        && deadline.is_none_or(|d| Instant::now() + *w < d)
-                });
-                match fits {
+                let wait = limit.wait(unix_now());
+                match bounded_wait(wait, self.settings.max_retry_wait, deadline) {
                     Some(w) if attempt < MAX_RETRIES => {
                         tracing::debug!(
                             "github rate limit on {}: waiting {} s before retrying",
@@ -277,8 +277,7 @@ impl Client {
     }
 
     fn set_token_hint(&self) -> String {
-        let var = &self.settings.token_env;
-        format!("set {var} (the variable named by [providers.github] token_env)")
+        set_token_hint("github", &self.settings.token_env)
     }
 
     fn status_error(&self, reply: &Reply, subject: &Subject) -> ToolError {
@@ -368,7 +367,7 @@ impl Client {
         past_deadline: bool,
         subject: &Subject,
     ) -> ToolError {
-        let mut message = match (limit.remaining, limit.limit) {
+        let mut message = match (limit.signal.remaining, limit.signal.limit) {
             (Some(0), Some(of)) => format!(
                 "github rate limit exceeded ({} of {of} requests left{}) for {}",
                 0,
@@ -384,13 +383,13 @@ impl Client {
         if !waited.is_zero() {
             message.push_str(&format!(" even after waiting {} s", waited.as_secs()));
         }
-        match (limit.reset, wait) {
-            (Some(reset), Some(w)) if limit.retry_after.is_none() => message.push_str(&format!(
-                "; it resets at {} (in {})",
-                format_epoch(reset),
-                human(w)
-            )),
-            (_, Some(w)) => message.push_str(&format!("; github asks to retry in {}", human(w))),
+        match (limit.signal.reset_at, wait) {
+            (Some(reset), Some(w)) if limit.signal.retry_after.is_none() => message.push_str(
+                &format!("; it resets at {} (in {})", format_unix_time(reset), human_duration(w)),
+            ),
+            (_, Some(w)) => {
+                message.push_str(&format!("; github asks to retry in {}", human_duration(w)))
+            }
             (_, None) => message.push_str("; github gave no reset time (wait at least a minute)"),
         }
         if past_deadline {
@@ -404,7 +403,7 @@ impl Client {
         } else {
             message.push_str(": retry later, or raise [providers.github] max_retry_wait_s");
         }
-        if !self.has_token() && limit.remaining == Some(0) {
+        if !self.has_token() && limit.signal.remaining == Some(0) {
             message.push_str(&format!(
                 "; unauthenticated requests get only 60 an hour: {} to a token",
                 self.set_token_hint()
@@ -415,23 +414,14 @@ impl Client {
 
     /// An error whose message never contains the token, whatever GitHub echoed.
     fn error(&self, kind: ToolErrorKind, message: String) -> ToolError {
-        let message = match &self.settings.token {
-            Some(token) if !token.is_empty() && message.contains(token.as_str()) => {
-                message.replace(token.as_str(), "***")
-            }
-            _ => message,
-        };
-        ToolError::new(kind, message)
+        ToolError::new(kind, mask_secret(message, self.settings.token.as_deref()))
     }
 }
 
-/// The signs of a rate limit on a response.
+/// The signs of a rate limit on a response: the shared header reading, plus what GitHub adds.
 #[derive(Debug, Clone, PartialEq)]
 struct RateLimit {
-    retry_after: Option<u64>,
-    reset: Option<u64>,
-    remaining: Option<u64>,
-    limit: Option<u64>,
+    signal: Signal,
     resource: Option<String>,
     message: Option<String>,
 }
@@ -440,12 +430,14 @@ impl RateLimit {
     /// A 429, or a 403 with `retry-after`, `x-ratelimit-remaining: 0` or a rate-limit message
     /// (GitHub's secondary limits say so only in the body).
     fn of(reply: &Reply) -> Option<Self> {
-        let number = |name: &str| header(&reply.headers, name).and_then(|v| v.trim().parse().ok());
+        let signal = Signal::from_headers(
+            |name| header(&reply.headers, name),
+            "x-ratelimit-reset",
+            "x-ratelimit-remaining",
+            "x-ratelimit-limit",
+        );
         let limit = RateLimit {
-            retry_after: number("retry-after"),
-            reset: number("x-ratelimit-reset"),
-            remaining: number("x-ratelimit-remaining"),
-            limit: number("x-ratelimit-limit"),
+            signal,
             resource: header(&reply.headers, "x-ratelimit-resource").map(str::to_owned),
             message: GitHubMessage::parse(&reply.body).message,
         };
@@ -453,19 +445,18 @@ impl RateLimit {
             limit.message.as_deref().is_some_and(|m| m.to_ascii_lowercase().contains("rate limit"));
         let limited = match reply.status.as_u16() {
             429 => true,
-            403 => limit.retry_after.is_some() || limit.remaining == Some(0) || says_so,
+            403 => {
+                limit.signal.retry_after.is_some() || limit.signal.remaining == Some(0) || says_so
+            }
             _ => false,
         };
         limited.then_some(limit)
     }
 
-    /// How long to wait before the next attempt: `retry-after`, else until `x-ratelimit-reset`;
-    /// `None` when GitHub gave neither.
+    /// How long to wait before the next attempt; `None` when GitHub said neither how long nor
+    /// until when.
     fn wait(&self, now: u64) -> Option<Duration> {
-        if let Some(seconds) = self.retry_after {
-            return Some(Duration::from_secs(seconds));
-        }
-        self.reset.map(|reset| Duration::from_secs(reset.saturating_sub(now).max(1)))
+        self.signal.wait(now)
     }
 }
 
@@ -521,89 +512,11 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether an error, or any of its sources, is an I/O timeout.
-fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(e);
-    while let Some(err) = current {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::TimedOut {
-                return true;
-            }
-        }
-        current = err.source();
-    }
-    false
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
-
-/// `42 s`, `17 min`, `3 h 5 min`.
-fn human(d: Duration) -> String {
-    match d.as_secs() {
-        s if s < 120 => format!("{s} s"),
-        s if s < 7200 => format!("{} min", s.div_ceil(60)),
-        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
-    }
-}
-
-fn now_epoch() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// `2024-05-06T12:53:20Z` for a Unix time.
-pub(crate) fn format_epoch(epoch: u64) -> String {
-    let days = (epoch / 86_400) as i64;
-    let secs = epoch % 86_400;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
 /// The page number of the `rel="next"` link of a `Link` header, if any.
 pub(crate) fn next_page(headers: &HeaderMap) -> Option<u32> {
-    headers.get_all(http::header::LINK).iter().filter_map(|v| v.to_str().ok()).find_map(|value| {
-        // `<url>; rel="next", <url>; rel="last"`: split at `<`, since URLs may hold commas.
-        value.split('<').skip(1).find_map(|part| {
-            let (url, params) = part.split_once('>')?;
-            let is_next = params
-                .split(';')
-                .map(str::trim)
-                .any(|p| p.trim_end_matches(',').trim() == "rel=\"next\"" || p == "rel=next");
-            if !is_next {
-                return None;
-            }
-            let url = url::Url::parse(url)
-                .or_else(|_| url::Url::parse("http://localhost").and_then(|b| b.join(url)))
-                .ok()?;
-            let page = url.query_pairs().find(|(k, _)| k == "page")?.1.parse().ok();
-            page
-        })
-    })
+    quiver_plugin_sdk::support::http::next_page(
+        headers.get_all(http::header::LINK).iter().filter_map(|v| v.to_str().ok()),
+    )
 }
 
 /// A path and query below the base URL: `/repos/{owner}/{repo}/issues?state=open`.
@@ -738,16 +651,6 @@ mod tests {
         let permission =
             reply(403, &[("x-ratelimit-remaining", "4999")], r#"{"message": "Forbidden"}"#);
         assert!(RateLimit::of(&permission).is_none());
-    }
-
-    #[test]
-    fn epochs_format_as_utc() {
-        assert_eq!(format_epoch(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_epoch(1_715_000_000), "2024-05-06T12:53:20Z");
-        assert_eq!(format_epoch(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(human(Duration::from_secs(42)), "42 s");
-        assert_eq!(human(Duration::from_secs(1000)), "17 min");
-        assert_eq!(human(Duration::from_secs(11_100)), "3 h 5 min");
     }
 
     #[test]

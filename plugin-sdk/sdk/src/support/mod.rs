@@ -1,0 +1,9 @@
+//! What every provider that talks to a web API needs, written once: cutting long text where a
+//! reader expects it, reading pagination and rate-limit headers, waiting out a rate limit within a
+//! bound, and error messages that name the fix and never the token.
+//!
+//! Nothing here depends on an HTTP client: headers are passed as a lookup function, so providers
+//! on octocrab, reqwest or gouqi share the same rules.
+
+pub mod http;
+pub mod text;
