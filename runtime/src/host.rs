@@ -1,6 +1,6 @@
 //! The host: plugins loaded, providers created from the config, tools registered, calls run.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -442,11 +442,11 @@ pub fn describe(tool: &RegisteredTool) -> Value {
 
 /// Every config section that names an exact tool the registry does not have, for warnings.
 pub fn unmatched_tool_sections(host: &Host) -> Vec<String> {
-    let known: BTreeMap<String, ()> = host.tools().map(|t| (t.name.to_string(), ())).collect();
+    let known: BTreeSet<String> = host.tools().map(|t| t.name.to_string()).collect();
     host.config
         .user_layers
         .exact_names()
-        .filter(|n| !known.contains_key(*n))
+        .filter(|n| !known.contains(*n))
         .map(str::to_owned)
         .collect()
 }
