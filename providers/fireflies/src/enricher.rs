@@ -1,0 +1,380 @@
+//! What Fireflies calls are worth: a value model for every tool, follow-up argument projection
+//! for the read chains (listing or search → transcript → its sentences), and the host whose rate
+//! limit the calls spend.
+
+use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::{generic_projection, prelude::*};
+
+use crate::Fireflies;
+
+use SideEffectClass::ReadOnly;
+use ValueClass::{Critical, Supporting};
+
+/// One tool's model: a row of [`MODELS`].
+pub(crate) struct Model {
+    pub(crate) tool: &'static str,
+    value_class: ValueClass,
+    side_effect: SideEffectClass,
+    /// Typical result size in KiB, measured on the recorded fixtures scaled to the default page
+    /// (20 meetings) and a typical meeting summary.
+    typical_kb: f64,
+    /// The largest result the tool's own caps allow, in KiB.
+    max_kb: f64,
+    latency_ms_p50: u32,
+    /// Seconds a result may be served from the cache. Long: a processed meeting rarely
+    /// changes, and Fireflies' quotas are small (a free plan gets 50 requests a day).
+    freshness_ttl_s: u64,
+    /// `(name, fields, estimated value, included by default)`.
+    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
+    /// `(next tool, probability, generic projection, argument)`.
+    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
+    fail_fast_after_n: Option<u32>,
+}
+
+const ROW: Model = Model {
+    tool: "",
+    value_class: Supporting,
+    side_effect: ReadOnly,
+    typical_kb: 6.0,
+    max_kb: 60.0,
+    latency_ms_p50: 900,
+    freshness_ttl_s: 300,
+    field_groups: &[],
+    follow_up: &[],
+    fail_fast_after_n: None,
+};
+
+/// The provider's value models, one row per tool it ships.
+#[rustfmt::skip]
+pub(crate) static MODELS: &[Model] = &[
+    Model { tool: "list_transcripts",
+            follow_up: &[("get_transcript", 0.55, "$.transcripts[*].id", "id")], ..ROW },
+    Model { tool: "search_transcripts", value_class: Critical, latency_ms_p50: 1500,
+            fail_fast_after_n: Some(3),
+            follow_up: &[("get_transcript", 0.6, "$.transcripts[*].id", "id")], ..ROW },
+    Model { tool: "get_transcript", value_class: Critical, typical_kb: 4.0, max_kb: 90.0,
+            latency_ms_p50: 1200, freshness_ttl_s: 1800,
+            field_groups: &[("summary", &["overview", "action_items", "keywords", "outline"],
+                             0.9, true),
+                            ("sentences", &["sentences", "sentences_total",
+                                            "next_sentence_index"], 0.5, false)],
+            follow_up: &[("get_transcript", 0.2, "$.id", "id")], ..ROW },
+];
+
+impl Model {
+    fn layer(&self, host: &str) -> ValueModelLayer {
+        let mutates = matches!(self.side_effect, SideEffectClass::MutatesExternal);
+        ValueModelLayer {
+            value_class: Some(self.value_class),
+            side_effect_class: Some(self.side_effect),
+            speculate: mutates.then_some(false),
+            cost_model: Some(CostModelLayer {
+                typical_kb: Some(self.typical_kb),
+                max_kb: Some(self.max_kb),
+                latency_ms_p50: Some(self.latency_ms_p50),
+                dollars: None,
+                freshness_ttl_s: Some(self.freshness_ttl_s),
+            }),
+            field_groups: (!self.field_groups.is_empty()).then(|| {
+                self.field_groups
+                    .iter()
+                    .map(|(name, fields, value, include)| {
+                        let group = FieldGroupLayer {
+                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
+                            estimated_value: Some(*value),
+                            default_include: Some(*include),
+                        };
+                        ((*name).to_owned(), group)
+                    })
+                    .collect()
+            }),
+            follow_up: (!self.follow_up.is_empty()).then(|| {
+                self.follow_up
+                    .iter()
+                    .map(|(tool, probability, projection, arg)| FollowUpLink {
+                        tool: (*tool).to_owned(),
+                        probability: *probability,
+                        projection: Some((*projection).to_owned()),
+                        projection_arg: Some((*arg).to_owned()),
+                    })
+                    .collect()
+            }),
+            invalidates: None,
+            fail_fast_after_n: self.fail_fast_after_n,
+            rate_limit_host: Some(host.to_owned()),
+        }
+    }
+}
+
+/// `get_transcript` for `get_transcript` or `fireflies.get_transcript`.
+fn local_name(tool: &str) -> &str {
+    tool.strip_prefix("fireflies.").unwrap_or(tool)
+}
+
+fn model(tool: &str) -> Option<&'static Model> {
+    MODELS.iter().find(|m| m.tool == local_name(tool))
+}
+
+type Args = Map<String, Value>;
+
+fn id_args(id: &Value) -> Args {
+    Map::from_iter([("id".to_owned(), id.clone())])
+}
+
+/// The arguments of a known read chain, built from the previous tool's result; `None` when the
+/// pair is not one of the provider's chains.
+fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> {
+    let id = result.get("id").filter(|v| v.is_string());
+    let out = match (prev_tool, next) {
+        // The newest meetings of a page (or the best hits of a search) first.
+        ("list_transcripts" | "search_transcripts", "get_transcript") => result
+            .get("transcripts")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items.iter().filter_map(|t| t.get("id").filter(|v| v.is_string())).map(id_args)
+            })
+            .into_iter()
+            .flatten()
+            .collect(),
+        // After the summary, what was said; after a window of sentences, the next window.
+        ("get_transcript", "get_transcript") => {
+            let Some(id) = id else { return Some(Vec::new()) };
+            let mut args = id_args(id);
+            match (result.get("sentences"), result.get("next_sentence_index")) {
+                (None, _) => {
+                    args.insert("include_sentences".into(), json!(true));
+                    vec![args]
+                }
+                (Some(_), Some(next)) if next.is_u64() => {
+                    args.insert("include_sentences".into(), json!(true));
+                    args.insert("sentences_from".into(), next.clone());
+                    vec![args]
+                }
+                // Every sentence was returned: nothing left to read.
+                (Some(_), _) => Vec::new(),
+            }
+        }
+        _ => return None,
+    };
+    Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
+}
+
+impl ToolEnricher for Fireflies {
+    fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
+        model(tool).map(|m| m.layer(&self.host))
+    }
+
+    fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
+        let prev_tool = local_name(prev_tool);
+        let next = local_name(&link.tool);
+        // The provider's own chain, unless the user re-pointed the link's projection.
+        let declared = model(prev_tool)
+            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
+            .map(|(_, _, projection, _)| *projection);
+        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        if !customised {
+            if let Some(args) = chain_args(prev_tool, next, prev_result) {
+                return args;
+            }
+        }
+        generic_projection(prev_result, link)
+    }
+
+    fn rate_limit_host(&self, _tool: &str, _args: &Value) -> Option<String> {
+        Some(self.host.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_plugin_sdk::core_types::defaults::prior_for;
+    use quiver_plugin_sdk::core_types::value_model::{resolve, LayerSource};
+    use quiver_plugin_sdk::Provider;
+
+    use super::*;
+    use crate::transcripts::{self, SentenceWindow, WireTranscript};
+    use crate::FirefliesConfig;
+
+    fn fixture(name: &str, root: &str) -> Value {
+        let path = format!("{}/../../tests/data/fireflies/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        value["data"][root].clone()
+    }
+
+    fn fireflies(base_url: Option<&str>) -> Fireflies {
+        Fireflies::new(FirefliesConfig {
+            base_url: base_url.map(str::to_owned),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn link(prev: &str, next: &str) -> FollowUpLink {
+        let layer = fireflies(None).value_model(prev).unwrap();
+        layer.follow_up.unwrap().into_iter().find(|l| l.tool == next).unwrap()
+    }
+
+    fn project(prev: &str, result: &impl Serialize, next: &str) -> Vec<Value> {
+        let result = serde_json::to_value(result).unwrap();
+        fireflies(None)
+            .project_args(prev, &result, &link(prev, next))
+            .into_iter()
+            .map(Value::Object)
+            .collect()
+    }
+
+    fn page(name: &str) -> transcripts::TranscriptList {
+        let wire: Vec<WireTranscript> =
+            serde_json::from_value(fixture(name, "transcripts")).unwrap();
+        transcripts::transcript_list(wire, 0, 3)
+    }
+
+    #[test]
+    fn every_tool_has_a_model_and_no_other_name_does() {
+        let ff = fireflies(None);
+        let tools = Fireflies::tools();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["get_transcript", "list_transcripts", "search_transcripts"]);
+        for tool in &tools {
+            let layer =
+                ff.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
+            layer.validate().unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+            assert_eq!(tool.group.as_deref(), Some("transcripts"));
+            for l in layer.follow_up.iter().flatten() {
+                assert!(
+                    names.contains(&l.tool.as_str()),
+                    "{} → {} does not exist",
+                    tool.name,
+                    l.tool
+                );
+            }
+        }
+        assert_eq!(MODELS.len(), tools.len(), "a model for a tool that does not exist");
+        assert!(ff.value_model("no_such_tool").is_none());
+        assert!(ff.value_model("github.get_issue").is_none());
+        assert!(ff.value_model("fireflies.get_transcript").is_some(), "qualified names resolve");
+    }
+
+    #[test]
+    fn every_tool_is_a_speculatable_read_after_merging_with_the_built_in_priors() {
+        let ff = fireflies(None);
+        for tool in Fireflies::tools() {
+            let (rule, prior) = prior_for(&tool.name);
+            let provider = ff.value_model(&tool.name).unwrap();
+            let merged = resolve(&[
+                (LayerSource::BuiltIn(rule), &prior),
+                (LayerSource::Provider("fireflies".into()), &provider),
+            ])
+            .model;
+            assert_eq!(merged.side_effect_class, SideEffectClass::ReadOnly, "{}", tool.name);
+            assert!(merged.may_speculate(), "{} cannot be speculated", tool.name);
+            assert!(merged.invalidates.is_empty(), "{} invalidates something", tool.name);
+        }
+        let get = ff.value_model("get_transcript").unwrap();
+        let groups = get.field_groups.unwrap();
+        assert_eq!(groups["sentences"].default_include, Some(false), "sentences only on request");
+        let sentences = groups["sentences"].fields.clone().unwrap();
+        assert_eq!(sentences, ["sentences", "sentences_total", "next_sentence_index"]);
+        assert_eq!(groups["summary"].default_include, Some(true));
+    }
+
+    #[test]
+    fn rate_limit_host_is_the_configured_host() {
+        let args = json!({"id": "x"});
+        assert_eq!(
+            fireflies(None).rate_limit_host("get_transcript", &args).as_deref(),
+            Some("api.fireflies.ai")
+        );
+        let proxy = fireflies(Some("https://ff-proxy.corp.example:8443/graphql"));
+        assert_eq!(
+            proxy.rate_limit_host("list_transcripts", &args).as_deref(),
+            Some("ff-proxy.corp.example")
+        );
+        assert_eq!(
+            proxy.value_model("search_transcripts").unwrap().rate_limit_host.as_deref(),
+            Some("ff-proxy.corp.example")
+        );
+    }
+
+    #[test]
+    fn listings_and_searches_lead_to_their_first_three_transcripts() {
+        let list = page("transcripts_list.json");
+        assert_eq!(list.transcripts.len(), 3);
+        assert_eq!(
+            project("list_transcripts", &list, "get_transcript"),
+            [
+                json!({"id": "01J2XKQ4TV7Z8R5M9N3B6C1D0E"}),
+                json!({"id": "01J2TQ8W3K5N7P9R1S3U5W7Y9A"}),
+                json!({"id": "01J2M3N5P7Q9R1S3T5U7V9W1X3"}),
+            ]
+        );
+        let wire: Vec<WireTranscript> =
+            serde_json::from_value(fixture("search_transcripts.json", "transcripts")).unwrap();
+        let found = transcripts::SearchResult {
+            keyword: "pricing".into(),
+            scope: transcripts::SearchScope::All,
+            page: transcripts::transcript_list(wire, 0, 20),
+        };
+        assert_eq!(
+            project("search_transcripts", &found, "get_transcript"),
+            [
+                json!({"id": "01J2XKQ4TV7Z8R5M9N3B6C1D0E"}),
+                json!({"id": "01J1ZA2B4C6D8E0F2G4H6J8K0M"})
+            ]
+        );
+    }
+
+    #[test]
+    fn a_transcript_leads_to_its_sentences_then_to_the_next_window_then_to_nothing() {
+        let id = "01J2XKQ4TV7Z8R5M9N3B6C1D0E";
+        let summary: WireTranscript =
+            serde_json::from_value(fixture("transcript.json", "transcript")).unwrap();
+        let detail = transcripts::transcript_detail(summary, None);
+        assert_eq!(
+            project("get_transcript", &detail, "get_transcript"),
+            [json!({"id": id, "include_sentences": true})]
+        );
+        let with = || {
+            let w: WireTranscript =
+                serde_json::from_value(fixture("transcript_with_sentences.json", "transcript"))
+                    .unwrap();
+            w
+        };
+        let first =
+            transcripts::transcript_detail(with(), Some(SentenceWindow { from: 0, max: 5 }));
+        assert_eq!(
+            project("get_transcript", &first, "get_transcript"),
+            [json!({"id": id, "include_sentences": true, "sentences_from": 5})]
+        );
+        let all =
+            transcripts::transcript_detail(with(), Some(SentenceWindow { from: 0, max: 300 }));
+        assert!(project("get_transcript", &all, "get_transcript").is_empty(), "all was read");
+    }
+
+    #[test]
+    fn unknown_and_customised_links_fall_back_to_the_generic_projection() {
+        let ff = fireflies(None);
+        let list = serde_json::to_value(page("transcripts_list.json")).unwrap();
+        let custom = FollowUpLink {
+            tool: "fireflies.get_transcript".into(),
+            probability: 0.5,
+            projection: Some("$.transcripts[1].id".into()),
+            projection_arg: Some("id".into()),
+        };
+        assert_eq!(
+            ff.project_args("fireflies.list_transcripts", &list, &custom),
+            [json!({"id": "01J2TQ8W3K5N7P9R1S3U5W7Y9A"}).as_object().unwrap().clone()]
+        );
+        let elsewhere = FollowUpLink {
+            tool: "jira.create_issue".into(),
+            probability: 0.1,
+            projection: Some("$.transcripts[0].title".into()),
+            projection_arg: Some("summary".into()),
+        };
+        assert_eq!(
+            ff.project_args("list_transcripts", &list, &elsewhere),
+            [json!({"summary": "Pinecrest Lodge kickoff"}).as_object().unwrap().clone()]
+        );
+    }
+}
