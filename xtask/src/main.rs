@@ -1,9 +1,11 @@
-//! Build, bundle, test and bench automation for quiver, invoked as `cargo xtask <cmd>` through
-//! the alias in `.cargo/config.toml`.
+//! Build, bundle, test and bench automation for quiver, and the start of a third-party provider
+//! (`new-provider`), invoked as `cargo xtask <cmd>` through the alias in `.cargo/config.toml`.
 //!
 //! xtask depends on no workspace crate, so it still builds (and can still run `cargo`) while the
 //! rest of the workspace is broken. Everything it knows about the workspace comes from
 //! `cargo metadata`, not from hard-coded lists, so adding a provider needs no change here.
+
+mod new_provider;
 
 use std::env;
 use std::ffi::OsString;
@@ -25,6 +27,10 @@ commands:
                        `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --bench plugin_boundary ARGS...`
+  new-provider NAME [--path DIR]
+                       write a provider crate for a third-party plugin into DIR (default:
+                       ./quiver-provider-NAME): an example tool, its value model and tests,
+                       built against this checkout's quiver-plugin-sdk
   help                 print this message";
 
 /// The host package and the binary it ships.
@@ -43,8 +49,12 @@ fn main() -> ExitCode {
         Some("bundle") => bundle(&rest),
         Some("test") => test(&rest),
         Some("bench") => bench(&rest),
+        Some("new-provider") => new_provider::new_provider(&rest),
         Some(other) => {
-            eprintln!("xtask: error: unknown command `{other}`; commands: bundle, test, bench");
+            eprintln!(
+                "xtask: error: unknown command `{other}`; commands: bundle, test, bench, \
+                 new-provider"
+            );
             eprintln!("\n{USAGE}");
             return ExitCode::from(2);
         }
