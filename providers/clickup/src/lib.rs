@@ -1,0 +1,209 @@
+//! The ClickUp provider of quiver: the workspace hierarchy, tasks, task comments and time
+//! tracking from ClickUp's REST API v2, as tools an agent can afford.
+//!
+//! # Tools
+//! - hierarchy: `list_workspaces` (`GET /team`), `list_spaces`, `list_folders`, `list_lists`
+//!   (the lists of a folder, or every list of a space: folderless ones and those in folders);
+//! - tasks: `list_tasks` (of a list, filtered by statuses, assignees, tags, due and update
+//!   dates, closed tasks and subtasks on request), `search_tasks` (`GET /team/{id}/task`, the same
+//!   filters across spaces, folders and lists), `get_task` (subtasks, checklists, custom fields
+//!   readable by name), `create_task`, `update_task`;
+//! - comments: `list_task_comments`, `add_task_comment`;
+//! - time tracking: `list_time_entries` (a workspace's entries in a date range, per assignee,
+//!   task, list, folder or space, with totals per person).
+//!
+//! `create_task`, `update_task` and `add_task_comment` change ClickUp; everything else only
+//! reads. Every result echoes the ids a follow-up needs under the name the next tool takes
+//! (`team_id`, `space_id`, `folder_id`, `list_id`, `task_id`), so a follow-up call can be built
+//! from the result alone. Task listings are ClickUp's pages of 100 (`page` from 0, `next_page`
+//! from ClickUp's `last_page` flag); comments come 25 a page, newest first, and `next_page`
+//! carries the `start` and `start_id` of the next, older page. Custom task ids (`DEV-42`) work
+//! wherever a `task_id` is taken, with `team_id`.
+//!
+//! # Configuration
+//! `[providers.clickup]` in quiver.toml; unknown keys are errors, so a typo is reported:
+//!
+//! - `base_url` (default `https://api.clickup.com/api/v2`): the API root (a proxy, or a test
+//!   server).
+//! - `token` (none): filled in by the host from the variable `token_env` names. Without one,
+//!   the provider still starts; every call then fails saying which variable to set.
+//! - `token_env` (`CLICKUP_TOKEN`): the variable the user keeps the token in; used only to say
+//!   what to set.
+//! - `auth` (`"personal"`): `"personal"` sends a personal API token (`pk_…`) as ClickUp wants
+//!   it, raw in the `Authorization` header; `"oauth"` sends an OAuth access token as
+//!   `Bearer …`.
+//! - `timeout_s` (30): how long one request may take.
+//! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
+//!   `X-RateLimit-Reset`) before giving up with a `rate_limited` error.
+//!
+//! ```toml
+//! [providers.clickup]
+//! token_env = "CLICKUP_WORK_TOKEN"
+//! auth = "oauth"
+//! max_retry_wait_s = 20
+//! ```
+//!
+//! # How responses were chosen
+//! A ClickUp task carries every person as a full user object (id, username, email, colour,
+//! initials, avatar URL) for creator, assignees and watchers; custom fields with their whole
+//! type configuration (every drop-down option with its colour); statuses and priorities as
+//! objects with colours and order indexes; the list, folder and space as objects; attachments
+//! with five URLs each; and all times as Unix milliseconds in strings. An agent needs a small
+//! part of it, so every tool maps the response into a compact result that keeps:
+//! - identity: ids under the name the next tool takes, names, custom task ids;
+//! - state that decides the next step: status names (and whether they close the task),
+//!   priority as a word, assignees and creators as names, tags as names, parent task ids;
+//! - times as ISO 8601 (`2019-09-06T14:34:10Z`), durations as words (`1 h 12 min`);
+//! - on `get_task`: the description (Markdown when ClickUp has it, cut at 16 KiB saying so),
+//!   custom fields that have a value as `name → value` with drop-downs and labels turned into
+//!   option names, people into names and dates into ISO 8601; checklists as done/total;
+//!   subtasks as id, name, status and assignees; counts of dependencies and linked tasks;
+//! - on the hierarchy: spaces' status workflow and enabled features, task and list counts,
+//!   workspace members as `user_id` and name (the ids assignee filters take);
+//! - on time entries: task, person, start, end, duration and description, plus totals;
+//!
+//! and drops colours, avatars, emails, order indexes, permission levels, watchers, attachment
+//! URLs, feature flags and custom-field type configurations. Empty lists and false flags are
+//! left out. Long text is cut at a stated size: descriptions 16 KiB, comments 8 KiB, text
+//! custom fields 2 KiB; time entries list the first 100 (totals count them all).
+//!
+//! Responses are read into small lenient structs naming only the kept fields: ClickUp sends ids,
+//! counts and timestamps as strings on one endpoint and numbers on the next, priorities as
+//! objects or bare numbers, so each field accepts every spelling and one odd field never fails
+//! a whole call.
+//!
+//! # Errors
+//! Every failure is a `ToolError` whose message says what to do and never contains the token
+//! (messages are masked even if ClickUp echoed it). ClickUp's own words (`{"err": "...",
+//! "ECODE": "OAUTH_025"}`) are quoted. A missing token fails before any request, naming the
+//! variable to set; 401 token errors (`OAUTH_017`, `OAUTH_019`, `OAUTH_025`…) name the variable
+//! and the `auth` setting; 401 "team not authorized" (`OAUTH_023`, `OAUTH_027`…) says the object
+//! does not exist or its workspace was not authorized; 403 is a missing permission; 404 (and a
+//! 400 with an `ITEM_…` "not found" code) names the object; other 400s are invalid arguments;
+//! 429 is waited out per `Retry-After` or `X-RateLimit-Reset` up to `max_retry_wait_s` and the
+//! call's deadline (twice at most), else reported with the reset time; 5xx and unreadable
+//! bodies are `upstream` errors; slow answers are `timeout` errors naming `timeout_s`.
+//!
+//! # Value models
+//! [`ToolEnricher`] gives every tool a value model: reads are `read_only` (the hierarchy cached
+//! for minutes, tasks for a minute), the three writes `mutates_external`, never speculated nor
+//! cached, and they invalidate the reads they make stale. Follow-up links cover the read chains
+//! — `list_workspaces → list_spaces → list_folders / list_lists`, `list_folders → list_lists →
+//! list_tasks`, `list_tasks / search_tasks → get_task → list_task_comments` — with argument
+//! projection that prefers active spaces, folders with lists, the fullest lists and open tasks.
+//! The configured host is the rate-limit host.
+//!
+//! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `reqwest` (its HTTP
+//! client) and never on `quiver-runtime`.
+
+mod client;
+mod comments;
+mod enricher;
+mod hierarchy;
+mod model;
+mod tasks;
+mod time;
+
+use std::fmt;
+use std::time::Duration;
+
+use quiver_plugin_sdk::prelude::*;
+
+use crate::client::{Client, ClientSettings};
+
+/// The default API root.
+pub const DEFAULT_BASE_URL: &str = "https://api.clickup.com/api/v2";
+/// The variable named in messages when `token_env` is not configured.
+pub const DEFAULT_TOKEN_ENV: &str = "CLICKUP_TOKEN";
+
+/// The ClickUp provider: one reqwest client for the configured API root.
+pub struct ClickUp {
+    client: Client,
+    host: String,
+}
+
+/// How the token is sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthScheme {
+    /// A personal API token (`pk_…`), sent raw in the `Authorization` header.
+    #[default]
+    Personal,
+    /// An OAuth access token, sent as `Authorization: Bearer …`.
+    Oauth,
+}
+
+/// `[providers.clickup]` in quiver.toml.
+#[derive(Clone, Default, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClickUpConfig {
+    /// The API root: `https://api.clickup.com/api/v2` when unset.
+    pub base_url: Option<String>,
+    /// The token (filled in by the host from the variable named by `token_env`).
+    pub token: Option<String>,
+    /// The name of the variable the token comes from ("CLICKUP_TOKEN" when unset); used only to
+    /// tell the user what to set.
+    pub token_env: Option<String>,
+    /// `personal` (a `pk_…` token, the default) or `oauth` (an OAuth access token).
+    pub auth: Option<AuthScheme>,
+    /// Seconds one request may take (30 when unset).
+    pub timeout_s: Option<u64>,
+    /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
+    pub max_retry_wait_s: Option<u64>,
+}
+
+impl fmt::Debug for ClickUpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClickUpConfig")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("token_env", &self.token_env)
+            .field("auth", &self.auth)
+            .field("timeout_s", &self.timeout_s)
+            .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .finish()
+    }
+}
+
+impl Provider for ClickUp {
+    const NAME: &'static str = "clickup";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = ClickUpConfig;
+
+    fn new(config: ClickUpConfig) -> Result<Self, ProviderError> {
+        let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let base_url = raw_base.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();
+        let parsed = url::Url::parse(&base_url).map_err(|e| {
+            ProviderError::new(format!(
+                "[providers.clickup] base_url `{base_url}` is not a URL ({e}); write e.g. \
+                 https://api.clickup.com/api/v2"
+            ))
+        })?;
+        let host = match (parsed.scheme(), parsed.host_str()) {
+            ("http" | "https", Some(host)) => host.to_owned(),
+            _ => {
+                return Err(ProviderError::new(format!(
+                    "[providers.clickup] base_url `{base_url}` must be an http(s) URL with a \
+                     host, e.g. https://api.clickup.com/api/v2"
+                )))
+            }
+        };
+        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let token_env = config
+            .token_env
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let settings = ClientSettings {
+            base_url,
+            token,
+            token_env,
+            auth: config.auth.unwrap_or_default(),
+            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
+            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+        };
+        let client = Client::new(settings).map_err(ProviderError::new)?;
+        Ok(ClickUp { client, host })
+    }
+}
+
+export_provider!(ClickUp);

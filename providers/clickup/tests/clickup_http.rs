@@ -1,0 +1,856 @@
+//! The provider against a loopback ClickUp: wiremock serves recorded responses (from
+//! `tests/data/clickup/`) with ClickUp's real headers and error bodies, and each test checks what
+//! a user of the tool would notice.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use quiver_plugin_sdk::prelude::*;
+use quiver_provider_clickup::{AuthScheme, ClickUp, ClickUpConfig};
+use wiremock::matchers::{body_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const TOKEN: &str = "pk_2770032_S3CR3TT0KENVALUE1234567890ABCDEF";
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/../../tests/data/clickup/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A 200 with a recorded JSON body and the rate-limit headers ClickUp sends with every answer.
+fn ok(name: &str) -> ResponseTemplate {
+    ok_body(fixture(name))
+}
+
+fn ok_body(body: String) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .set_body_raw(body, "application/json; charset=utf-8")
+        .insert_header("x-ratelimit-limit", "100")
+        .insert_header("x-ratelimit-remaining", "97")
+        .insert_header("x-ratelimit-reset", (now() + 60).to_string().as_str())
+}
+
+/// ClickUp's error body: `{"err": "...", "ECODE": "..."}`.
+fn clickup_error(status: u16, err: &str, ecode: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({ "err": err, "ECODE": ecode }))
+}
+
+fn config(server: &MockServer) -> ClickUpConfig {
+    ClickUpConfig { base_url: Some(server.uri()), token: Some(TOKEN.into()), ..Default::default() }
+}
+
+async fn call(clickup: &ClickUp, tool: &str, args: Value) -> ToolResult {
+    clickup.call(tool, args, ToolContext::default()).await
+}
+
+/// The structured result of a call that must succeed.
+async fn ok_call(clickup: &ClickUp, tool: &str, args: Value) -> Value {
+    let result = call(clickup, tool, args).await;
+    assert!(!result.is_error, "{tool} failed: {}", result.text_content());
+    result.structured.expect("a structured result")
+}
+
+/// The kind and message of a call that must fail.
+async fn failing_call(clickup: &ClickUp, tool: &str, args: Value) -> (ToolErrorKind, String) {
+    let result = call(clickup, tool, args).await;
+    assert!(result.is_error, "{tool} succeeded: {}", result.text_content());
+    let message = result.text_content();
+    assert!(!message.contains(TOKEN), "the token leaked into: {message}");
+    (result.error_kind.expect("an error kind"), message)
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn assert_compact(result: &Value, fixture_name: &str) {
+    let text = result.to_string();
+    for noise in ["profilePicture", "color", "@acme.example", "orderindex", "permission_level"] {
+        assert!(!text.contains(noise), "`{noise}` survived in {text}");
+    }
+    assert!(text.len() * 3 < fixture(fixture_name).len(), "the result is not compact: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hierarchy_from_workspaces_down_to_lists() {
+    let server = MockServer::start().await;
+    for (route, file) in [
+        ("/team", "teams.json"),
+        ("/team/9012345678/space", "spaces.json"),
+        ("/space/790/folder", "folders.json"),
+        ("/space/790/list", "folderless_lists.json"),
+        ("/folder/457/list", "folder_lists.json"),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(route))
+            // A personal token goes raw into the header, without `Bearer`.
+            .and(header("authorization", TOKEN))
+            .respond_with(ok(file))
+            .mount(&server)
+            .await;
+    }
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let workspaces = ok_call(&clickup, "list_workspaces", json!({})).await;
+    let team = &workspaces["workspaces"][0];
+    assert_eq!(team["team_id"], "9012345678");
+    assert_eq!(team["name"], "Acme Engineering");
+    assert_eq!(team["member_count"], 3);
+    assert_eq!(team["members"][1], json!({"user_id": 2770032, "username": "Ada Lovelace"}));
+    assert_compact(&workspaces, "teams.json");
+
+    // Numbers are accepted for ids, as agents often send them.
+    let spaces = ok_call(&clickup, "list_spaces", json!({"team_id": 9012345678u64})).await;
+    assert_eq!(spaces["team_id"], "9012345678");
+    let engineering = &spaces["spaces"][0];
+    assert_eq!(engineering["space_id"], "790");
+    assert_eq!(engineering["statuses"], json!(["to do", "in progress", "in review", "complete"]));
+    assert!(engineering["features"].as_array().unwrap().contains(&json!("time_tracking")));
+    assert_eq!(spaces["spaces"][1]["private"], true);
+    assert_eq!(spaces["spaces"][2]["archived"], true);
+    assert_compact(&spaces, "spaces.json");
+
+    let folders = ok_call(&clickup, "list_folders", json!({"space_id": "790"})).await;
+    assert_eq!(
+        folders["folders"][0],
+        json!({
+            "folder_id": "457", "name": "Sprints", "task_count": 15, "list_count": 2,
+            "lists": ["Sprint 12", "Sprint 13"],
+        })
+    );
+    assert_eq!(folders["folders"][1]["list_count"], 0);
+
+    let lists = ok_call(&clickup, "list_lists", json!({"space_id": "790"})).await;
+    let names: Vec<_> = lists["lists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["list_id"].as_str().unwrap(), l["folder"].as_str(), l["task_count"].as_u64()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("901", None, Some(7)),
+            ("902", None, Some(0)),
+            ("124", Some("Sprints"), Some(15)),
+            ("125", Some("Sprints"), Some(0)),
+        ],
+        "folderless lists first (ClickUp's hidden placeholder folder is not named), then the \
+         folders' lists"
+    );
+    assert_eq!(lists["lists"][2]["due_date"], "2024-05-20T00:00:00Z");
+    assert_eq!(lists["lists"][2]["statuses"], json!(["open", "blocked", "done"]));
+
+    let in_folder = ok_call(&clickup, "list_lists", json!({"folder_id": "457"})).await;
+    assert_eq!(in_folder["folder_id"], "457");
+    assert_eq!(in_folder["lists"][0]["list_id"], "124");
+    assert_eq!(in_folder["lists"][0]["folder"], "Sprints");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_tasks_filters_and_pages_through_clickups_pages_of_100() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/list/901/task"))
+        .and(query_param("page", "0"))
+        .and(query_param("statuses[]", "in progress"))
+        .and(query_param("assignees[]", "2770032"))
+        .and(query_param("tags[]", "auth"))
+        .and(query_param("include_closed", "true"))
+        .and(query_param("due_date_lt", "1717200000000"))
+        .and(query_param("date_updated_gt", "1714521600000"))
+        .and(query_param("order_by", "updated"))
+        .and(query_param("archived", "false"))
+        .respond_with(ok("list_tasks.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/list/901/task"))
+        .and(query_param("page", "1"))
+        .respond_with(ok("list_tasks_last_page.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let page = ok_call(
+        &clickup,
+        "list_tasks",
+        json!({
+            "list_id": "901", "statuses": ["in progress"], "assignees": [2770032],
+            "tags": ["auth"], "include_closed": true, "due_before": "2024-06-01",
+            "updated_after": "2024-05-01T00:00:00Z", "order_by": "updated",
+        }),
+    )
+    .await;
+    assert_eq!(page["list_id"], "901");
+    assert_eq!((page["page"].as_u64(), page["next_page"].as_u64()), (Some(0), Some(1)));
+    let tasks = page["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4);
+    assert_eq!(
+        tasks[0],
+        json!({
+            "task_id": "86cv5pkvr", "name": "Fix login redirect loop", "status": "in progress",
+            "assignees": ["Ada Lovelace"], "priority": "urgent",
+            "due_date": "2024-05-20T00:00:00Z", "tags": ["bug", "auth"],
+            "date_updated": "2024-05-14T10:40:00Z",
+        })
+    );
+    assert_eq!(tasks[1]["closed"], true, "a closed status is flagged");
+    assert_eq!(tasks[3]["parent"], "86cv5pkvr", "a subtask names its parent");
+    assert_eq!(tasks[3]["assignees"], json!(["Ada Lovelace", "John Doe"]));
+    assert_compact(&page, "list_tasks.json");
+
+    let last = ok_call(&clickup, "list_tasks", json!({"list_id": "901", "page": 1})).await;
+    assert_eq!(last["next_page"], Value::Null, "ClickUp's last_page ends the listing");
+    assert_eq!(last["tasks"][0]["priority"], "normal", "a bare priority number is named");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_tasks_spans_the_workspace_and_names_each_hits_list() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team/9012345678/task"))
+        .and(query_param("space_ids[]", "790"))
+        .and(query_param("project_ids[]", "457"))
+        .and(query_param("assignees[]", "2770032"))
+        .and(query_param("page", "0"))
+        .respond_with(ok("team_tasks.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let found = ok_call(
+        &clickup,
+        "search_tasks",
+        json!({
+            "team_id": "9012345678", "space_ids": ["790"], "folder_ids": ["457"],
+            "assignees": [2770032],
+        }),
+    )
+    .await;
+    assert_eq!(found["team_id"], "9012345678");
+    assert_eq!(found["next_page"], Value::Null);
+    let hit = &found["tasks"][1];
+    assert_eq!(hit["task_id"], "86cv5pm01");
+    assert_eq!(hit["custom_id"], "ENG-118");
+    assert_eq!(hit["status"], "blocked");
+    assert_eq!(hit["priority"], "high", "the filtered endpoint's numeric priority is named");
+    assert_eq!(
+        (hit["list_id"].as_str(), hit["list_name"].as_str()),
+        (Some("124"), Some("Sprint 12"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_task_reads_custom_fields_by_name_with_subtasks_and_iso_dates() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .and(query_param("include_subtasks", "true"))
+        .and(query_param("include_markdown_description", "true"))
+        .respond_with(ok("task.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let task = ok_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+
+    assert_eq!(task["task_id"], "86cv5pkvr");
+    assert_eq!(
+        (task["status"].as_str(), task["status_type"].as_str()),
+        (Some("in progress"), Some("custom"))
+    );
+    assert_eq!(
+        (task["team_id"].as_str(), task["list_id"].as_str()),
+        (Some("9012345678"), Some("901"))
+    );
+    assert!(task.get("folder").is_none(), "ClickUp's hidden placeholder folder is not a folder");
+    assert_eq!(task["creator"], "John Doe");
+    assert_eq!(task["date_created"], "2024-05-02T14:56:52Z");
+    assert_eq!(task["start_date"], "2024-05-13T00:00:00Z");
+    assert_eq!(task["time_estimate"], "2 h");
+    assert_eq!(task["time_spent"], "1 h 12 min");
+    assert_eq!(task["points"], 3.0);
+    assert!(task["description"].as_str().unwrap().starts_with("Users who sign in with **SSO**"));
+    assert_eq!(
+        task["custom_fields"],
+        json!({
+            "Customer": "ACME Corp",
+            "Impact": "High impact",
+            "Components": ["backend"],
+            "Reviewer": ["Grace Hopper"],
+            "Release date": "2024-05-23T00:00:00Z",
+            "Story points": 5.0,
+            "Customer facing": true,
+        }),
+        "empty fields are left out; options, people and dates are readable"
+    );
+    assert_eq!(
+        task["checklists"],
+        json!([{"name": "Release checklist", "resolved": 2, "total": 3}])
+    );
+    assert_eq!(
+        task["subtasks"],
+        json!([
+            {"task_id": "86cv5pkw7", "name": "Add SSO error page", "status": "in review",
+             "assignees": ["Ada Lovelace", "John Doe"]},
+            {"task_id": "86cv5pkw9", "name": "Regression test for redirect", "status": "complete",
+             "closed": true, "assignees": ["Grace Hopper"]},
+        ])
+    );
+    assert_eq!(task["dependencies"], 1);
+    assert_eq!(task["url"], "https://app.clickup.com/t/86cv5pkvr");
+    let text = task.to_string();
+    for noise in ["profilePicture", "clickup-attachments", "type_config", "#f50000", "watchers"] {
+        assert!(!text.contains(noise), "`{noise}` survived in {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_task_ids_are_resolved_in_their_workspace() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/ENG-118"))
+        .and(query_param("custom_task_ids", "true"))
+        .and(query_param("team_id", "9012345678"))
+        .respond_with(ok("task.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let task =
+        ok_call(&clickup, "get_task", json!({"task_id": "ENG-118", "team_id": "9012345678"})).await;
+    assert_eq!(task["task_id"], "86cv5pkvr", "the result names the task's own id");
+
+    let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": "ENG-118"})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("give `team_id`"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn comments_come_newest_first_and_page_by_start_and_start_id() {
+    let server = MockServer::start().await;
+    // A full page of 25 (ClickUp's page size), built from the recorded comment.
+    let recorded: Value = serde_json::from_str(&fixture("comments.json")).unwrap();
+    let template = recorded["comments"][0].clone();
+    let full: Vec<Value> = (0..25u64)
+        .map(|i| {
+            let mut c = template.clone();
+            c["id"] = json!(format!("9016005838{:04}", 4921 - i));
+            c["date"] = json!((1_715_683_200_000u64 - i * 3_600_000).to_string());
+            c
+        })
+        .collect();
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr/comment"))
+        .and(query_param("start", "1715596800000"))
+        .and(query_param("start_id", "90160058384897"))
+        .respond_with(ok("comments.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr/comment"))
+        .respond_with(ok_body(json!({ "comments": full }).to_string()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let first = ok_call(&clickup, "list_task_comments", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(first["comments"].as_array().unwrap().len(), 25);
+    assert_eq!(first["comments"][0]["author"], "Ada Lovelace");
+    assert_eq!(first["comments"][0]["date"], "2024-05-14T10:40:00Z");
+    assert_eq!(first["comments"][0]["replies"], 2);
+    let next = first["next_page"].clone();
+    assert_eq!(next, json!({"start": 1715596800000u64, "start_id": "90160058384897"}));
+
+    let mut args = next.as_object().unwrap().clone();
+    args.insert("task_id".into(), json!("86cv5pkvr"));
+    let older = ok_call(&clickup, "list_task_comments", Value::Object(args)).await;
+    assert_eq!(older["next_page"], Value::Null, "fewer than 25: the oldest page");
+    let assigned = &older["comments"][1];
+    assert_eq!(assigned["assignee"], "Grace Hopper");
+    assert_eq!(assigned["resolved"], true);
+    assert_eq!(assigned["text"], "Can someone check whether this affects the mobile app too?");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn time_entries_over_a_range_with_totals_per_person() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team/9012345678/time_entries"))
+        .and(query_param("start_date", "1715558400000"))
+        .and(query_param("end_date", "1716163200000"))
+        .and(query_param("assignee", "2770032,301828"))
+        .and(query_param("space_id", "790"))
+        .and(query_param("include_location_names", "true"))
+        .respond_with(ok("time_entries.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let entries = ok_call(
+        &clickup,
+        "list_time_entries",
+        json!({
+            "team_id": "9012345678", "start_date": "2024-05-13", "end_date": "2024-05-20",
+            "assignees": [2770032, 301828], "space_id": "790",
+        }),
+    )
+    .await;
+    assert_eq!(entries["start_date"], "2024-05-13T00:00:00Z");
+    assert_eq!(entries["entries_total"], 3);
+    assert_eq!(entries["total_duration"], "1 h 42 min");
+    assert_eq!(entries["by_user"], json!({"Ada Lovelace": "1 h 12 min", "Grace Hopper": "30 min"}));
+    let first = &entries["entries"][0];
+    assert_eq!(first["task_id"], "86cv5pkvr");
+    assert_eq!(first["task_name"], "Fix login redirect loop");
+    assert_eq!(first["list_name"], "Backlog");
+    assert_eq!(first["start"], "2024-05-14T08:00:00Z");
+    assert_eq!(first["duration"], "1 h 12 min");
+    assert_eq!(first["description"], "Traced the cookie domain");
+    assert_eq!(first["billable"], true);
+    assert_eq!(entries["entries"][1]["custom_id"], "ENG-118");
+    assert_eq!(entries["entries"][1]["start"], "2024-05-14T10:00:00Z", "numeric times read too");
+    assert_eq!(entries["entries"][2]["duration"], "running");
+    assert!(entries["entries"][2].get("end").is_none());
+    assert_compact(&entries, "time_entries.json");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_task_is_named() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cvzzzzz"))
+        .respond_with(clickup_error(404, "Task not found, deleted", "ITEM_013"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cvyyyyy/comment"))
+        .respond_with(clickup_error(401, "Team not authorized", "OAUTH_027"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": "86cvzzzzz"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(message, "no task 86cvzzzzz in ClickUp (or the token's user cannot see it)");
+
+    let (kind, message) =
+        failing_call(&clickup, "list_task_comments", json!({"task_id": "86cvyyyyy"})).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("(401 Team not authorized, OAUTH_027)"), "{message}");
+    assert!(message.contains("does not exist, or its workspace was not authorized"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_token_names_the_variable_to_fix_and_never_the_token() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team"))
+        // ClickUp does not echo tokens, but a proxy might: the message must still hide it.
+        .respond_with(clickup_error(401, &format!("Token invalid: {TOKEN}"), "OAUTH_025"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(ClickUpConfig {
+        token_env: Some("WORK_CLICKUP_TOKEN".into()),
+        ..config(&server)
+    })
+    .unwrap();
+    let (kind, message) = failing_call(&clickup, "list_workspaces", json!({})).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(
+        message.starts_with("clickup rejected the token (401 Token invalid: ***, OAUTH_025)"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "set WORK_CLICKUP_TOKEN (the variable named by [providers.clickup] token_env)"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("auth = \"oauth\""), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_token_no_request_is_sent_and_the_variable_is_named() {
+    let server = MockServer::start().await;
+    let clickup = ClickUp::new(ClickUpConfig { token: None, ..config(&server) }).unwrap();
+    let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("none is configured"), "{message}");
+    assert!(message.contains("set CLICKUP_TOKEN"), "{message}");
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_tokens_are_sent_as_bearer() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team"))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ok("teams.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup =
+        ClickUp::new(ClickUpConfig { auth: Some(AuthScheme::Oauth), ..config(&server) }).unwrap();
+    let workspaces = ok_call(&clickup, "list_workspaces", json!({})).await;
+    assert_eq!(workspaces["workspaces"][0]["team_id"], "9012345678");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_rate_limit_is_waited_out() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(
+            clickup_error(429, "Rate limit reached", "APP_002")
+                .insert_header("retry-after", "1")
+                .insert_header("x-ratelimit-limit", "100")
+                .insert_header("x-ratelimit-remaining", "0"),
+        )
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok("task.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let started = Instant::now();
+    let task = ok_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(task["name"], "Fix login redirect loop");
+    assert!(started.elapsed() >= Duration::from_secs(1), "retried before retry-after");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reset_header_is_honoured_and_a_persistent_limit_reported_after_two_retries() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("x-ratelimit-limit", "100")
+                .insert_header("x-ratelimit-remaining", "0")
+                // In the past: wait the minimum second, as the SDK rules say.
+                .insert_header("x-ratelimit-reset", (now() - 5).to_string().as_str()),
+        )
+        .expect(3)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let started = Instant::now();
+    let (kind, message) = failing_call(&clickup, "list_workspaces", json!({})).await;
+    assert!(started.elapsed() >= Duration::from_secs(2), "waited {:?}", started.elapsed());
+    assert_eq!(kind, ToolErrorKind::RateLimited);
+    assert!(message.contains("100 requests a minute for this token"), "{message}");
+    assert!(message.contains("even after waiting 2 s"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_rate_limit_fails_fast_saying_when_it_resets() {
+    let server = MockServer::start().await;
+    let reset = now() + 55;
+    Mock::given(method("GET"))
+        .and(path("/list/901/task"))
+        .respond_with(
+            clickup_error(429, "Rate limit reached", "APP_002")
+                .insert_header("x-ratelimit-limit", "100")
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str()),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let started = Instant::now();
+    let (kind, message) = failing_call(&clickup, "list_tasks", json!({"list_id": "901"})).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
+    assert_eq!(kind, ToolErrorKind::RateLimited);
+    assert!(message.contains("it resets at 20"), "{message}");
+    assert!(message.contains("max_retry_wait_s = 10 s"), "{message}");
+    assert!(message.contains("retry later"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_past_the_calls_deadline_is_not_waited_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/team"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "5"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let ctx = ToolContext { timeout_ms: Some(2000), ..Default::default() };
+    let started = Instant::now();
+    let result = clickup.call("list_workspaces", json!({}), ctx).await;
+    assert!(started.elapsed() < Duration::from_secs(2), "waited {:?}", started.elapsed());
+    assert_eq!(result.error_kind, Some(ToolErrorKind::RateLimited));
+    let message = result.text_content();
+    assert!(message.contains("retry in 5 s, past this call's deadline"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_and_failed_answers_are_upstream_errors() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok_body("{\"id\": \"86cv5pkvr\", \"name\": ".into()))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/list/901/task"))
+        .respond_with(ok_body("{\"tasks\": {\"id\": 5}".into()))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/team"))
+        .respond_with(
+            ResponseTemplate::new(502).set_body_raw("<html>Bad Gateway</html>", "text/html"),
+        )
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(
+        message.starts_with("clickup returned an unreadable body for task 86cv5pkvr"),
+        "{message}"
+    );
+    let (kind, message) = failing_call(&clickup, "list_tasks", json!({"list_id": "901"})).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("unreadable body for the tasks of list 901"), "{message}");
+    let (kind, message) = failing_call(&clickup, "list_workspaces", json!({})).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("clickup failed with 502 Bad Gateway"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_clickup_times_out_after_timeout_s() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok("task.json").set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(ClickUpConfig { timeout_s: Some(1), ..config(&server) }).unwrap();
+    let started = Instant::now();
+    let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(kind, ToolErrorKind::Timeout);
+    assert!(message.contains("within 1 s"), "{message}");
+    assert!(message.contains("timeout_s"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_task_posts_what_the_agent_asked_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/list/901/task"))
+        .and(header("authorization", TOKEN))
+        .and(header("content-type", "application/json"))
+        .and(body_json(json!({
+            "name": "Flaky test in CI",
+            "markdown_content": "The login test fails one run in ten.",
+            "notify_all": false,
+            "status": "to do",
+            "priority": 2,
+            "assignees": [2770032],
+            "tags": ["ci"],
+            "due_date": 1716768000000u64,
+            "due_date_time": false,
+        })))
+        .respond_with(ok("task_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let created = ok_call(
+        &clickup,
+        "create_task",
+        json!({
+            "list_id": "901", "name": "Flaky test in CI",
+            "description": "The login test fails one run in ten.", "status": "to do",
+            "priority": "high", "assignees": [2770032], "tags": ["ci"], "due_date": "2024-05-27",
+        }),
+    )
+    .await;
+    assert_eq!(
+        created,
+        json!({
+            "task_id": "86cv5pkzz",
+            "name": "Flaky test in CI",
+            "status": "to do",
+            "assignees": ["Ada Lovelace"],
+            "priority": "high",
+            "due_date": "2024-05-27T00:00:00Z",
+            "tags": ["ci"],
+            "list_id": "901",
+            "url": "https://app.clickup.com/t/86cv5pkzz",
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn update_task_sends_only_the_changes() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path("/task/86cv5pkvr"))
+        .and(header("authorization", TOKEN))
+        .and(body_json(json!({
+            "status": "in review",
+            "priority": null,
+            "due_date": 1716192000000u64,
+            "due_date_time": true,
+            "assignees": {"add": [301828], "rem": []},
+        })))
+        .respond_with(ok("task_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let updated = ok_call(
+        &clickup,
+        "update_task",
+        json!({
+            "task_id": "86cv5pkvr", "status": "in review", "priority": "none",
+            "due_date": "2024-05-20T10:00:00+02:00", "add_assignees": [301828],
+        }),
+    )
+    .await;
+    assert_eq!(updated["status"], "in review");
+    assert_eq!(updated["assignees"], json!(["Ada Lovelace", "Grace Hopper"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn add_task_comment_posts_the_text_and_the_assignee() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/comment"))
+        .and(header("authorization", TOKEN))
+        .and(body_json(json!({
+            "comment_text": "Fixed in build 412, please verify.",
+            "notify_all": false,
+            "assignee": 301828,
+        })))
+        .respond_with(ok("comment_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let created = ok_call(
+        &clickup,
+        "add_task_comment",
+        json!({
+            "task_id": "86cv5pkvr", "comment_text": "Fixed in build 412, please verify.",
+            "assignee": 301828,
+        }),
+    )
+    .await;
+    assert_eq!(
+        created,
+        json!({
+            "task_id": "86cv5pkvr",
+            "comment_id": "90160058385012",
+            "date": "2024-05-15T10:40:00Z",
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_write_quotes_clickup() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(clickup_error(400, "Status does not exist", "CRTSK_001"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let (kind, message) =
+        failing_call(&clickup, "update_task", json!({"task_id": "86cv5pkvr", "status": "shipped"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "clickup rejected the request for updating task 86cv5pkvr (400 Status does not exist, \
+         CRTSK_001)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_arguments_are_refused_before_any_request() {
+    let server = MockServer::start().await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let cases = [
+        ("get_task", json!({"task_id": "../team"}), "must be a ClickUp id"),
+        ("list_tasks", json!({"list_id": "901", "status": "open"}), "unknown field `status`"),
+        ("list_tasks", json!({"list_id": "901", "due_before": "soon"}), "`due_before` must be"),
+        ("list_lists", json!({}), "give `space_id`"),
+        ("update_task", json!({"task_id": "86cv5pkvr"}), "nothing to change"),
+        ("create_task", json!({"list_id": "901", "name": "  "}), "`name` is empty"),
+        ("add_task_comment", json!({"task_id": "86cv5pkvr", "comment_text": ""}), "is empty"),
+        (
+            "list_task_comments",
+            json!({"task_id": "86cv5pkvr", "start": 1715596800000u64}),
+            "give both `start` and `start_id`",
+        ),
+        (
+            "list_time_entries",
+            json!({"team_id": "1", "start_date": "2024-05-20", "end_date": "2024-05-13"}),
+            "before `start_date`",
+        ),
+        (
+            "list_time_entries",
+            json!({"team_id": "1", "task_id": "86cv5pkvr", "list_id": "901"}),
+            "give only one",
+        ),
+    ];
+    for (tool, args, expected) in cases {
+        let (kind, message) = failing_call(&clickup, tool, args).await;
+        assert_eq!(kind, ToolErrorKind::InvalidArguments, "{tool}: {message}");
+        assert!(message.contains(expected), "{tool}: {message}");
+    }
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[test]
+fn configuration_typos_are_errors_and_the_token_is_not_printed() {
+    let err =
+        serde_json::from_value::<ClickUpConfig>(json!({"base_ur": "https://x"})).err().unwrap();
+    assert!(err.to_string().contains("unknown field `base_ur`"), "{err}");
+    let err = serde_json::from_value::<ClickUpConfig>(json!({"auth": "bearer"})).err().unwrap();
+    assert!(err.to_string().contains("personal"), "{err}");
+    let config: ClickUpConfig = serde_json::from_value(
+        json!({"token": TOKEN, "token_env": "CU", "auth": "oauth", "max_retry_wait_s": 5}),
+    )
+    .unwrap();
+    assert_eq!(config.auth, Some(AuthScheme::Oauth));
+    assert!(!format!("{config:?}").contains(TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
+    let err = ClickUp::new(ClickUpConfig {
+        base_url: Some("api.clickup.com/api/v2".into()),
+        ..Default::default()
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("https://api.clickup.com/api/v2"), "{err}");
+    assert!(ClickUp::new(ClickUpConfig::default()).is_ok(), "no token is not an error");
+    let tools = ClickUp::tools();
+    assert!(tools.iter().all(|t| t.output_schema.is_some() && t.group.is_some()));
+    let list = tools.iter().find(|t| t.name == "list_tasks").unwrap();
+    assert!(
+        list.input_schema["properties"]["page"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("100 tasks a page"),
+        "argument docs reach the schema"
+    );
+}
