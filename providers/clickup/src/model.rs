@@ -10,6 +10,7 @@
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::format_unix_time;
+use quiver_plugin_sdk::support::time::parse_timestamp_ms;
 
 /// A user as ClickUp nests it (`creator`, `assignees[]`, comment `user`, time entry `user`).
 #[derive(Debug, Clone, Deserialize)]
@@ -186,88 +187,12 @@ pub(crate) fn human_ms(ms: u64) -> String {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// A date argument as ClickUp wants it, Unix milliseconds: ISO 8601 (`2024-05-01`,
 /// `2024-05-01T09:30:00Z`, `2024-05-01T09:30:00+02:00`; no zone means UTC) or a Unix time
 /// (milliseconds, or seconds when it has at most 10 digits).
 pub(crate) fn parse_date(field: &str, text: &str) -> Result<i64, ToolError> {
-    let bad = || {
-        ToolError::invalid_arguments(format!(
-            "`{field}` must be an ISO 8601 date or time (`2024-05-01`, \
-             `2024-05-01T09:30:00Z`) or Unix milliseconds; got `{text}`"
-        ))
-    };
-    let t = text.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        let n: i64 = t.parse().map_err(|_| bad())?;
-        return Ok(if t.len() <= 10 { n * 1000 } else { n });
-    }
-    let b = t.as_bytes();
-    let num = |from: usize, len: usize| -> Option<i64> {
-        let s = t.get(from..from + len)?;
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok()).flatten()
-    };
-    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(bad());
-    }
-    let (y, mo, d) =
-        (num(0, 4).ok_or_else(bad)?, num(5, 2).ok_or_else(bad)?, num(8, 2).ok_or_else(bad)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return Err(bad());
-    }
-    let mut secs = days_from_civil(y, mo, d) * 86_400;
-    let mut millis = 0;
-    let mut rest = &t[10..];
-    if let Some(time) = rest.strip_prefix(['T', 't', ' ']) {
-        let tb = time.as_bytes();
-        if tb.len() < 5 || tb[2] != b':' {
-            return Err(bad());
-        }
-        let h = num(11, 2).ok_or_else(bad)?;
-        let mi = num(14, 2).ok_or_else(bad)?;
-        let mut used = 5;
-        let mut s = 0;
-        if tb.get(5) == Some(&b':') {
-            s = num(17, 2).ok_or_else(bad)?;
-            used = 8;
-            if tb.get(8) == Some(&b'.') {
-                let digits = tb[9..].iter().take_while(|c| c.is_ascii_digit()).count();
-                let frac = &time[9..9 + digits];
-                millis = format!("{frac:0<3}")[..3].parse::<i64>().unwrap_or(0);
-                used = 9 + digits;
-            }
-        }
-        if h > 23 || mi > 59 || s > 60 {
-            return Err(bad());
-        }
-        secs += h * 3600 + mi * 60 + s;
-        rest = &time[used..];
-    }
-    match rest {
-        "" | "Z" | "z" => {}
-        zone if zone.len() == 6 && (zone.starts_with('+') || zone.starts_with('-')) => {
-            let zb = zone.as_bytes();
-            if zb[3] != b':' {
-                return Err(bad());
-            }
-            let zh: i64 = zone[1..3].parse().map_err(|_| bad())?;
-            let zm: i64 = zone[4..6].parse().map_err(|_| bad())?;
-            let offset = zh * 3600 + zm * 60;
-            secs -= if zb[0] == b'+' { offset } else { -offset };
-        }
-        _ => return Err(bad()),
-    }
-    Ok(secs * 1000 + millis)
+    parse_timestamp_ms(text)
+        .map_err(|why| ToolError::invalid_arguments(format!("`{field}`: {why}")))
 }
 
 /// Whether a `skip_serializing_if` flag is false.
@@ -310,9 +235,9 @@ mod tests {
         assert_eq!(parse_date("d", "1567780450202").unwrap(), 1_567_780_450_202);
         assert_eq!(parse_date("d", "1567780450").unwrap(), 1_567_780_450_000);
         let e = parse_date("due_date", "next tuesday").unwrap_err();
-        assert!(e.message.contains("`due_date` must be an ISO 8601"), "{}", e.message);
+        assert!(e.message.contains("`due_date`: `next tuesday` is not a date"), "{}", e.message);
         assert!(parse_date("d", "2024-13-01").is_err());
-        assert!(parse_date("d", "2024-01-01T10:00:00+0200").is_err());
+        assert_eq!(parse_date("d", "2024-01-01T10:00:00+0200").unwrap(), 1_704_096_000_000);
     }
 
     #[test]

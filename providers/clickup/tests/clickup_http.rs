@@ -789,7 +789,11 @@ async fn bad_arguments_are_refused_before_any_request() {
     let cases = [
         ("get_task", json!({"task_id": "../team"}), "must be a ClickUp id"),
         ("list_tasks", json!({"list_id": "901", "status": "open"}), "unknown field `status`"),
-        ("list_tasks", json!({"list_id": "901", "due_before": "soon"}), "`due_before` must be"),
+        (
+            "list_tasks",
+            json!({"list_id": "901", "due_before": "soon"}),
+            "`due_before`: `soon` is not a date",
+        ),
         ("list_lists", json!({}), "give `space_id`"),
         ("update_task", json!({"task_id": "86cv5pkvr"}), "nothing to change"),
         ("create_task", json!({"list_id": "901", "name": "  "}), "`name` is empty"),
