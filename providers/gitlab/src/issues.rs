@@ -1,0 +1,685 @@
+//! Issues: list, get, notes, create, comment.
+
+use quiver_plugin_sdk::prelude::*;
+
+use crate::client::{paging, uri, Page, ProjectRef, Subject};
+use crate::model::{
+    is_false, is_zero, label_list, nullable, project_arg, project_arg_opt, truncate, truncate_opt,
+    username, usernames, WireReferences, WireTitle, WireUser, BODY_MAX_BYTES, NOTE_MAX_BYTES,
+};
+use crate::GitLab;
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
+// ---------------------------------------------------------------------------------------------
+
+/// `state` of issue listings.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IssueState {
+    /// Only open ones (`open` is accepted too).
+    #[serde(alias = "open")]
+    Opened,
+    /// Only closed ones.
+    Closed,
+    /// Both.
+    All,
+}
+
+impl IssueState {
+    /// The query value (`None` for all: GitLab's default).
+    pub(crate) fn query(self) -> Option<String> {
+        match self {
+            IssueState::Opened => Some("opened".into()),
+            IssueState::Closed => Some("closed".into()),
+            IssueState::All => None,
+        }
+    }
+}
+
+/// Whose issues or merge requests a listing without `project` shows.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Scope {
+    /// Created by the token's user (GitLab's default without a project).
+    CreatedByMe,
+    /// Assigned to the token's user.
+    AssignedToMe,
+    /// Every one the token can see.
+    All,
+}
+
+impl Scope {
+    /// The query value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Scope::CreatedByMe => "created_by_me",
+            Scope::AssignedToMe => "assigned_to_me",
+            Scope::All => "all",
+        }
+    }
+}
+
+/// Arguments of `list_issues`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListIssuesArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`). Without it, lists
+    /// issues across the projects the token can see (see `scope`).
+    #[serde(default, alias = "project_id", deserialize_with = "project_arg_opt")]
+    pub(crate) project: Option<String>,
+    /// `opened` (the default), `closed` or `all`.
+    pub(crate) state: Option<IssueState>,
+    /// Only issues that carry all of these labels, e.g. `["bug"]`.
+    pub(crate) labels: Option<Vec<String>>,
+    /// Only issues assigned to this username; `None` for unassigned ones, `Any` for assigned.
+    pub(crate) assignee_username: Option<String>,
+    /// Only issues opened by this username.
+    pub(crate) author_username: Option<String>,
+    /// Only issues whose title or description contains this text.
+    pub(crate) search: Option<String>,
+    /// Only issues of this milestone (its title).
+    pub(crate) milestone: Option<String>,
+    /// Only issues updated at or after this time, ISO 8601 (`2024-05-01T00:00:00Z`).
+    pub(crate) updated_after: Option<String>,
+    /// Without `project`: `created_by_me` (GitLab's default), `assigned_to_me` or `all`.
+    pub(crate) scope: Option<Scope>,
+    /// Page number, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) page: Option<u32>,
+    /// Results per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub(crate) per_page: Option<u32>,
+}
+
+/// Arguments of `get_issue`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetIssueArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's number within the project (the 47 of `#47`).
+    #[serde(alias = "issue_iid")]
+    pub(crate) iid: u64,
+}
+
+/// Arguments of `list_issue_notes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListIssueNotesArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's number within the project (the 47 of `#47`).
+    #[serde(alias = "issue_iid")]
+    pub(crate) iid: u64,
+    /// Keep system notes ("assigned to @bob", "mentioned in !19"); left out and counted by
+    /// default.
+    #[serde(default)]
+    pub(crate) include_system: bool,
+    /// Newest first (oldest first by default).
+    #[serde(default)]
+    pub(crate) newest_first: bool,
+    /// Page number, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) page: Option<u32>,
+    /// Results per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub(crate) per_page: Option<u32>,
+}
+
+/// Arguments of `create_issue`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateIssueArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's title.
+    pub(crate) title: String,
+    /// The issue's description, in Markdown.
+    #[serde(alias = "body")]
+    pub(crate) description: Option<String>,
+    /// Label names to set (unknown labels are created).
+    pub(crate) labels: Option<Vec<String>>,
+    /// Numeric user ids to assign.
+    pub(crate) assignee_ids: Option<Vec<u64>>,
+    /// Make the issue confidential (visible to project members only).
+    pub(crate) confidential: Option<bool>,
+    /// Due date, `YYYY-MM-DD`.
+    pub(crate) due_date: Option<String>,
+}
+
+/// Arguments of `create_issue_note`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateIssueNoteArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's number within the project (the 47 of `#47`).
+    #[serde(alias = "issue_iid")]
+    pub(crate) iid: u64,
+    /// The comment, in Markdown.
+    pub(crate) body: String,
+    /// Make it an internal note, visible to project members only.
+    pub(crate) internal: Option<bool>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// What GitLab sends (only the kept fields)
+// ---------------------------------------------------------------------------------------------
+
+/// An issue, as the list, get and create endpoints send it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireIssue {
+    iid: u64,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    author: Option<WireUser>,
+    #[serde(default, deserialize_with = "nullable")]
+    assignees: Vec<WireUser>,
+    #[serde(default, deserialize_with = "nullable")]
+    labels: Vec<String>,
+    #[serde(default)]
+    milestone: Option<WireTitle>,
+    #[serde(default)]
+    user_notes_count: u64,
+    #[serde(default)]
+    merge_requests_count: u64,
+    #[serde(default)]
+    confidential: bool,
+    #[serde(default)]
+    created_at: Option<String>,
+    #[serde(default)]
+    updated_at: Option<String>,
+    #[serde(default)]
+    closed_at: Option<String>,
+    #[serde(default)]
+    closed_by: Option<WireUser>,
+    #[serde(default)]
+    due_date: Option<String>,
+    #[serde(default)]
+    issue_type: Option<String>,
+    #[serde(default)]
+    task_completion_status: Option<WireTasks>,
+    #[serde(default)]
+    references: WireReferences,
+    #[serde(default)]
+    web_url: Option<String>,
+}
+
+/// `task_completion_status`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireTasks {
+    #[serde(default)]
+    count: u64,
+    #[serde(default)]
+    completed_count: u64,
+}
+
+/// A note (comment) on an issue or merge request.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireNote {
+    pub(crate) id: u64,
+    #[serde(default)]
+    pub(crate) body: Option<String>,
+    #[serde(default)]
+    pub(crate) author: Option<WireUser>,
+    #[serde(default)]
+    pub(crate) created_at: Option<String>,
+    #[serde(default)]
+    pub(crate) updated_at: Option<String>,
+    #[serde(default)]
+    pub(crate) system: bool,
+    #[serde(default)]
+    pub(crate) internal: bool,
+    #[serde(default)]
+    pub(crate) noteable_iid: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the tools return
+// ---------------------------------------------------------------------------------------------
+
+/// One issue in a listing.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct IssueSummary {
+    /// The issue's project, when the listing spans projects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) project: Option<String>,
+    /// The issue's number within its project.
+    pub(crate) iid: u64,
+    /// The title.
+    pub(crate) title: String,
+    /// `opened` or `closed`.
+    pub(crate) state: String,
+    /// The author's username.
+    pub(crate) author: Option<String>,
+    /// Assignee usernames.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) assignees: Vec<String>,
+    /// Label names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) labels: Vec<String>,
+    /// The milestone's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) milestone: Option<String>,
+    /// Comments by people (system notes not counted).
+    pub(crate) notes: u64,
+    /// Merge requests that mention or close it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) merge_requests_count: u64,
+    /// Set for a confidential issue.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) confidential: bool,
+    /// When it was opened.
+    pub(crate) created_at: Option<String>,
+    /// When it last changed.
+    pub(crate) updated_at: Option<String>,
+    /// When it was closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) closed_at: Option<String>,
+    /// The issue on GitLab.
+    pub(crate) web_url: Option<String>,
+}
+
+/// Result of `list_issues`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct IssueList {
+    /// The project listed (absent for a listing across projects: each issue names its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) project: Option<String>,
+    /// The issues of this page, newest first.
+    pub(crate) issues: Vec<IssueSummary>,
+    /// The next page's number, or null on the last page.
+    pub(crate) next_page: Option<u32>,
+    /// How many issues match in all, when GitLab counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) total: Option<u64>,
+}
+
+/// Result of `get_issue`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct IssueDetail {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// Number, title, state, people, labels, counts and times.
+    #[serde(flatten)]
+    pub(crate) issue: IssueSummary,
+    /// The description, in Markdown (cut at 32 KiB, saying so).
+    pub(crate) description: Option<String>,
+    /// Who closed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) closed_by: Option<String>,
+    /// The due date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) due_date: Option<String>,
+    /// `issue`, `incident`, `test_case` or `task`, when not a plain issue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) issue_type: Option<String>,
+    /// Checklist progress, `done/total`, when the description has tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tasks: Option<String>,
+}
+
+/// One note.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Note {
+    /// The note id.
+    pub(crate) id: u64,
+    /// The author's username.
+    pub(crate) author: Option<String>,
+    /// The text, in Markdown (cut at 8 KiB, saying so).
+    pub(crate) body: String,
+    /// When it was written.
+    pub(crate) created_at: Option<String>,
+    /// When it was edited, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) edited_at: Option<String>,
+    /// Set for a system note (an event GitLab recorded, not a comment).
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) system: bool,
+    /// Set for an internal note (project members only).
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) internal: bool,
+}
+
+/// Result of `list_issue_notes`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct NoteList {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The issue's number.
+    pub(crate) iid: u64,
+    /// The notes of this page.
+    pub(crate) notes: Vec<Note>,
+    /// System notes of this page left out (ask with `include_system`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) system_notes_skipped: u64,
+    /// The next page's number, or null on the last page.
+    pub(crate) next_page: Option<u32>,
+    /// How many notes the issue has in all, system notes included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) total: Option<u64>,
+}
+
+/// Result of `create_issue`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CreatedIssue {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The new issue's number.
+    pub(crate) iid: u64,
+    /// Its title.
+    pub(crate) title: String,
+    /// Labels set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) labels: Vec<String>,
+    /// Assignees set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) assignees: Vec<String>,
+    /// The issue on GitLab.
+    pub(crate) web_url: Option<String>,
+    /// When it was created.
+    pub(crate) created_at: Option<String>,
+}
+
+/// Result of `create_issue_note` and `create_merge_request_note`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CreatedNote {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The issue's or merge request's number.
+    pub(crate) iid: u64,
+    /// The new note's id.
+    pub(crate) note_id: u64,
+    /// Who wrote it (the token's user).
+    pub(crate) author: Option<String>,
+    /// When it was written.
+    pub(crate) created_at: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mapping (pure, so tests can run it on recorded responses)
+// ---------------------------------------------------------------------------------------------
+
+impl WireIssue {
+    /// The listing entry; `with_project` names the issue's project (listings across projects).
+    pub(crate) fn summary(&self, with_project: bool) -> IssueSummary {
+        IssueSummary {
+            project: if with_project { self.references.project() } else { None },
+            iid: self.iid,
+            title: self.title.clone(),
+            state: self.state.clone(),
+            author: self.author.as_ref().map(|u| u.username.clone()),
+            assignees: self.assignees.iter().map(|u| u.username.clone()).collect(),
+            labels: self.labels.clone(),
+            milestone: self.milestone.as_ref().map(|m| m.title.clone()),
+            notes: self.user_notes_count,
+            merge_requests_count: self.merge_requests_count,
+            confidential: self.confidential,
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            closed_at: self.closed_at.clone(),
+            web_url: self.web_url.clone(),
+        }
+    }
+}
+
+/// The `list_issues` result.
+pub(crate) fn issue_list(project: Option<String>, page: Vec<WireIssue>, at: Page) -> IssueList {
+    let across = project.is_none();
+    IssueList {
+        issues: page.iter().map(|i| i.summary(across)).collect(),
+        project,
+        next_page: at.next_page,
+        total: at.total,
+    }
+}
+
+/// The `get_issue` result.
+pub(crate) fn issue_detail(project: String, i: WireIssue) -> IssueDetail {
+    let issue = i.summary(false);
+    IssueDetail {
+        project,
+        issue,
+        description: truncate_opt(i.description, BODY_MAX_BYTES),
+        closed_by: username(i.closed_by),
+        due_date: i.due_date,
+        issue_type: i.issue_type.filter(|t| t != "issue"),
+        tasks: i
+            .task_completion_status
+            .filter(|t| t.count > 0)
+            .map(|t| format!("{}/{}", t.completed_count, t.count)),
+    }
+}
+
+/// A note as results show it.
+pub(crate) fn note(n: WireNote) -> Note {
+    Note {
+        id: n.id,
+        author: username(n.author),
+        body: truncate(n.body.as_deref().unwrap_or(""), NOTE_MAX_BYTES).0,
+        edited_at: n.updated_at.filter(|u| Some(u) != n.created_at.as_ref()),
+        created_at: n.created_at,
+        system: n.system,
+        internal: n.internal,
+    }
+}
+
+/// The `list_issue_notes` result.
+pub(crate) fn note_list(
+    project: String,
+    iid: u64,
+    page: Vec<WireNote>,
+    include_system: bool,
+    at: Page,
+) -> NoteList {
+    let (kept, system): (Vec<_>, Vec<_>) =
+        page.into_iter().partition(|n| include_system || !n.system);
+    NoteList {
+        project,
+        iid,
+        notes: kept.into_iter().map(note).collect(),
+        system_notes_skipped: system.len() as u64,
+        next_page: at.next_page,
+        total: at.total,
+    }
+}
+
+/// The result of a created note.
+pub(crate) fn created_note(project: String, iid: u64, n: WireNote) -> CreatedNote {
+    CreatedNote {
+        project,
+        iid: n.noteable_iid.unwrap_or(iid),
+        note_id: n.id,
+        author: username(n.author),
+        created_at: n.created_at,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+// ---------------------------------------------------------------------------------------------
+
+impl GitLab {
+    async fn list_issues(
+        &self,
+        a: ListIssuesArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueList, ToolError> {
+        let project = a.project.as_deref().map(ProjectRef::parse).transpose()?;
+        let mut query = vec![
+            ("state", a.state.unwrap_or(IssueState::Opened).query()),
+            ("labels", label_list(a.labels)),
+            ("assignee_username", a.assignee_username),
+            ("author_username", a.author_username),
+            ("search", a.search),
+            ("milestone", a.milestone),
+            ("updated_after", a.updated_after),
+            ("scope", a.scope.filter(|_| project.is_none()).map(|s| s.as_str().to_owned())),
+        ];
+        query.extend(paging(a.page, a.per_page));
+        let (path, subject) = match &project {
+            Some(p) => {
+                (format!("/projects/{}/issues", p.encoded), Subject::listing("the issues", &p.name))
+            }
+            None => ("/issues".to_owned(), Subject::global("the issues")),
+        };
+        let (page, at) =
+            self.client.get_json::<Vec<WireIssue>>(&uri(&path, &query), &subject, ctx).await?;
+        Ok(issue_list(project.map(|p| p.name), page, at))
+    }
+
+    async fn get_issue(
+        &self,
+        a: GetIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueDetail, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let path = format!("/projects/{}/issues/{}", p.encoded, a.iid);
+        let subject = Subject::object(format!("issue #{}", a.iid), &p.name);
+        let (issue, _) = self.client.get_json::<WireIssue>(&path, &subject, ctx).await?;
+        Ok(issue_detail(p.name, issue))
+    }
+
+    async fn list_issue_notes(
+        &self,
+        a: ListIssueNotesArgs,
+        ctx: &ToolContext,
+    ) -> Result<NoteList, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let mut query = vec![
+            ("sort", Some(if a.newest_first { "desc" } else { "asc" }.to_owned())),
+            ("order_by", Some("created_at".to_owned())),
+        ];
+        query.extend(paging(a.page, a.per_page));
+        let path = uri(&format!("/projects/{}/issues/{}/notes", p.encoded, a.iid), &query);
+        let subject = Subject::object(format!("issue #{}", a.iid), &p.name);
+        let (page, at) = self.client.get_json::<Vec<WireNote>>(&path, &subject, ctx).await?;
+        Ok(note_list(p.name, a.iid, page, a.include_system, at))
+    }
+
+    async fn create_issue(
+        &self,
+        a: CreateIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<CreatedIssue, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        if a.title.trim().is_empty() {
+            return Err(ToolError::invalid_arguments("`title` must not be empty"));
+        }
+        let mut body = Map::new();
+        body.insert("title".into(), json!(a.title));
+        if let Some(d) = a.description {
+            body.insert("description".into(), json!(d));
+        }
+        if let Some(labels) = label_list(a.labels) {
+            body.insert("labels".into(), json!(labels));
+        }
+        if let Some(ids) = a.assignee_ids.filter(|i| !i.is_empty()) {
+            body.insert("assignee_ids".into(), json!(ids));
+        }
+        if let Some(c) = a.confidential {
+            body.insert("confidential".into(), json!(c));
+        }
+        if let Some(d) = a.due_date {
+            body.insert("due_date".into(), json!(d));
+        }
+        let path = format!("/projects/{}/issues", p.encoded);
+        let subject = Subject::action("creating an issue", &p.name);
+        let issue: WireIssue =
+            self.client.post_json(&path, Some(&Value::Object(body)), &subject, ctx).await?;
+        Ok(CreatedIssue {
+            project: p.name,
+            iid: issue.iid,
+            title: issue.title,
+            labels: issue.labels,
+            assignees: usernames(issue.assignees),
+            web_url: issue.web_url,
+            created_at: issue.created_at,
+        })
+    }
+
+    async fn create_issue_note(
+        &self,
+        a: CreateIssueNoteArgs,
+        ctx: &ToolContext,
+    ) -> Result<CreatedNote, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        if a.body.trim().is_empty() {
+            return Err(ToolError::invalid_arguments("`body` must not be empty"));
+        }
+        let mut body = json!({"body": a.body});
+        if let Some(internal) = a.internal {
+            body["internal"] = json!(internal);
+        }
+        let path = format!("/projects/{}/issues/{}/notes", p.encoded, a.iid);
+        let subject = Subject::object(format!("issue #{}", a.iid), &p.name);
+        let note: WireNote = self.client.post_json(&path, Some(&body), &subject, ctx).await?;
+        Ok(created_note(p.name, a.iid, note))
+    }
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "list_issues",
+    group: "issues",
+    description: "List a project's issues (or, without `project`, the issues across projects \
+                  the token can see), newest first, with state, labels, assignees and note \
+                  counts; filter by state, labels, assignee, author, milestone or text. Returns \
+                  `next_page` for more.",
+    input: ListIssuesArgs,
+    output: IssueList,
+    handler: GitLab::list_issues,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "get_issue",
+    group: "issues",
+    description: "Get one issue by its number (`iid`) with its description, labels, \
+                  assignees, milestone, task progress and counts.",
+    input: GetIssueArgs,
+    output: IssueDetail,
+    handler: GitLab::get_issue,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "list_issue_notes",
+    group: "issues",
+    description: "List the comments (notes) on an issue, oldest first; system notes are left \
+                  out unless asked for.",
+    input: ListIssueNotesArgs,
+    output: NoteList,
+    handler: GitLab::list_issue_notes,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "create_issue",
+    group: "issues",
+    description: "Create an issue in a project with a title, description, labels and \
+                  assignees. Returns its number and URL.",
+    input: CreateIssueArgs,
+    output: CreatedIssue,
+    handler: GitLab::create_issue,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "create_issue_note",
+    group: "issues",
+    description: "Add a comment (note) to an issue.",
+    input: CreateIssueNoteArgs,
+    output: CreatedNote,
+    handler: GitLab::create_issue_note,
+}

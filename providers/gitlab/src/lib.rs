@@ -1,0 +1,242 @@
+//! The GitLab provider of quiver: projects, issues, merge requests (with their diffs, discussions
+//! and approvals), CI pipelines, jobs and job logs, and search, from GitLab's REST API v4
+//! (gitlab.com or a self-managed instance), as tools an agent can afford.
+//!
+//! # Tools
+//! - projects: `list_projects`, `get_project`, `search`;
+//! - issues: `list_issues`, `get_issue`, `list_issue_notes`, `create_issue`,
+//!   `create_issue_note`;
+//! - merge requests: `list_merge_requests`, `get_merge_request`,
+//!   `list_merge_request_discussions`, `get_merge_request_changes`,
+//!   `get_merge_request_approvals`, `create_merge_request`, `create_merge_request_note`;
+//! - pipelines: `list_pipelines`, `list_pipeline_jobs`, `get_job_log`, `retry_job`.
+//!
+//! Every tool that works on one project takes `project`: the numeric id (`42`) or the full path
+//! (`group/subgroup/project`, which the provider URL-encodes to `group%2Fsubgroup%2Fproject`; a
+//! project's web URL works too), and echoes it as `"project"` in its result, so a follow-up call
+//! can be built from the result alone. Issues and merge requests are addressed by `iid`, their
+//! number within the project (`#47`, `!19`). Listings take `page` (from 1) and `per_page` (20 by
+//! default, at most 100) and return `next_page` (from GitLab's `X-Next-Page` header, else the
+//! `Link` header; null on the last page) and `total` (`X-Total`, when GitLab counts).
+//!
+//! # Configuration
+//! `[providers.gitlab]` in quiver.toml; unknown keys are errors, so a typo is reported:
+//!
+//! - `base_url` (default `https://gitlab.com`): the instance, e.g. `https://gitlab.example.com`;
+//!   the API root is `<base_url>/api/v4` (a `base_url` that already ends in `/api/v4` works too).
+//! - `token` (none): filled in by the host from the variable `token_env` names. Without one,
+//!   calls are unauthenticated (public projects only); that is not an error.
+//! - `token_env` (`GITLAB_TOKEN`): the variable the user keeps the token in; used only to say
+//!   what to set.
+//! - `auth` (`"private_token"`): how the token is sent: `"private_token"` (a personal, project or
+//!   group access token, in the `PRIVATE-TOKEN` header) or `"oauth"` (an OAuth 2 access token,
+//!   as `Authorization: Bearer`).
+//! - `timeout_s` (30): how long one request may take.
+//! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
+//!   `RateLimit-Reset`) before giving up with a `rate_limited` error.
+//!
+//! ```toml
+//! [providers.gitlab]
+//! base_url = "https://gitlab.example.com"
+//! token_env = "WORK_GITLAB_TOKEN"
+//! auth = "oauth"
+//! ```
+//!
+//! # How responses were chosen
+//! GitLab's JSON carries much an agent never reads: every user comes with avatar and profile
+//! URLs, every issue and merge request with `_links`, `time_stats`, `task_completion_status`,
+//! emoji counts and three spellings of its reference, a project with some sixty settings. Every
+//! tool maps the response into a compact result that keeps:
+//! - identity and the link a human follows: `iid`, `title`, `state`, `web_url`;
+//! - people as usernames (`author`, `assignees`, `reviewers`, `merged_by`, `approved_by`),
+//!   labels as names, the milestone as its title;
+//! - times and counts (`notes`, `merge_requests_count`, `changes_count`, approvals left);
+//! - what decides the next step: a merge request's branches, head SHA, `detailed_merge_status`,
+//!   conflicts, unresolved discussions, head pipeline and `diff_refs` (for positioned comments);
+//!   a job's stage, status, `failure_reason` and `allow_failure`; a diff's paths and patch; a
+//!   project's default branch, merge method and merge checks;
+//! - bodies (descriptions, notes) in full up to a cap that says what it cut;
+//!
+//! and drops ids that are not addresses, API URLs, avatars, `_links`, `time_stats`, emoji and
+//! everything else nobody reads. Empty lists and false flags are left out. System notes
+//! ("assigned to @bob", "added 1 commit") are left out of note and discussion listings unless
+//! asked for, and counted. Long text is cut at a stated size: descriptions 32 KiB, notes 8 KiB,
+//! diffs 4 KiB per file (`max_patch_bytes`), job logs the last 200 lines (`tail_lines`) within
+//! 64 KiB, without colour codes and GitLab's collapsible-section markers, plus the error lines of
+//! the whole log.
+//!
+//! Responses are read into small lenient structs naming only the kept fields, so a field an
+//! older GitLab does not send cannot fail a call, and recorded fixtures can be trimmed.
+//!
+//! # Errors
+//! Every failure is a `ToolError` whose message says what to do, and never contains the token:
+//! 401 names the variable to set (`token_env`) and the `auth` scheme in use; 403 names the scope
+//! the token lacks when GitLab says which; 404 names the object ("no issue #9 in acme/api (or
+//! the token cannot see the project)"); 400, 409 and 422 are `invalid_arguments` with GitLab's
+//! own explanation; rate limits (429 with `Retry-After` or `RateLimit-Reset`) are waited out up
+//! to `max_retry_wait_s` (twice at most), else reported with the reset time; 5xx and unreadable
+//! bodies are `upstream` errors; a request slower than `timeout_s` is a `timeout`.
+//!
+//! # Value models
+//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, the five writes
+//! `mutates_external`, never speculated, and they invalidate the reads they make stale),
+//! follow-up links for the read chains (merge requests → merge request → changes, discussions,
+//! approvals; issues → issue → notes; pipelines → jobs → logs of failed jobs; search hits →
+//! the issue or merge request) with argument projection that builds `{project, iid}` from a
+//! result, and the host of `base_url` as the rate-limit host.
+//!
+//! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `reqwest` (its HTTP
+//! client) and never on `quiver-runtime`.
+
+mod client;
+mod enricher;
+mod issues;
+mod merge_requests;
+mod model;
+mod pipelines;
+mod projects;
+
+use std::fmt;
+use std::time::Duration;
+
+use quiver_plugin_sdk::prelude::*;
+
+use crate::client::{Client, ClientSettings};
+
+/// The default instance.
+pub const DEFAULT_BASE_URL: &str = "https://gitlab.com";
+/// The variable named in messages when `token_env` is not configured.
+pub const DEFAULT_TOKEN_ENV: &str = "GITLAB_TOKEN";
+
+/// The GitLab provider: one HTTP client for the configured GitLab instance.
+pub struct GitLab {
+    client: Client,
+    host: String,
+}
+
+/// How the token is sent (`auth` in `[providers.gitlab]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthScheme {
+    /// A personal, project or group access token in the `PRIVATE-TOKEN` header (the default).
+    #[default]
+    PrivateToken,
+    /// An OAuth 2 access token, as `Authorization: Bearer`.
+    Oauth,
+}
+
+/// `[providers.gitlab]` in quiver.toml.
+#[derive(Clone, Default, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitLabConfig {
+    /// The instance: `https://gitlab.com` when unset, e.g. `https://gitlab.example.com` for a
+    /// self-managed one (the API root `<base_url>/api/v4` may be given instead).
+    pub base_url: Option<String>,
+    /// The token (filled in by the host from the variable named by `token_env`); without one,
+    /// calls are unauthenticated.
+    pub token: Option<String>,
+    /// The name of the variable the token comes from ("GITLAB_TOKEN" when unset); used only to
+    /// tell the user what to set.
+    pub token_env: Option<String>,
+    /// How the token is sent: `private_token` (the default; `PRIVATE-TOKEN` header) or `oauth`
+    /// (`Authorization: Bearer`).
+    pub auth: Option<AuthScheme>,
+    /// Seconds one request may take (30 when unset).
+    pub timeout_s: Option<u64>,
+    /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
+    pub max_retry_wait_s: Option<u64>,
+}
+
+impl fmt::Debug for GitLabConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitLabConfig")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("token_env", &self.token_env)
+            .field("auth", &self.auth)
+            .field("timeout_s", &self.timeout_s)
+            .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .finish()
+    }
+}
+
+/// The instance URL without a trailing `/` or `/api/v4`, and the API root below it.
+fn api_root(base_url: &str) -> (String, String) {
+    let mut base = base_url.trim().trim_end_matches('/').to_owned();
+    for suffix in ["/api/v4", "/api"] {
+        if let Some(stripped) = base.strip_suffix(suffix) {
+            base = stripped.trim_end_matches('/').to_owned();
+            break;
+        }
+    }
+    let api = format!("{base}/api/v4");
+    (base, api)
+}
+
+impl Provider for GitLab {
+    const NAME: &'static str = "gitlab";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = GitLabConfig;
+
+    fn new(config: GitLabConfig) -> Result<Self, ProviderError> {
+        let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let (base_url, api) = api_root(raw_base.unwrap_or(DEFAULT_BASE_URL));
+        let parsed = url::Url::parse(&base_url).map_err(|e| {
+            ProviderError::new(format!(
+                "[providers.gitlab] base_url `{base_url}` is not a URL ({e}); write e.g. \
+                 https://gitlab.com or https://gitlab.example.com"
+            ))
+        })?;
+        let host = match (parsed.scheme(), parsed.host_str()) {
+            ("http" | "https", Some(host)) => host.to_owned(),
+            _ => {
+                return Err(ProviderError::new(format!(
+                    "[providers.gitlab] base_url `{base_url}` must be an http(s) URL with a \
+                     host, e.g. https://gitlab.example.com"
+                )))
+            }
+        };
+        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let token_env = config
+            .token_env
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let settings = ClientSettings {
+            api_root: api,
+            token,
+            token_env,
+            auth: config.auth.unwrap_or_default(),
+            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
+            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+        };
+        let client = Client::new(settings).map_err(ProviderError::new)?;
+        Ok(GitLab { client, host })
+    }
+}
+
+export_provider!(GitLab);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_root_is_below_the_instance_however_base_url_is_written() {
+        for base in [
+            "https://gitlab.example.com",
+            "https://gitlab.example.com/",
+            "https://gitlab.example.com/api/v4",
+            "https://gitlab.example.com/api/v4/",
+        ] {
+            assert_eq!(
+                api_root(base),
+                (
+                    "https://gitlab.example.com".to_owned(),
+                    "https://gitlab.example.com/api/v4".to_owned()
+                ),
+                "{base}"
+            );
+        }
+        assert_eq!(api_root("https://example.com/gitlab").1, "https://example.com/gitlab/api/v4");
+    }
+}

@@ -1,0 +1,132 @@
+//! Pieces of GitLab's JSON shared by several tools, read leniently: each wire struct names only
+//! the fields the provider keeps, every optional field has a default, and anything else GitLab
+//! sends (avatars, `_links`, `time_stats`, emoji counts) is skipped while parsing.
+
+use quiver_plugin_sdk::prelude::*;
+use serde::Deserializer;
+
+pub(crate) use quiver_plugin_sdk::support::text::{truncate, truncate_opt};
+
+/// Longest issue or merge request description returned, in bytes.
+pub(crate) const BODY_MAX_BYTES: usize = 32 * 1024;
+/// Longest note returned, in bytes.
+pub(crate) const NOTE_MAX_BYTES: usize = 8 * 1024;
+
+/// A user as GitLab nests it (`author`, `assignees[]`, `merged_by`…); only the username is kept.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireUser {
+    pub(crate) username: String,
+}
+
+/// Anything with a title (a milestone).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireTitle {
+    pub(crate) title: String,
+}
+
+/// `references`: `{"short": "#47", "relative": "#47", "full": "acme/api#47"}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct WireReferences {
+    #[serde(default)]
+    pub(crate) full: Option<String>,
+}
+
+impl WireReferences {
+    /// The project path of a full reference: `acme/api` of `acme/api#47` or `acme/api!19`.
+    pub(crate) fn project(&self) -> Option<String> {
+        let full = self.full.as_deref()?;
+        let (project, _) = full.rsplit_once(['#', '!'])?;
+        (!project.is_empty()).then(|| project.to_owned())
+    }
+}
+
+/// The username of an optional user.
+pub(crate) fn username(user: Option<WireUser>) -> Option<String> {
+    user.map(|u| u.username)
+}
+
+/// The usernames of a list of users.
+pub(crate) fn usernames(users: Vec<WireUser>) -> Vec<String> {
+    users.into_iter().map(|u| u.username).collect()
+}
+
+/// Reads `null` as the type's default (GitLab sends `null` for some empty lists).
+pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Reads a project given as a string (`"acme/api"`, `"42"`) or a number (`42`).
+pub(crate) fn project_arg<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Project {
+        Text(String),
+        Id(u64),
+    }
+    match Project::deserialize(deserializer) {
+        Ok(Project::Text(s)) => Ok(s),
+        Ok(Project::Id(n)) => Ok(n.to_string()),
+        Err(_) => Err(serde::de::Error::custom(
+            "`project` must be a project id (42) or a full path (\"group/project\")",
+        )),
+    }
+}
+
+/// An optional project, as [`project_arg`] reads it.
+pub(crate) fn project_arg_opt<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    struct Wrapper(#[serde(deserialize_with = "project_arg")] String);
+    Ok(Option::<Wrapper>::deserialize(deserializer)?.map(|Wrapper(s)| s))
+}
+
+/// Whether a `skip_serializing_if` count is zero.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Whether a `skip_serializing_if` flag is false.
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Labels as GitLab's query parameter wants them: `bug,ui`.
+pub(crate) fn label_list(labels: Option<Vec<String>>) -> Option<String> {
+    labels.filter(|l| !l.is_empty()).map(|l| l.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_their_project() {
+        let r = |full: &str| WireReferences { full: Some(full.into()) }.project();
+        assert_eq!(r("acme/backend/api#47").as_deref(), Some("acme/backend/api"));
+        assert_eq!(r("acme/api!19").as_deref(), Some("acme/api"));
+        assert_eq!(r("#47"), None);
+        assert_eq!(WireReferences::default().project(), None);
+    }
+
+    #[test]
+    fn projects_may_be_given_as_numbers() {
+        #[derive(Deserialize)]
+        struct A {
+            #[serde(deserialize_with = "project_arg")]
+            project: String,
+            #[serde(default, deserialize_with = "project_arg_opt")]
+            other: Option<String>,
+        }
+        let a: A = serde_json::from_value(json!({"project": 42, "other": "acme/api"})).unwrap();
+        assert_eq!((a.project.as_str(), a.other.as_deref()), ("42", Some("acme/api")));
+        let a: A = serde_json::from_value(json!({"project": "acme/api"})).unwrap();
+        assert_eq!(a.other, None);
+        let e = serde_json::from_value::<A>(json!({"project": [1]})).err().unwrap();
+        assert!(e.to_string().contains("full path"), "{e}");
+    }
+}
