@@ -1,0 +1,424 @@
+//! What Jira calls are worth: a value model for every tool, follow-up argument projection for
+//! the read chains, and the host whose rate limit the calls spend.
+
+use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::{generic_projection, prelude::*};
+
+use crate::Jira;
+
+use SideEffectClass::{MutatesExternal, ReadOnly};
+use ValueClass::{Critical, Supporting};
+
+/// One tool's model: a row of [`MODELS`].
+pub(crate) struct Model {
+    pub(crate) tool: &'static str,
+    value_class: ValueClass,
+    side_effect: SideEffectClass,
+    /// Typical result size in KiB, measured on the recorded fixtures and the tools' default page
+    /// sizes.
+    typical_kb: f64,
+    /// The largest result the tool's own caps allow, in KiB.
+    max_kb: f64,
+    latency_ms_p50: u32,
+    /// Seconds a result may be served from the cache; 0 for mutations.
+    freshness_ttl_s: u64,
+    /// `(name, fields, estimated value, included by default)`.
+    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
+    /// `(next tool, probability, generic projection, argument)`.
+    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
+    invalidates: &'static [&'static str],
+    fail_fast_after_n: Option<u32>,
+}
+
+const ROW: Model = Model {
+    tool: "",
+    value_class: Supporting,
+    side_effect: ReadOnly,
+    typical_kb: 2.0,
+    max_kb: 32.0,
+    latency_ms_p50: 450,
+    freshness_ttl_s: 60,
+    field_groups: &[],
+    follow_up: &[],
+    invalidates: &[],
+    fail_fast_after_n: None,
+};
+
+/// A write: never cached, never speculated.
+const WRITE: Model = Model {
+    value_class: Critical,
+    side_effect: MutatesExternal,
+    typical_kb: 0.3,
+    max_kb: 1.0,
+    latency_ms_p50: 700,
+    freshness_ttl_s: 0,
+    ..ROW
+};
+
+/// The provider's value models, one row per tool it ships.
+#[rustfmt::skip]
+pub(crate) static MODELS: &[Model] = &[
+    // Issues.
+    Model { tool: "search_issues", value_class: Critical, typical_kb: 4.0, max_kb: 48.0,
+            latency_ms_p50: 700, fail_fast_after_n: Some(3),
+            follow_up: &[("get_issue", 0.5, "$.issues[*].key", "key")], ..ROW },
+    Model { tool: "get_issue", value_class: Critical, typical_kb: 3.0, max_kb: 48.0,
+            field_groups: &[("description", &["description"], 0.8, true),
+                            ("custom_fields", &["custom_fields"], 0.4, true),
+                            ("links", &["links", "subtasks"], 0.3, true)],
+            follow_up: &[("list_comments", 0.35, "$.key", "key"),
+                         ("list_transitions", 0.2, "$.key", "key")], ..ROW },
+    Model { tool: "create_issue", invalidates: &["search_issues"], ..WRITE },
+    Model { tool: "update_issue", invalidates: &["get_issue", "search_issues"], ..WRITE },
+    Model { tool: "link_issues", invalidates: &["get_issue"], ..WRITE },
+    // Comments.
+    Model { tool: "list_comments", typical_kb: 4.0, max_kb: 200.0, ..ROW },
+    Model { tool: "add_comment", invalidates: &["list_comments", "get_issue"], ..WRITE },
+    // Workflow.
+    Model { tool: "list_transitions", typical_kb: 1.0, max_kb: 8.0, latency_ms_p50: 350,
+            freshness_ttl_s: 120, ..ROW },
+    Model { tool: "transition_issue", latency_ms_p50: 1000,
+            invalidates: &["get_issue", "search_issues", "list_transitions", "list_comments"],
+            ..WRITE },
+    // Planning.
+    Model { tool: "list_boards", typical_kb: 2.0, max_kb: 12.0, freshness_ttl_s: 600,
+            follow_up: &[("list_sprints", 0.4, "$.boards[*].id", "board_id")], ..ROW },
+    Model { tool: "list_sprints", typical_kb: 1.5, max_kb: 12.0, freshness_ttl_s: 300,
+            follow_up: &[("search_issues", 0.3, "$.sprints[*].id", "jql")], ..ROW },
+    Model { tool: "list_project_versions", typical_kb: 1.5, max_kb: 16.0,
+            freshness_ttl_s: 600, ..ROW },
+];
+
+impl Model {
+    fn layer(&self, host: &str) -> ValueModelLayer {
+        let mutates = matches!(self.side_effect, MutatesExternal);
+        ValueModelLayer {
+            value_class: Some(self.value_class),
+            side_effect_class: Some(self.side_effect),
+            speculate: mutates.then_some(false),
+            cost_model: Some(CostModelLayer {
+                typical_kb: Some(self.typical_kb),
+                max_kb: Some(self.max_kb),
+                latency_ms_p50: Some(self.latency_ms_p50),
+                dollars: None,
+                freshness_ttl_s: Some(self.freshness_ttl_s),
+            }),
+            field_groups: (!self.field_groups.is_empty()).then(|| {
+                self.field_groups
+                    .iter()
+                    .map(|(name, fields, value, include)| {
+                        let group = FieldGroupLayer {
+                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
+                            estimated_value: Some(*value),
+                            default_include: Some(*include),
+                        };
+                        ((*name).to_owned(), group)
+                    })
+                    .collect()
+            }),
+            follow_up: (!self.follow_up.is_empty()).then(|| {
+                self.follow_up
+                    .iter()
+                    .map(|(tool, probability, projection, arg)| FollowUpLink {
+                        tool: (*tool).to_owned(),
+                        probability: *probability,
+                        projection: Some((*projection).to_owned()),
+                        projection_arg: Some((*arg).to_owned()),
+                    })
+                    .collect()
+            }),
+            invalidates: (!self.invalidates.is_empty())
+                .then(|| self.invalidates.iter().map(|t| (*t).to_owned()).collect()),
+            fail_fast_after_n: self.fail_fast_after_n,
+            rate_limit_host: Some(host.to_owned()),
+        }
+    }
+}
+
+/// `get_issue` for `get_issue` or `jira.get_issue`.
+fn local_name(tool: &str) -> &str {
+    tool.strip_prefix("jira.").unwrap_or(tool)
+}
+
+fn model(tool: &str) -> Option<&'static Model> {
+    MODELS.iter().find(|m| m.tool == local_name(tool))
+}
+
+type Args = Map<String, Value>;
+
+fn one(key: &str, value: Value) -> Args {
+    let mut map = Map::new();
+    map.insert(key.into(), value);
+    map
+}
+
+/// The items of list `key` of a result.
+fn items<'v>(result: &'v Value, key: &str) -> &'v [Value] {
+    result.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// The arguments of a known read chain, built from the previous tool's result; `None` when the
+/// pair is not one of the provider's chains.
+fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> {
+    let key = |item: &Value| item.get("key").filter(|k| k.is_string()).cloned();
+    let out: Vec<Args> = match (prev_tool, next) {
+        // The first hits, in the query's order (usually by relevance or recency).
+        ("search_issues", "get_issue") => {
+            items(result, "issues").iter().filter_map(key).map(|k| one("key", k)).collect()
+        }
+        // Only an issue that has comments to read.
+        ("get_issue", "list_comments") => {
+            let has = result.get("comments").and_then(Value::as_u64).unwrap_or(0) > 0;
+            key(result).filter(|_| has).map(|k| one("key", k)).into_iter().collect()
+        }
+        // Not for a resolved issue: its workflow is usually over.
+        ("get_issue", "list_transitions") => {
+            let done = result.get("status_category").and_then(Value::as_str) == Some("done");
+            key(result).filter(|_| !done).map(|k| one("key", k)).into_iter().collect()
+        }
+        // Only scrum boards have sprints.
+        ("list_boards", "list_sprints") => items(result, "boards")
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("scrum"))
+            .filter_map(|b| b.get("id").filter(|id| id.is_u64()).cloned())
+            .map(|id| one("board_id", id))
+            .collect(),
+        // The active sprint's issues; nothing when no sprint is running.
+        ("list_sprints", "search_issues") => items(result, "sprints")
+            .iter()
+            .filter(|s| s.get("state").and_then(Value::as_str) == Some("active"))
+            .filter_map(|s| s.get("id").and_then(Value::as_u64))
+            .map(|id| one("jql", json!(format!("sprint = {id} ORDER BY rank"))))
+            .collect(),
+        _ => return None,
+    };
+    Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
+}
+
+impl ToolEnricher for Jira {
+    fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
+        model(tool).map(|m| m.layer(&self.host))
+    }
+
+    fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
+        let prev_tool = local_name(prev_tool);
+        let next = local_name(&link.tool);
+        // The provider's own chain, unless the user re-pointed the link's projection.
+        let declared = model(prev_tool)
+            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
+            .map(|(_, _, projection, _)| *projection);
+        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        // Only links to this provider's tools: `github.get_issue` takes other arguments.
+        let ours = !link.tool.contains('.') || link.tool.starts_with("jira.");
+        if !customised && ours {
+            if let Some(args) = chain_args(prev_tool, next, prev_result) {
+                return args;
+            }
+        }
+        generic_projection(prev_result, link)
+    }
+
+    fn rate_limit_host(&self, _tool: &str, _args: &Value) -> Option<String> {
+        Some(self.host.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_plugin_sdk::core_types::defaults::prior_for;
+    use quiver_plugin_sdk::core_types::value_model::{resolve, LayerSource};
+    use quiver_plugin_sdk::Provider;
+
+    use super::*;
+    use crate::comments::{comment_list, WireComments};
+    use crate::issues::{issue_detail, search_result, WireIssue, WireSearch};
+    use crate::planning::{board_list, sprint_list};
+    use crate::{Deployment, JiraConfig};
+
+    fn fixture(name: &str) -> String {
+        let path = format!("{}/../../tests/data/jira/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn wire<T: serde::de::DeserializeOwned>(name: &str) -> T {
+        serde_json::from_str(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    fn jira(base_url: &str) -> Jira {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _entered = runtime.enter();
+        Jira::new(JiraConfig { base_url: Some(base_url.to_owned()), ..Default::default() }).unwrap()
+    }
+
+    fn cloud() -> Jira {
+        jira("https://acme.atlassian.net")
+    }
+
+    fn link(prev: &str, next: &str) -> FollowUpLink {
+        let layer = cloud().value_model(prev).unwrap();
+        layer.follow_up.unwrap().into_iter().find(|l| l.tool == next).unwrap()
+    }
+
+    fn project(prev: &str, result: &impl Serialize, next: &str) -> Vec<Value> {
+        let result = serde_json::to_value(result).unwrap();
+        cloud()
+            .project_args(prev, &result, &link(prev, next))
+            .into_iter()
+            .map(Value::Object)
+            .collect()
+    }
+
+    #[test]
+    fn every_tool_has_a_model_and_no_other_name_does() {
+        let j = cloud();
+        let tools = Jira::tools();
+        assert_eq!(tools.len(), 12, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        for tool in &tools {
+            let layer =
+                j.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
+            layer.validate().unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+            assert!(tool.group.is_some(), "{} has no group", tool.name);
+            assert!(tool.output_schema.is_some(), "{} has no output schema", tool.name);
+        }
+        assert_eq!(MODELS.len(), tools.len(), "a model for a tool that does not exist");
+        assert!(j.value_model("no_such_tool").is_none());
+        assert!(j.value_model("list_issues").is_none(), "a GitHub tool name is not ours");
+        assert!(j.value_model("jira.get_issue").is_some(), "qualified names resolve too");
+    }
+
+    #[test]
+    fn follow_ups_and_invalidations_name_tools_that_exist() {
+        let j = cloud();
+        let names: Vec<String> = Jira::tools().into_iter().map(|t| t.name).collect();
+        for tool in &names {
+            let layer = j.value_model(tool).unwrap();
+            for l in layer.follow_up.iter().flatten() {
+                assert!(names.contains(&l.tool), "{tool} → {} does not exist", l.tool);
+                let next = j.value_model(&l.tool).unwrap();
+                assert_eq!(next.side_effect_class, Some(ReadOnly), "{tool} → a write");
+            }
+            for t in layer.invalidates.iter().flatten() {
+                assert!(names.contains(t), "{tool} invalidates unknown {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn writes_are_never_speculated_after_merging_with_the_built_in_priors() {
+        let j = cloud();
+        const WRITES: &[&str] =
+            &["create_issue", "update_issue", "link_issues", "add_comment", "transition_issue"];
+        for tool in Jira::tools() {
+            let (rule, prior) = prior_for(&tool.name);
+            let provider = j.value_model(&tool.name).unwrap();
+            let merged = resolve(&[
+                (LayerSource::BuiltIn(rule), &prior),
+                (LayerSource::Provider("jira".into()), &provider),
+            ])
+            .model;
+            if WRITES.contains(&tool.name.as_str()) {
+                assert_eq!(merged.side_effect_class, MutatesExternal, "{}", tool.name);
+                assert!(!merged.may_speculate(), "{} may be speculated", tool.name);
+                assert_eq!(merged.cost_model.freshness_ttl_s, Some(0), "{} is cached", tool.name);
+                assert!(!merged.invalidates.is_empty(), "{} invalidates nothing", tool.name);
+            } else {
+                assert_eq!(merged.side_effect_class, ReadOnly, "{}", tool.name);
+                assert!(merged.may_speculate(), "{} cannot be speculated", tool.name);
+            }
+        }
+        let transition = j.value_model("transition_issue").unwrap();
+        assert_eq!(
+            transition.invalidates.unwrap(),
+            ["get_issue", "search_issues", "list_transitions", "list_comments"]
+        );
+        let comment = j.value_model("add_comment").unwrap();
+        assert_eq!(comment.invalidates.unwrap(), ["list_comments", "get_issue"]);
+    }
+
+    #[test]
+    fn rate_limit_host_is_the_configured_site() {
+        let args = json!({"key": "PROJ-1"});
+        assert_eq!(
+            cloud().rate_limit_host("get_issue", &args).as_deref(),
+            Some("acme.atlassian.net")
+        );
+        let server = jira("https://jira.example.com:8443/jira/");
+        assert_eq!(
+            server.rate_limit_host("search_issues", &args).as_deref(),
+            Some("jira.example.com")
+        );
+        assert_eq!(
+            server.value_model("list_sprints").unwrap().rate_limit_host.as_deref(),
+            Some("jira.example.com")
+        );
+    }
+
+    #[test]
+    fn search_hits_lead_to_the_first_three_issues() {
+        let page: WireSearch = wire("search_jql.json");
+        let found = search_result("project = ED".into(), page, &[], Deployment::Cloud);
+        assert_eq!(
+            project("search_issues", &found, "get_issue"),
+            [json!({"key": "ED-42"}), json!({"key": "ED-41"}), json!({"key": "ED-38"})]
+        );
+    }
+
+    #[test]
+    fn get_issue_leads_to_comments_only_when_there_are_some() {
+        let issue: WireIssue = wire("issue_cloud.json");
+        let detail = issue_detail(issue, None, None, "https://acme.atlassian.net/");
+        assert_eq!(detail.comments, 2);
+        assert_eq!(project("get_issue", &detail, "list_comments"), [json!({"key": "ED-42"})]);
+        assert_eq!(project("get_issue", &detail, "list_transitions"), [json!({"key": "ED-42"})]);
+        let mut quiet = serde_json::to_value(&detail).unwrap();
+        quiet["comments"] = json!(0);
+        quiet["status_category"] = json!("done");
+        assert!(project("get_issue", &quiet, "list_comments").is_empty());
+        assert!(project("get_issue", &quiet, "list_transitions").is_empty(), "a done issue");
+    }
+
+    #[test]
+    fn boards_lead_to_sprints_of_scrum_boards_and_sprints_to_the_active_ones_issues() {
+        let boards = board_list(wire("boards.json"));
+        assert_eq!(project("list_boards", &boards, "list_sprints"), [json!({"board_id": 84})]);
+        let sprints = sprint_list(84, wire("sprints.json"));
+        assert_eq!(
+            project("list_sprints", &sprints, "search_issues"),
+            [json!({"jql": "sprint = 37 ORDER BY rank"})]
+        );
+        let comments: WireComments = wire("comments_cloud.json");
+        let list = comment_list("ED-42".into(), comments, false);
+        assert_eq!(list.comments.len(), 2);
+    }
+
+    #[test]
+    fn customised_and_foreign_links_fall_back_to_the_generic_projection() {
+        let j = cloud();
+        let page: WireSearch = wire("search_jql.json");
+        let found =
+            serde_json::to_value(search_result("x".into(), page, &[], Deployment::Cloud)).unwrap();
+        let custom = FollowUpLink {
+            tool: "jira.get_issue".into(),
+            probability: 0.5,
+            projection: Some("$.issues[2].key".into()),
+            projection_arg: Some("key".into()),
+        };
+        assert_eq!(
+            j.project_args("jira.search_issues", &found, &custom),
+            [json!({"key": "ED-38"}).as_object().unwrap().clone()]
+        );
+        let elsewhere = FollowUpLink {
+            tool: "github.search_issues".into(),
+            probability: 0.2,
+            projection: Some("$.issues[0].summary".into()),
+            projection_arg: Some("q".into()),
+        };
+        assert_eq!(
+            j.project_args("search_issues", &found, &elsewhere),
+            [json!({"q": "Login fails with SSO when the session expired"})
+                .as_object()
+                .unwrap()
+                .clone()]
+        );
+    }
+}

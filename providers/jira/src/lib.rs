@@ -1,0 +1,247 @@
+//! The Jira provider of quiver: issues (JQL search, details with custom fields by name, comments,
+//! workflow transitions, links) and Jira Software's boards, sprints and project versions, on Jira
+//! Cloud (REST v3, Agile 1.0) or Jira Server/Data Center (REST v2, Agile 1.0), as tools an agent
+//! can afford.
+//!
+//! # Tools
+//! - issues: `search_issues`, `get_issue`, `create_issue`, `update_issue`, `link_issues`;
+//! - comments: `list_comments`, `add_comment`;
+//! - workflow: `list_transitions`, `transition_issue`;
+//! - planning: `list_boards`, `list_sprints`, `list_project_versions`.
+//!
+//! Every tool about one issue takes `key` (`PROJ-123`) and echoes it in its result, so the next
+//! call can be built from the result alone; search hits carry their keys. Listings take
+//! `max_results` and return how to get the next page: `next_page_token` for Cloud searches (the
+//! `/rest/api/3/search/jql` endpoint pages by token and gives no total), `next_start_at`
+//! everywhere else (Jira's `startAt` offsets), or null on the last page.
+//!
+//! # Configuration
+//! `[providers.jira]` in quiver.toml; unknown keys are errors, so a typo is reported:
+//!
+//! - `base_url` (required): the site, `https://your-site.atlassian.net` for Cloud or the Server/
+//!   Data Center URL including any context path (`https://jira.example.com/jira`).
+//! - `email` (none): the Atlassian account's email, for Cloud's basic authentication with an API
+//!   token. Without it the token is sent as a bearer token (a Server/Data Center personal access
+//!   token). On Server, a username here selects basic authentication with a password or token.
+//! - `deployment` (`cloud` for `*.atlassian.net` sites or when `email` is set, else `server`):
+//!   `cloud` uses REST v3 (rich text as Atlassian Document Format, token-paged search); `server`
+//!   uses REST v2 (wiki-markup strings, offset-paged search).
+//! - `token` (none): filled in by the host from the variable `token_env` names. Without one,
+//!   calls are anonymous (some public sites allow reading); that is not an error.
+//! - `token_env` (`JIRA_TOKEN`): the variable the user keeps the token in; used only to say what
+//!   to set.
+//! - `timeout_s` (30): how long one request may take.
+//! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
+//!   `X-RateLimit-Reset`) before giving up with a `rate_limited` error.
+//!
+//! ```toml
+//! [providers.jira]
+//! base_url = "https://acme.atlassian.net"
+//! email = "dev@acme.com"
+//! ```
+//!
+//! # How responses were chosen
+//! A Jira issue is a `fields` object with every field of the site — dozens of system fields
+//! (watches, votes, worklog, time tracking, avatars, `self` URLs, status icons) and every custom
+//! field, most of them null, all named `customfield_NNNNN`. An agent needs few of them, so every
+//! tool maps the response into a compact result that keeps:
+//! - identity: `key` (and a `url` to open the issue), project key, issue type;
+//! - state and people: status with its category (`To Do`/`In Progress`/`Done`), resolution,
+//!   priority, assignee and reporter as display names, labels, components, fix versions, parent;
+//! - times: created, updated, resolved, due;
+//! - the description and comments as plain text (Cloud's ADF documents are rendered: mentions,
+//!   lists, code blocks and links survive), cut at 32 KiB and 8 KiB, saying so;
+//! - links as `{relation: "is blocked by", key, summary, status}`, sub-tasks, counts of comments
+//!   and attachments;
+//! - every non-empty custom field **by name** (`"Story Points": 5`, `"Sprint": [{id, name,
+//!   state}]`), values compacted (users → names, options → values, rich text → text, 2 KiB each),
+//!   ranking and development-panel noise left out. The id→name map comes from `/field`, fetched
+//!   once and kept.
+//!
+//! Writes take the same names: `create_issue` and `update_issue` accept `fields` keyed by name or
+//! id, with plain values turned into Jira's shapes (`"High"` → `{"value": "High"}` for a select,
+//! `"1.2"` → `[{"name": "1.2"}]` for versions, text → ADF for Cloud rich-text fields);
+//! `transition_issue` takes a transition's name, id or target status.
+//!
+//! gouqi's `ClientCore` builds every URL and applies the credentials (basic or bearer);
+//! requests go out through one `reqwest` client built in [`Provider::new`], because gouqi's
+//! `get`/`post` return only the decoded body and hide the status and headers the rate-limit
+//! handling reads. Responses are read into lenient structs (or field maps) naming only what is
+//! kept, not gouqi's models, which require fields a Server version or a trimmed fixture may lack.
+//!
+//! # Errors
+//! Every failure is a `ToolError` whose message says what to do and never contains the token:
+//! 401 names the variable to set (`token_env`) and, with basic authentication, the `email` key
+//! whose account the token must belong to; 403 says a permission is missing (or that Jira wants a
+//! CAPTCHA after failed logins); 404 names the issue, board or project ("or the account cannot
+//! see it"); 400 carries Jira's own messages (bad JQL, a required field) as `invalid_arguments`;
+//! rate limits (429, or 503 with `Retry-After`) are waited out up to `max_retry_wait_s` (twice at
+//! most, never past the call's deadline), else reported with when they reset (`Retry-After` or
+//! Cloud's ISO 8601 `X-RateLimit-Reset`); 5xx and unreadable bodies are `upstream` errors; slow
+//! answers are `timeout` errors naming `timeout_s`.
+//!
+//! # Value models
+//! [`ToolEnricher`] gives every tool a value model: reads are `read_only`; the five writes are
+//! `mutates_external`, never speculated, never cached, and invalidate the reads they make stale.
+//! Follow-up links cover the read chains — search → `get_issue` of the first hits, `get_issue` →
+//! `list_comments` (only when it has comments) and `list_transitions`, boards → sprints of scrum
+//! boards, sprints → a search of the active sprint — with argument projection built from a result.
+//! The rate-limit host is the configured site's host.
+//!
+//! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and its HTTP client
+//! (gouqi, with the `reqwest` it is built on) and never on `quiver-runtime`.
+
+mod adf;
+mod client;
+mod comments;
+mod enricher;
+mod fields;
+mod issues;
+mod model;
+mod planning;
+mod workflow;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quiver_plugin_sdk::prelude::*;
+
+use crate::client::{Client, ClientSettings};
+use crate::fields::FieldMap;
+
+/// The variable named in messages when `token_env` is not configured.
+pub const DEFAULT_TOKEN_ENV: &str = "JIRA_TOKEN";
+
+/// The Jira provider: one client for the configured site.
+pub struct Jira {
+    client: Client,
+    host: String,
+    /// The site's fields, fetched on first use.
+    fields: Mutex<Option<Arc<FieldMap>>>,
+}
+
+/// Which kind of Jira the site is; decides the REST API version and the shape of rich text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Deployment {
+    /// Jira Cloud (`*.atlassian.net`): REST v3, rich text as Atlassian Document Format.
+    Cloud,
+    /// Jira Server or Data Center: REST v2, rich text as wiki-markup strings.
+    #[serde(alias = "data_center", alias = "datacenter")]
+    Server,
+}
+
+impl Deployment {
+    /// The platform REST API version: `3` on Cloud, `2` on Server/Data Center.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Deployment::Cloud => "3",
+            Deployment::Server => "2",
+        }
+    }
+}
+
+/// `[providers.jira]` in quiver.toml.
+#[derive(Clone, Default, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct JiraConfig {
+    /// The site: `https://your-site.atlassian.net` for Jira Cloud, or the Server/Data Center URL
+    /// (with its context path, if any). Required.
+    pub base_url: Option<String>,
+    /// The Atlassian account's email for Jira Cloud (basic authentication with an API token);
+    /// unset, the token is sent as a bearer token (Server/Data Center personal access token).
+    pub email: Option<String>,
+    /// `cloud` or `server` (Server/Data Center); when unset, `cloud` for `*.atlassian.net` sites
+    /// or when `email` is set, else `server`.
+    pub deployment: Option<Deployment>,
+    /// The token (filled in by the host from the variable named by `token_env`); without one,
+    /// calls are anonymous.
+    pub token: Option<String>,
+    /// The name of the variable the token comes from ("JIRA_TOKEN" when unset); used only to
+    /// tell the user what to set.
+    pub token_env: Option<String>,
+    /// Seconds one request may take (30 when unset).
+    pub timeout_s: Option<u64>,
+    /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
+    pub max_retry_wait_s: Option<u64>,
+}
+
+impl fmt::Debug for JiraConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JiraConfig")
+            .field("base_url", &self.base_url)
+            .field("email", &self.email)
+            .field("deployment", &self.deployment)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("token_env", &self.token_env)
+            .field("timeout_s", &self.timeout_s)
+            .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .finish()
+    }
+}
+
+impl Provider for Jira {
+    const NAME: &'static str = "jira";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Config = JiraConfig;
+
+    fn new(config: JiraConfig) -> Result<Self, ProviderError> {
+        let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let Some(raw_base) = raw_base else {
+            return Err(ProviderError::new(
+                "[providers.jira] base_url is required: your site, e.g. \
+                 https://your-site.atlassian.net (Jira Cloud) or https://jira.example.com \
+                 (Server/Data Center)",
+            ));
+        };
+        // gouqi joins `rest/…` to the site: a trailing `/` keeps a context path (`/jira/`).
+        // A pasted REST URL (`…/rest/api/2`) is cut back to the site.
+        let mut site = raw_base.trim_end_matches('/').to_owned();
+        if let Some(at) = site.find("/rest/") {
+            site.truncate(at);
+        }
+        site.push('/');
+        let parsed = url::Url::parse(&site).map_err(|e| {
+            ProviderError::new(format!(
+                "[providers.jira] base_url `{raw_base}` is not a URL ({e}); write e.g. \
+                 https://your-site.atlassian.net"
+            ))
+        })?;
+        let host = match (parsed.scheme(), parsed.host_str()) {
+            ("http" | "https", Some(host)) => host.to_owned(),
+            _ => {
+                return Err(ProviderError::new(format!(
+                    "[providers.jira] base_url `{raw_base}` must be an http(s) URL with a host, \
+                     e.g. https://your-site.atlassian.net"
+                )))
+            }
+        };
+        let email = config.email.map(|e| e.trim().to_owned()).filter(|e| !e.is_empty());
+        let deployment = config.deployment.unwrap_or(
+            if host.ends_with(".atlassian.net") || host.ends_with(".jira.com") || email.is_some() {
+                Deployment::Cloud
+            } else {
+                Deployment::Server
+            },
+        );
+        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let token_env = config
+            .token_env
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let settings = ClientSettings {
+            base_url: site,
+            email,
+            token,
+            token_env,
+            deployment,
+            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
+            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+        };
+        let client = Client::new(settings).map_err(ProviderError::new)?;
+        Ok(Jira { client, host, fields: Mutex::new(None) })
+    }
+}
+
+export_provider!(Jira);
