@@ -287,9 +287,18 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
                 let env = section.token_env(provider);
                 let token = match std::env::var(&env) {
                     Ok(v) if !v.trim().is_empty() => format!("token: ${env} is set"),
-                    _ => format!("token: ${env} is not set (calls are unauthenticated or fail)"),
+                    _ => format!(
+                        "token: ${env} is not set (set it, or calls run unauthenticated where \
+                         the service allows it)"
+                    ),
                 };
-                println!("provider {provider}: ready, {tools} tools; {token}");
+                let base_url = section
+                    .settings
+                    .get("base_url")
+                    .and_then(|v| v.as_str())
+                    .map(|u| format!("; base_url {u}"))
+                    .unwrap_or_default();
+                println!("provider {provider}: ready, {tools} tools{base_url}; {token}");
             }
             PluginStatus::Disabled { provider, .. } => {
                 println!("provider {provider}: disabled in the config")
