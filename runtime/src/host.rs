@@ -13,7 +13,7 @@ use quiver_core::{FollowUpLink, ToolContext, ToolErrorKind, ToolName, ToolResult
 use quiver_plugin_abi::ProviderBox;
 use serde_json::{Map, Value};
 
-use crate::config::{ConfigError, LoadedConfig};
+use crate::config::{ConfigError, LoadedConfig, ProviderConfig};
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
 use crate::registry::{RegisteredTool, Registry};
@@ -165,7 +165,7 @@ impl Host {
                 version: manifest.version.clone(),
             };
         }
-        let config_json = self.provider_config_json(&manifest.name);
+        let config_json = provider_config_json(&manifest.name, &section);
         let created = match std::panic::catch_unwind(|| {
             (plugin.module.create())(
                 RStr::from(config_json.to_string().as_str()),
@@ -198,23 +198,6 @@ impl Host {
             },
             Err(e) => PluginStatus::Failed { reason: e.to_string() },
         }
-    }
-
-    /// The JSON a provider is created from: its `[providers.NAME]` keys, `token_env`, and `token`
-    /// when that variable is set. The token is registered as a secret, so no log shows it.
-    fn provider_config_json(&self, provider: &str) -> Value {
-        let section = self.config.provider(provider);
-        let mut json = serde_json::to_value(&section.settings)
-            .ok()
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default();
-        let token_env = section.token_env(provider);
-        if let Some(token) = std::env::var(&token_env).ok().filter(|t| !t.trim().is_empty()) {
-            logging::register_secret(&token);
-            json.insert("token".into(), Value::String(token));
-        }
-        json.insert("token_env".into(), Value::String(token_env));
-        Value::Object(json)
     }
 
     /// Every plugin file and what became of it, sorted by path.
@@ -412,6 +395,25 @@ fn call_provider(
         "done"
     );
     result
+}
+
+/// The JSON a provider is created from: its `[providers.NAME]` keys, `token_env`, and `token` —
+/// from that variable when it is set, else a `token` written in the config. The token is
+/// registered as a secret, so no log line shows it.
+fn provider_config_json(provider: &str, section: &ProviderConfig) -> Value {
+    let mut json = serde_json::to_value(&section.settings)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    let token_env = section.token_env(provider);
+    if let Some(token) = std::env::var(&token_env).ok().filter(|t| !t.trim().is_empty()) {
+        json.insert("token".into(), Value::String(token));
+    }
+    if let Some(token) = json.get("token").and_then(Value::as_str) {
+        logging::register_secret(token);
+    }
+    json.insert("token_env".into(), Value::String(token_env));
+    Value::Object(json)
 }
 
 fn next_call_id() -> String {

@@ -285,8 +285,12 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::Loaded { provider, tools, .. } => {
                 let section = config.provider(provider);
                 let env = section.token_env(provider);
+                let in_config = section.settings.contains_key("token");
                 let token = match std::env::var(&env) {
                     Ok(v) if !v.trim().is_empty() => format!("token: ${env} is set"),
+                    _ if in_config => {
+                        "token: set in the config file (keep that file private)".into()
+                    }
                     _ => format!(
                         "token: ${env} is not set (set it, or calls run unauthenticated where \
                          the service allows it)"

@@ -254,3 +254,22 @@ async fn a_rate_limit_beyond_the_bound_is_a_clear_error_without_waiting() {
     assert!(stderr.contains("max_retry_wait_s"), "the message says how to wait longer: {stderr}");
     assert!(started.elapsed().as_secs() < 10, "an hour-long reset is not waited for");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_written_in_the_config_is_used_and_never_shown() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/1347"))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(json_reply(200, "issue.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let setup = Setup::new(&server, &format!("token = \"{TOKEN}\"\n"));
+    let out = setup
+        .call("github.get_issue", r#"{"owner":"octocat","repo":"Hello-World","number":1347}"#, &[])
+        .await;
+    assert!(out.status.success(), "{}", texts(&out).1);
+    assert_eq!(structured(&out)["number"], 1347);
+    assert_no_token(&out);
+}
