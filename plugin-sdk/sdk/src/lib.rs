@@ -2,10 +2,10 @@
 //!
 //! A provider is a type implementing [`Provider`] (its name, its configuration, how to build it)
 //! and [`ToolEnricher`] (what its calls are worth, which calls follow them, which host's rate limit
-//! they spend — every method has a default). Each tool is declared once, with the
-//! [`schemars`] type of its arguments, by [`register_tool!`]; [`export_provider!`] makes the crate
-//! a plugin the quiver host can load. Build it as a `cdylib`, drop the library into a plugins
-//! folder, and `quiver tools list` shows its tools.
+//! they spend — every method has a default; [`model_table`] writes the value models as a table).
+//! Each tool is declared once, with the [`schemars`] type of its arguments, by [`register_tool!`];
+//! [`export_provider!`] makes the crate a plugin the quiver host can load. Build it as a `cdylib`,
+//! drop the library into a plugins folder, and `quiver tools list` shows its tools.
 //!
 //! ```
 //! use quiver_plugin_sdk::prelude::*;
@@ -92,6 +92,7 @@
 mod export;
 mod guard;
 mod log_bridge;
+pub mod model_table;
 mod registry;
 pub mod support;
 pub mod testing;

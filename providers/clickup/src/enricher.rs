@@ -2,47 +2,20 @@
 //! the read chains (workspace → spaces → folders → lists → tasks → task → comments), and the host
 //! whose rate limit the calls spend.
 
+use quiver_plugin_sdk::model_table::{self, ToolModel as Model};
 use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::support::json::{count, items};
 use quiver_plugin_sdk::{generic_projection, prelude::*};
 
 use crate::ClickUp;
 
-use SideEffectClass::{MutatesExternal, ReadOnly};
-use ValueClass::{Critical, Supporting};
+use SideEffectClass::MutatesExternal;
+use ValueClass::Critical;
 
-/// One tool's model: a row of [`MODELS`].
-pub(crate) struct Model {
-    pub(crate) tool: &'static str,
-    value_class: ValueClass,
-    side_effect: SideEffectClass,
-    /// Typical result size in KiB, measured on the recorded fixtures scaled to usual sizes.
-    typical_kb: f64,
-    /// The largest result the tool's own caps allow, in KiB.
-    max_kb: f64,
-    latency_ms_p50: u32,
-    /// Seconds a result may be served from the cache; 0 for mutations.
-    freshness_ttl_s: u64,
-    /// `(name, fields, estimated value, included by default)`.
-    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
-    /// `(next tool, probability, generic projection, argument)`.
-    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
-    invalidates: &'static [&'static str],
-    fail_fast_after_n: Option<u32>,
-}
-
-const ROW: Model = Model {
-    tool: "",
-    value_class: Supporting,
-    side_effect: ReadOnly,
-    typical_kb: 2.0,
-    max_kb: 16.0,
-    latency_ms_p50: 350,
-    freshness_ttl_s: 60,
-    field_groups: &[],
-    follow_up: &[],
-    invalidates: &[],
-    fail_fast_after_n: None,
-};
+/// This provider's defaults, spread into every row of [`MODELS`] (see [`Model`] for the fields):
+/// typical sizes are measured on the recorded fixtures scaled to usual sizes, maximums are what
+/// the tool's own caps allow.
+const ROW: Model = Model { max_kb: 16.0, ..Model::READ_ONLY };
 
 /// The provider's value models, one row per tool it ships.
 #[rustfmt::skip]
@@ -90,74 +63,20 @@ pub(crate) static MODELS: &[Model] = &[
             invalidates: &["list_task_comments"], ..ROW },
 ];
 
-impl Model {
-    fn layer(&self, host: &str) -> ValueModelLayer {
-        let mutates = matches!(self.side_effect, MutatesExternal);
-        ValueModelLayer {
-            value_class: Some(self.value_class),
-            side_effect_class: Some(self.side_effect),
-            speculate: mutates.then_some(false),
-            cost_model: Some(CostModelLayer {
-                typical_kb: Some(self.typical_kb),
-                max_kb: Some(self.max_kb),
-                latency_ms_p50: Some(self.latency_ms_p50),
-                dollars: None,
-                freshness_ttl_s: Some(self.freshness_ttl_s),
-            }),
-            field_groups: (!self.field_groups.is_empty()).then(|| {
-                self.field_groups
-                    .iter()
-                    .map(|(name, fields, value, include)| {
-                        let group = FieldGroupLayer {
-                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
-                            estimated_value: Some(*value),
-                            default_include: Some(*include),
-                        };
-                        ((*name).to_owned(), group)
-                    })
-                    .collect()
-            }),
-            follow_up: (!self.follow_up.is_empty()).then(|| {
-                self.follow_up
-                    .iter()
-                    .map(|(tool, probability, projection, arg)| FollowUpLink {
-                        tool: (*tool).to_owned(),
-                        probability: *probability,
-                        projection: Some((*projection).to_owned()),
-                        projection_arg: Some((*arg).to_owned()),
-                    })
-                    .collect()
-            }),
-            invalidates: (!self.invalidates.is_empty())
-                .then(|| self.invalidates.iter().map(|t| (*t).to_owned()).collect()),
-            fail_fast_after_n: self.fail_fast_after_n,
-            rate_limit_host: Some(host.to_owned()),
-        }
-    }
-}
-
-/// `get_task` for `get_task` or `clickup.get_task`.
-fn local_name(tool: &str) -> &str {
-    tool.strip_prefix("clickup.").unwrap_or(tool)
-}
-
+/// The row of `tool` (`get_x` or `clickup.get_x`).
 fn model(tool: &str) -> Option<&'static Model> {
-    MODELS.iter().find(|m| m.tool == local_name(tool))
+    model_table::find(MODELS, "clickup", tool)
+}
+
+/// `get_x` for `get_x` or `clickup.get_x`.
+fn local_name(tool: &str) -> &str {
+    model_table::local_name("clickup", tool)
 }
 
 type Args = Map<String, Value>;
 
-/// The items of list `key` of a result.
-fn items<'v>(result: &'v Value, key: &str) -> &'v [Value] {
-    result.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
 fn flag(item: &Value, key: &str) -> bool {
     item.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn count(item: &Value, key: &str) -> Option<u64> {
-    item.get(key).and_then(Value::as_u64)
 }
 
 /// `{arg: item[key]}` for each item that has a non-empty string `key`.
@@ -213,17 +132,13 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
 
 impl ToolEnricher for ClickUp {
     fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
-        model(tool).map(|m| m.layer(&self.host))
+        model(tool).map(|m| m.layer(Some(&self.host)))
     }
 
     fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
-        let prev_tool = local_name(prev_tool);
-        let next = local_name(&link.tool);
+        let (prev_tool, next) = (local_name(prev_tool), local_name(&link.tool));
         // The provider's own chain, unless the user re-pointed the link's projection.
-        let declared = model(prev_tool)
-            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
-            .map(|(_, _, projection, _)| *projection);
-        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        let customised = model_table::is_customised(MODELS, "clickup", prev_tool, link);
         if !customised {
             if let Some(args) = chain_args(prev_tool, next, prev_result) {
                 return args;
@@ -245,6 +160,7 @@ mod tests {
 
     use super::*;
     use crate::{hierarchy, tasks, ClickUpConfig};
+    use SideEffectClass::ReadOnly;
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/../../tests/data/clickup/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -2,46 +2,26 @@
 //! for the read chains (listing or search → transcript → its sentences), and the host whose rate
 //! limit the calls spend.
 
+use quiver_plugin_sdk::model_table::{self, ToolModel as Model};
 use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::support::json::items;
 use quiver_plugin_sdk::{generic_projection, prelude::*};
 
 use crate::Fireflies;
 
-use SideEffectClass::ReadOnly;
-use ValueClass::{Critical, Supporting};
+use ValueClass::Critical;
 
-/// One tool's model: a row of [`MODELS`].
-pub(crate) struct Model {
-    pub(crate) tool: &'static str,
-    value_class: ValueClass,
-    side_effect: SideEffectClass,
-    /// Typical result size in KiB, measured on the recorded fixtures scaled to the default page
-    /// (20 meetings) and a typical meeting summary.
-    typical_kb: f64,
-    /// The largest result the tool's own caps allow, in KiB.
-    max_kb: f64,
-    latency_ms_p50: u32,
-    /// Seconds a result may be served from the cache. Long: a processed meeting rarely
-    /// changes, and Fireflies' quotas are small (a free plan gets 50 requests a day).
-    freshness_ttl_s: u64,
-    /// `(name, fields, estimated value, included by default)`.
-    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
-    /// `(next tool, probability, generic projection, argument)`.
-    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
-    fail_fast_after_n: Option<u32>,
-}
-
+/// This provider's defaults, spread into every row of [`MODELS`] (see [`Model`] for the fields):
+/// typical sizes are measured on the recorded fixtures scaled to the default page (20 meetings)
+/// and a typical meeting summary, maximums are what the tool's own caps allow. Results stay fresh
+/// long: a processed meeting rarely changes, and Fireflies' quotas are small (a free plan gets 50
+/// requests a day).
 const ROW: Model = Model {
-    tool: "",
-    value_class: Supporting,
-    side_effect: ReadOnly,
     typical_kb: 6.0,
     max_kb: 60.0,
     latency_ms_p50: 900,
     freshness_ttl_s: 300,
-    field_groups: &[],
-    follow_up: &[],
-    fail_fast_after_n: None,
+    ..Model::READ_ONLY
 };
 
 /// The provider's value models, one row per tool it ships.
@@ -61,58 +41,14 @@ pub(crate) static MODELS: &[Model] = &[
             follow_up: &[("get_transcript", 0.2, "$.id", "id")], ..ROW },
 ];
 
-impl Model {
-    fn layer(&self, host: &str) -> ValueModelLayer {
-        let mutates = matches!(self.side_effect, SideEffectClass::MutatesExternal);
-        ValueModelLayer {
-            value_class: Some(self.value_class),
-            side_effect_class: Some(self.side_effect),
-            speculate: mutates.then_some(false),
-            cost_model: Some(CostModelLayer {
-                typical_kb: Some(self.typical_kb),
-                max_kb: Some(self.max_kb),
-                latency_ms_p50: Some(self.latency_ms_p50),
-                dollars: None,
-                freshness_ttl_s: Some(self.freshness_ttl_s),
-            }),
-            field_groups: (!self.field_groups.is_empty()).then(|| {
-                self.field_groups
-                    .iter()
-                    .map(|(name, fields, value, include)| {
-                        let group = FieldGroupLayer {
-                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
-                            estimated_value: Some(*value),
-                            default_include: Some(*include),
-                        };
-                        ((*name).to_owned(), group)
-                    })
-                    .collect()
-            }),
-            follow_up: (!self.follow_up.is_empty()).then(|| {
-                self.follow_up
-                    .iter()
-                    .map(|(tool, probability, projection, arg)| FollowUpLink {
-                        tool: (*tool).to_owned(),
-                        probability: *probability,
-                        projection: Some((*projection).to_owned()),
-                        projection_arg: Some((*arg).to_owned()),
-                    })
-                    .collect()
-            }),
-            invalidates: None,
-            fail_fast_after_n: self.fail_fast_after_n,
-            rate_limit_host: Some(host.to_owned()),
-        }
-    }
-}
-
-/// `get_transcript` for `get_transcript` or `fireflies.get_transcript`.
-fn local_name(tool: &str) -> &str {
-    tool.strip_prefix("fireflies.").unwrap_or(tool)
-}
-
+/// The row of `tool` (`get_x` or `fireflies.get_x`).
 fn model(tool: &str) -> Option<&'static Model> {
-    MODELS.iter().find(|m| m.tool == local_name(tool))
+    model_table::find(MODELS, "fireflies", tool)
+}
+
+/// `get_x` for `get_x` or `fireflies.get_x`.
+fn local_name(tool: &str) -> &str {
+    model_table::local_name("fireflies", tool)
 }
 
 type Args = Map<String, Value>;
@@ -127,15 +63,13 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
     let id = result.get("id").filter(|v| v.is_string());
     let out = match (prev_tool, next) {
         // The newest meetings of a page (or the best hits of a search) first.
-        ("list_transcripts" | "search_transcripts", "get_transcript") => result
-            .get("transcripts")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items.iter().filter_map(|t| t.get("id").filter(|v| v.is_string())).map(id_args)
-            })
-            .into_iter()
-            .flatten()
-            .collect(),
+        ("list_transcripts" | "search_transcripts", "get_transcript") => {
+            items(result, "transcripts")
+                .iter()
+                .filter_map(|t| t.get("id").filter(|v| v.is_string()))
+                .map(id_args)
+                .collect()
+        }
         // After the summary, what was said; after a window of sentences, the next window.
         ("get_transcript", "get_transcript") => {
             let Some(id) = id else { return Some(Vec::new()) };
@@ -161,17 +95,13 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
 
 impl ToolEnricher for Fireflies {
     fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
-        model(tool).map(|m| m.layer(&self.host))
+        model(tool).map(|m| m.layer(Some(&self.host)))
     }
 
     fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
-        let prev_tool = local_name(prev_tool);
-        let next = local_name(&link.tool);
+        let (prev_tool, next) = (local_name(prev_tool), local_name(&link.tool));
         // The provider's own chain, unless the user re-pointed the link's projection.
-        let declared = model(prev_tool)
-            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
-            .map(|(_, _, projection, _)| *projection);
-        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        let customised = model_table::is_customised(MODELS, "fireflies", prev_tool, link);
         if !customised {
             if let Some(args) = chain_args(prev_tool, next, prev_result) {
                 return args;

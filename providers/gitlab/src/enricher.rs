@@ -1,51 +1,23 @@
 //! What GitLab calls are worth: a value model for every tool, follow-up argument projection for
 //! the read chains, and the host whose rate limit the calls spend.
 
+use quiver_plugin_sdk::model_table::{self, ToolModel as Model};
 use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
+use quiver_plugin_sdk::support::json::{self, items};
 use quiver_plugin_sdk::{generic_projection, prelude::*};
 
 use crate::pipelines::fails_pipeline;
 use crate::GitLab;
 
-use SideEffectClass::{MutatesExternal, ReadOnly};
+use SideEffectClass::MutatesExternal;
 use ValueClass::{Critical, Supporting};
 
-/// One tool's model: a row of [`MODELS`].
-pub(crate) struct Model {
-    pub(crate) tool: &'static str,
-    value_class: ValueClass,
-    side_effect: SideEffectClass,
-    /// Typical result size in KiB, measured on the recorded fixtures at GitLab's default page
-    /// size (20 items).
-    typical_kb: f64,
-    /// The largest result the tool's own caps allow at default arguments, in KiB.
-    max_kb: f64,
-    latency_ms_p50: u32,
-    /// Seconds a result may be served from the cache; 0 for mutations.
-    freshness_ttl_s: u64,
-    /// `(name, fields, estimated value, included by default)`.
-    field_groups: &'static [(&'static str, &'static [&'static str], f64, bool)],
-    /// `(next tool, probability, generic projection, argument)`.
-    pub(crate) follow_up: &'static [(&'static str, f64, &'static str, &'static str)],
-    invalidates: &'static [&'static str],
-    fail_fast_after_n: Option<u32>,
-}
+/// This provider's defaults, spread into every row of [`MODELS`] (see [`Model`] for the fields):
+/// typical sizes are measured on the recorded fixtures at GitLab's default page size (20 items),
+/// maximums are what the tool's own caps allow at default arguments.
+const ROW: Model = Model::READ_ONLY;
 
-const ROW: Model = Model {
-    tool: "",
-    value_class: Supporting,
-    side_effect: ReadOnly,
-    typical_kb: 2.0,
-    max_kb: 32.0,
-    latency_ms_p50: 350,
-    freshness_ttl_s: 60,
-    field_groups: &[],
-    follow_up: &[],
-    invalidates: &[],
-    fail_fast_after_n: None,
-};
-
-/// A mutation: never cached, never speculated (set in [`Model::layer`]).
+/// A mutation: never cached, never speculated (see [`Model::layer`]).
 const WRITE: Model = Model {
     value_class: Critical,
     side_effect: MutatesExternal,
@@ -120,59 +92,14 @@ pub(crate) static MODELS: &[Model] = &[
             ..WRITE },
 ];
 
-impl Model {
-    fn layer(&self, host: &str) -> ValueModelLayer {
-        let mutates = matches!(self.side_effect, MutatesExternal);
-        ValueModelLayer {
-            value_class: Some(self.value_class),
-            side_effect_class: Some(self.side_effect),
-            speculate: mutates.then_some(false),
-            cost_model: Some(CostModelLayer {
-                typical_kb: Some(self.typical_kb),
-                max_kb: Some(self.max_kb),
-                latency_ms_p50: Some(self.latency_ms_p50),
-                dollars: None,
-                freshness_ttl_s: Some(self.freshness_ttl_s),
-            }),
-            field_groups: (!self.field_groups.is_empty()).then(|| {
-                self.field_groups
-                    .iter()
-                    .map(|(name, fields, value, include)| {
-                        let group = FieldGroupLayer {
-                            fields: Some(fields.iter().map(|f| (*f).to_owned()).collect()),
-                            estimated_value: Some(*value),
-                            default_include: Some(*include),
-                        };
-                        ((*name).to_owned(), group)
-                    })
-                    .collect()
-            }),
-            follow_up: (!self.follow_up.is_empty()).then(|| {
-                self.follow_up
-                    .iter()
-                    .map(|(tool, probability, projection, arg)| FollowUpLink {
-                        tool: (*tool).to_owned(),
-                        probability: *probability,
-                        projection: Some((*projection).to_owned()),
-                        projection_arg: Some((*arg).to_owned()),
-                    })
-                    .collect()
-            }),
-            invalidates: (!self.invalidates.is_empty())
-                .then(|| self.invalidates.iter().map(|t| (*t).to_owned()).collect()),
-            fail_fast_after_n: self.fail_fast_after_n,
-            rate_limit_host: Some(host.to_owned()),
-        }
-    }
-}
-
-/// `get_issue` for `get_issue` or `gitlab.get_issue`.
-fn local_name(tool: &str) -> &str {
-    tool.strip_prefix("gitlab.").unwrap_or(tool)
-}
-
+/// The row of `tool` (`get_x` or `gitlab.get_x`).
 fn model(tool: &str) -> Option<&'static Model> {
-    MODELS.iter().find(|m| m.tool == local_name(tool))
+    model_table::find(MODELS, "gitlab", tool)
+}
+
+/// `get_x` for `get_x` or `gitlab.get_x`.
+fn local_name(tool: &str) -> &str {
+    model_table::local_name("gitlab", tool)
 }
 
 type Args = Map<String, Value>;
@@ -185,13 +112,9 @@ fn args(project: &Value, key: &str, value: Value) -> Args {
     map
 }
 
-/// The items of list `key` of a result.
-fn items<'v>(result: &'v Value, key: &str) -> &'v [Value] {
-    result.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
+/// The count `key` of an item, 0 when it has none.
 fn count(item: &Value, key: &str) -> u64 {
-    item.get(key).and_then(Value::as_u64).unwrap_or(0)
+    json::count(item, key).unwrap_or(0)
 }
 
 /// The arguments of a known read chain, built from the previous tool's result; `None` when the
@@ -291,17 +214,13 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
 
 impl ToolEnricher for GitLab {
     fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
-        model(tool).map(|m| m.layer(&self.host))
+        model(tool).map(|m| m.layer(Some(&self.host)))
     }
 
     fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Vec<Args> {
-        let prev_tool = local_name(prev_tool);
-        let next = local_name(&link.tool);
+        let (prev_tool, next) = (local_name(prev_tool), local_name(&link.tool));
         // The provider's own chain, unless the user re-pointed the link's projection.
-        let declared = model(prev_tool)
-            .and_then(|m| m.follow_up.iter().find(|(tool, ..)| *tool == next))
-            .map(|(_, _, projection, _)| *projection);
-        let customised = link.projection.as_deref().is_some_and(|p| Some(p) != declared);
+        let customised = model_table::is_customised(MODELS, "gitlab", prev_tool, link);
         if !customised {
             if let Some(args) = chain_args(prev_tool, next, prev_result) {
                 return args;
@@ -333,6 +252,7 @@ mod tests {
     use super::*;
     use crate::client::Page;
     use crate::{issues, merge_requests, pipelines, projects, GitLabConfig};
+    use SideEffectClass::ReadOnly;
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/../../tests/data/gitlab/{name}", env!("CARGO_MANIFEST_DIR"));

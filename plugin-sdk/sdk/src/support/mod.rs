@@ -1,10 +1,11 @@
-//! What every provider that talks to a web API needs, written once: cutting long text where a
-//! reader expects it, reading pagination and rate-limit headers, waiting out a rate limit within a
-//! bound, and error messages that name the fix and never the token.
+//! What every provider that talks to a web API needs, written once: cutting long text (and CI
+//! logs) where a reader expects it, reading pagination and rate-limit headers, waiting out a rate
+//! limit within a bound, error messages that name the fix and never the token, and lenient JSON.
 //!
 //! Nothing here depends on an HTTP client: headers are passed as a lookup function, so providers
 //! on octocrab, reqwest or gouqi share the same rules.
 
 pub mod http;
+pub mod json;
 pub mod text;
 pub mod time;
