@@ -468,17 +468,14 @@ struct RateLimit {
 impl RateLimit {
     /// A 429, or a 503 with `Retry-After` (Cloud's "a resource limit was reached", which its
     /// documentation says to handle like a rate limit). Cloud's `X-RateLimit-Reset` is an
-    /// ISO 8601 time (`2024-06-01T12:31Z`), not Unix seconds, so it is read here.
+    /// ISO 8601 time (`2024-06-01T12:31Z`), not Unix seconds; the SDK reads either.
     fn of(reply: &Reply) -> Option<Self> {
-        let mut signal = Signal::from_headers(
+        let signal = Signal::from_headers(
             |name| header(&reply.headers, name),
             "x-ratelimit-reset",
             "x-ratelimit-remaining",
             "x-ratelimit-limit",
         );
-        if signal.reset_at.is_none() {
-            signal.reset_at = header(&reply.headers, "x-ratelimit-reset").and_then(parse_iso8601);
-        }
         let limited = match reply.status.as_u16() {
             429 => true,
             503 => signal.retry_after.is_some(),
@@ -491,61 +488,6 @@ impl RateLimit {
     fn wait(&self, now: u64) -> Option<Duration> {
         self.signal.wait(now)
     }
-}
-
-/// Unix seconds of an ISO 8601 UTC time: `2024-06-01T12:31Z`, `2024-06-01T12:31:05.123Z`,
-/// `2024-06-01T12:31:05+0000`, `2024-06-01T14:31:05+02:00`.
-pub(crate) fn parse_iso8601(value: &str) -> Option<u64> {
-    let value = value.trim();
-    let (date, time) = value.split_once('T')?;
-    let mut d = date.split('-');
-    let year: i64 = d.next()?.parse().ok()?;
-    let month: u32 = d.next()?.parse().ok()?;
-    let day: u32 = d.next()?.parse().ok()?;
-    // Split the clock from the zone: `Z`, `+hh:mm`, `+hhmm` or `-…`.
-    let zone_at = time.find(['Z', 'z', '+', '-']).unwrap_or(time.len());
-    let (clock, zone) = time.split_at(zone_at);
-    let mut c = clock.split(':');
-    let hour: i64 = c.next()?.parse().ok()?;
-    let minute: i64 = c.next()?.parse().ok()?;
-    let second: i64 = match c.next() {
-        Some(s) => s.split('.').next()?.parse().ok()?,
-        None => 0,
-    };
-    let offset = match zone.chars().next() {
-        None | Some('Z' | 'z') => 0,
-        Some(sign) => {
-            let digits: String = zone[1..].chars().filter(char::is_ascii_digit).collect();
-            if digits.len() != 4 {
-                return None;
-            }
-            let h: i64 = digits[..2].parse().ok()?;
-            let m: i64 = digits[2..].parse().ok()?;
-            let minutes = h * 60 + m;
-            if sign == '-' {
-                -minutes * 60
-            } else {
-                minutes * 60
-            }
-        }
-    };
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    u64::try_from(seconds).ok()
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Jira's error body: `{"errorMessages": ["…"], "errors": {"field": "…"}}`; proxies and some
@@ -654,17 +596,6 @@ pub(crate) fn check_project(value: &str) -> Result<String, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cloud_reset_times_are_iso_8601() {
-        assert_eq!(parse_iso8601("1970-01-01T00:00Z"), Some(0));
-        assert_eq!(parse_iso8601("2024-05-06T12:53Z"), Some(1_715_000_000 - 20));
-        assert_eq!(parse_iso8601("2024-05-06T12:53:20.511Z"), Some(1_715_000_000));
-        assert_eq!(parse_iso8601("2024-05-06T14:53:20+0200"), Some(1_715_000_000));
-        assert_eq!(parse_iso8601("2024-05-06T10:53:20-02:00"), Some(1_715_000_000));
-        assert_eq!(parse_iso8601("1715000000"), None);
-        assert_eq!(parse_iso8601("2024-13-06T10:53Z"), None);
-    }
 
     #[test]
     fn jira_error_bodies_are_summarised() {

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::time::parse_timestamp_ms;
+
 /// The page number of the `rel="next"` link among `Link` header values, if any.
 ///
 /// ```
@@ -56,8 +58,9 @@ pub fn human_duration(d: Duration) -> String {
 }
 
 /// What a response says about a rate limit, from its headers. Services spell it differently
-/// (`retry-after`; `x-ratelimit-reset` as Unix seconds on GitHub and ClickUp; `ratelimit-reset`
-/// on GitLab), so each field is read from the names a provider passes.
+/// (`retry-after`; `x-ratelimit-reset` as Unix seconds on GitHub and ClickUp, as an ISO 8601 time
+/// on Jira Cloud; `ratelimit-reset` on GitLab), so each field is read from the names a provider
+/// passes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RateLimit {
     /// `Retry-After`: wait this long (seconds, or an HTTP date turned into seconds from now).
@@ -72,7 +75,15 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// Reads `Retry-After` plus the given reset/remaining/limit header names through `header`
-    /// (a case-insensitive lookup into the response's headers).
+    /// (a case-insensitive lookup into the response's headers). The reset time may be Unix
+    /// seconds or a date (see [`parse_reset_time`]).
+    ///
+    /// ```
+    /// use quiver_plugin_sdk::support::http::RateLimit;
+    /// let jira_cloud = |name: &str| (name == "x-ratelimit-reset").then_some("2024-05-06T12:53Z");
+    /// let limit = RateLimit::from_headers(jira_cloud, "x-ratelimit-reset", "x-remaining", "x-limit");
+    /// assert_eq!(limit.reset_at, Some(1_714_999_980));
+    /// ```
     pub fn from_headers<'h>(
         header: impl Fn(&str) -> Option<&'h str>,
         reset: &str,
@@ -84,7 +95,7 @@ impl RateLimit {
             header("retry-after").and_then(|v| parse_retry_after(v, SystemTime::now()));
         Self {
             retry_after,
-            reset_at: number(reset),
+            reset_at: header(reset).and_then(parse_reset_time),
             remaining: number(remaining),
             limit: number(limit),
         }
@@ -97,6 +108,19 @@ impl RateLimit {
             self.reset_at.map(|reset| Duration::from_secs(reset.saturating_sub(now).max(1)))
         })
     }
+}
+
+/// A rate limit's reset time as Unix seconds: sent as Unix seconds (`1715000000`: GitHub, GitLab,
+/// ClickUp) or as an ISO 8601 / RFC 3339 time (`2024-06-01T12:31Z`, `…:05.123Z`, `…+0200`,
+/// `…-02:00`: Jira Cloud), read by [`parse_timestamp_ms`] and rounded down to the second. `None`
+/// for anything else, or a time before 1970.
+pub fn parse_reset_time(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let ms = parse_timestamp_ms(value).ok()?;
+    u64::try_from(ms.div_euclid(1000)).ok()
 }
 
 /// `Retry-After` as seconds (`120`) or as an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`).
@@ -219,6 +243,31 @@ mod tests {
             None,
             "past the deadline"
         );
+    }
+
+    /// The cases of the ISO 8601 parser Jira's client had for Cloud's `X-RateLimit-Reset`.
+    #[test]
+    fn reset_times_are_unix_seconds_or_iso_8601() {
+        assert_eq!(parse_reset_time("1970-01-01T00:00Z"), Some(0));
+        assert_eq!(parse_reset_time("2024-05-06T12:53Z"), Some(1_715_000_000 - 20));
+        assert_eq!(parse_reset_time("2024-05-06T12:53:20.511Z"), Some(1_715_000_000));
+        assert_eq!(parse_reset_time("2024-05-06T14:53:20+0200"), Some(1_715_000_000));
+        assert_eq!(parse_reset_time("2024-05-06T10:53:20-02:00"), Some(1_715_000_000));
+        // Jira's ISO parser refused digits, which the header reading took as Unix seconds first.
+        assert_eq!(parse_reset_time("1715000000"), Some(1_715_000_000));
+        assert_eq!(parse_reset_time(" 1000 "), Some(1000));
+        assert_eq!(parse_reset_time("2024-13-06T10:53Z"), None);
+        assert_eq!(parse_reset_time("1969-12-31T23:59:59Z"), None, "before 1970");
+        assert_eq!(parse_reset_time("soon"), None);
+
+        let cloud = |name: &str| match name {
+            "x-ratelimit-reset" => Some("2024-05-06T12:53Z"),
+            "retry-after" => None,
+            _ => Some("0"),
+        };
+        let limit = RateLimit::from_headers(cloud, "x-ratelimit-reset", "x-r", "x-l");
+        assert_eq!(limit.reset_at, Some(1_714_999_980));
+        assert_eq!(limit.wait(1_714_999_970), Some(Duration::from_secs(10)));
     }
 
     #[test]
