@@ -4,7 +4,7 @@ use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{encode_path, paging, repo_path, uri, Subject};
 use crate::model::{login, nullable, WireUser};
-use crate::text::{strip_ansi, strip_timestamp, truncate};
+use crate::text::{strip_ansi, strip_timestamp, tail_log};
 use crate::GitHub;
 
 /// Lines of a job log returned unless the call asks otherwise.
@@ -13,8 +13,6 @@ pub(crate) const TAIL_LINES: usize = 200;
 const MAX_TAIL_LINES: usize = 5000;
 /// Most bytes of a job log returned, whatever `tail_lines` says.
 pub(crate) const LOG_MAX_BYTES: usize = 64 * 1024;
-/// Most `##[error]` lines collected from the whole log.
-const MAX_ERROR_LINES: usize = 20;
 /// Conclusions that mean a job or run failed.
 pub(crate) const FAILED: &[&str] = &["failure", "timed_out", "startup_failure"];
 
@@ -402,7 +400,8 @@ pub(crate) fn job_list(
     JobList { repository, run_id, total_count: jobs.total_count, jobs: jobs_out, next_page }
 }
 
-/// The `get_job_logs` result: the last `tail_lines` lines (at most [`LOG_MAX_BYTES`]), cleaned.
+/// The `get_job_logs` result: the last `tail_lines` lines (at most [`LOG_MAX_BYTES`]), without
+/// timestamps (unless asked) and colour codes, and the `##[error]` lines of the whole log.
 pub(crate) fn job_log(
     repository: String,
     job_id: u64,
@@ -412,53 +411,17 @@ pub(crate) fn job_log(
 ) -> JobLog {
     let clean = |line: &str| {
         let line = if timestamps { line } else { strip_timestamp(line) };
-        strip_ansi(line)
+        Some(strip_ansi(line))
     };
-    let lines: Vec<&str> = raw.lines().collect();
-    let lines_total = lines.len();
-    let error_lines: Vec<String> = lines
-        .iter()
-        .filter(|l| l.contains("##[error]"))
-        .take(MAX_ERROR_LINES)
-        .map(|l| truncate(&clean(l), 500).0)
-        .collect();
-    let start = lines_total.saturating_sub(tail_lines);
-    let mut kept: Vec<String> = lines[start..].iter().map(|l| clean(l)).collect();
-    // Keep the newest lines that fit in the byte cap.
-    let mut bytes = 0;
-    let mut first = kept.len();
-    while first > 0 && bytes + kept[first - 1].len() < LOG_MAX_BYTES {
-        first -= 1;
-        bytes += kept[first].len() + 1;
-    }
-    let byte_cut = first > 0;
-    if first == kept.len() && !kept.is_empty() {
-        // A single line longer than the cap: keep its start.
-        first -= 1;
-        kept[first] = truncate(&kept[first], LOG_MAX_BYTES - 64).0;
-    }
-    kept.drain(..first);
-    let lines_returned = kept.len();
-    let note = match (start + first, byte_cut) {
-        (0, _) => None,
-        (cut, false) => Some(format!(
-            "showing the last {lines_returned} of {lines_total} lines ({cut} earlier lines cut); \
-             ask for more with tail_lines"
-        )),
-        (cut, true) => Some(format!(
-            "showing the last {lines_returned} of {lines_total} lines: {cut} earlier lines cut \
-             to stay within {} KiB",
-            LOG_MAX_BYTES / 1024
-        )),
-    };
+    let tail = tail_log(raw, tail_lines, LOG_MAX_BYTES, clean, |raw, _| raw.contains("##[error]"));
     JobLog {
         repository,
         job_id,
-        lines_total,
-        lines_returned,
-        note,
-        error_lines,
-        log: kept.join("\n"),
+        lines_total: tail.lines_total,
+        lines_returned: tail.lines_returned,
+        note: tail.note,
+        error_lines: tail.error_lines,
+        log: tail.text,
     }
 }
 

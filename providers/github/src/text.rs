@@ -1,7 +1,7 @@
 //! Text helpers: the SDK's shared ones, and the clean-up of GitHub Actions log lines.
 
 pub(crate) use quiver_plugin_sdk::support::text::{
-    decode_base64, last_lines, strip_ansi, truncate, truncate_opt,
+    decode_base64, last_lines, strip_ansi, tail_log, truncate, truncate_opt,
 };
 
 /// Removes the `2021-09-17T12:01:45.1234567Z ` timestamp GitHub Actions puts on every log line.

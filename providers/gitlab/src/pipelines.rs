@@ -1,10 +1,10 @@
 //! CI: pipelines, their jobs, a job's log, and retrying a job.
 
 use quiver_plugin_sdk::prelude::*;
-use quiver_plugin_sdk::support::text::strip_ansi;
+use quiver_plugin_sdk::support::text::{strip_ansi, tail_log};
 
 use crate::client::{paging, uri, Page, ProjectRef, Subject};
-use crate::model::{is_false, project_arg, truncate, username, WireUser};
+use crate::model::{is_false, project_arg, username, WireUser};
 use crate::GitLab;
 
 /// Lines of a job log returned unless the call asks otherwise.
@@ -13,8 +13,6 @@ pub(crate) const TAIL_LINES: usize = 200;
 const MAX_TAIL_LINES: usize = 5000;
 /// Most bytes of a job log returned, whatever `tail_lines` says.
 pub(crate) const LOG_MAX_BYTES: usize = 64 * 1024;
-/// Most error lines collected from the whole log.
-const MAX_ERROR_LINES: usize = 20;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -375,46 +373,19 @@ fn is_error_line(line: &str) -> bool {
         || t.starts_with("test result: FAILED")
 }
 
-/// The `get_job_log` result: the last `tail_lines` lines (at most [`LOG_MAX_BYTES`]), cleaned.
+/// The `get_job_log` result: the last `tail_lines` lines (at most [`LOG_MAX_BYTES`]), cleaned,
+/// and the error lines of the whole log.
 pub(crate) fn job_log(project: String, job_id: u64, raw: &str, tail_lines: usize) -> JobLog {
-    let lines: Vec<String> = raw.lines().filter_map(clean_line).collect();
-    let lines_total = lines.len();
-    let error_lines: Vec<String> = lines
-        .iter()
-        .filter(|l| is_error_line(l))
-        .take(MAX_ERROR_LINES)
-        .map(|l| truncate(l, 500).0)
-        .collect();
-    let start = lines_total.saturating_sub(tail_lines);
-    let mut kept: Vec<String> = lines[start..].to_vec();
-    // Keep the newest lines that fit in the byte cap.
-    let mut bytes = 0;
-    let mut first = kept.len();
-    while first > 0 && bytes + kept[first - 1].len() < LOG_MAX_BYTES {
-        first -= 1;
-        bytes += kept[first].len() + 1;
+    let tail = tail_log(raw, tail_lines, LOG_MAX_BYTES, clean_line, |_, line| is_error_line(line));
+    JobLog {
+        project,
+        job_id,
+        lines_total: tail.lines_total,
+        lines_returned: tail.lines_returned,
+        note: tail.note,
+        error_lines: tail.error_lines,
+        log: tail.text,
     }
-    let byte_cut = first > 0;
-    if first == kept.len() && !kept.is_empty() {
-        // A single line longer than the cap: keep its start.
-        first -= 1;
-        kept[first] = truncate(&kept[first], LOG_MAX_BYTES - 64).0;
-    }
-    kept.drain(..first);
-    let lines_returned = kept.len();
-    let note = match (start + first, byte_cut) {
-        (0, _) => None,
-        (cut, false) => Some(format!(
-            "showing the last {lines_returned} of {lines_total} lines ({cut} earlier lines cut); \
-             ask for more with tail_lines"
-        )),
-        (cut, true) => Some(format!(
-            "showing the last {lines_returned} of {lines_total} lines: {cut} earlier lines cut \
-             to stay within {} KiB",
-            LOG_MAX_BYTES / 1024
-        )),
-    };
-    JobLog { project, job_id, lines_total, lines_returned, note, error_lines, log: kept.join("\n") }
 }
 
 // ---------------------------------------------------------------------------------------------
