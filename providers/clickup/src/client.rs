@@ -2,12 +2,12 @@
 //! personal tokens, `Bearer` for OAuth), errors a user can act on (ClickUp's `err` and `ECODE`
 //! quoted), and rate-limit waits on `X-RateLimit-Reset`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    bounded_wait, error_chain, format_unix_time, human_duration, mask_secret, set_token_hint,
-    unix_now, RateLimit,
+    error_chain, format_unix_time, human_duration, mask_secret, set_token_hint, unix_now,
+    RateLimit, RetryBudget,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use reqwest::{Method, StatusCode};
@@ -176,9 +176,8 @@ impl Client {
             ));
         };
         let url = self.url(path, query)?;
-        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
+        let mut budget =
+            RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         loop {
             let reply = self.send_once(&method, url.clone(), token, body, subject).await?;
             if reply.status == StatusCode::TOO_MANY_REQUESTS {
@@ -189,30 +188,16 @@ impl Client {
                     "x-ratelimit-limit",
                 );
                 let wait = limit.wait(unix_now());
-                match bounded_wait(wait, self.settings.max_retry_wait, deadline) {
-                    Some(w) if attempt < MAX_RETRIES => {
-                        tracing::debug!(
-                            "clickup rate limit on {}: waiting {} s before retrying",
-                            subject.describe(),
-                            w.as_secs_f32()
-                        );
-                        tokio::time::sleep(w).await;
-                        waited += w;
-                        attempt += 1;
-                        continue;
-                    }
-                    _ => {
-                        let past_deadline = attempt < MAX_RETRIES
-                            && wait.is_some_and(|w| w <= self.settings.max_retry_wait);
-                        return Err(self.rate_limited(
-                            &limit,
-                            wait,
-                            waited,
-                            past_deadline,
-                            subject,
-                        ));
-                    }
+                if let Some(w) = budget.next_wait(wait) {
+                    tracing::debug!(
+                        "clickup rate limit on {}: waiting {} s before retrying",
+                        subject.describe(),
+                        w.as_secs_f32()
+                    );
+                    tokio::time::sleep(w).await;
+                    continue;
                 }
+                return Err(self.rate_limited(&limit, wait, &budget, subject));
             }
             if reply.status.is_success() {
                 return Ok(reply);
@@ -364,10 +349,10 @@ impl Client {
         &self,
         limit: &RateLimit,
         wait: Option<Duration>,
-        waited: Duration,
-        past_deadline: bool,
+        budget: &RetryBudget,
         subject: &Subject,
     ) -> ToolError {
+        let waited = budget.waited();
         let mut message = match limit.limit {
             Some(per_minute) => format!(
                 "clickup rate limit exceeded for {} ({per_minute} requests a minute for this \
@@ -390,17 +375,7 @@ impl Client {
             }
             (_, None) => message.push_str("; clickup gave no reset time (wait about a minute)"),
         }
-        if past_deadline {
-            message.push_str(", past this call's deadline: retry later");
-        } else if waited.is_zero() {
-            message.push_str(&format!(
-                ", longer than [providers.clickup] max_retry_wait_s = {} s allows: retry later, \
-                 or raise max_retry_wait_s",
-                self.settings.max_retry_wait.as_secs()
-            ));
-        } else {
-            message.push_str(": retry later, or raise [providers.clickup] max_retry_wait_s");
-        }
+        message.push_str(&budget.advice("clickup", wait));
         self.error(ToolErrorKind::RateLimited, message)
     }
 

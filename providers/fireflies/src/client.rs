@@ -2,12 +2,12 @@
 //! errors a user can act on (from GraphQL `errors` entries and HTTP statuses alike), and
 //! rate-limit waits bounded by `max_retry_wait_s` and the call's deadline.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    bounded_wait, error_chain, format_unix_time, human_duration, mask_secret, parse_retry_after,
-    set_token_hint, unix_now, RateLimit as Signal,
+    error_chain, format_unix_time, human_duration, mask_secret, parse_retry_after, set_token_hint,
+    unix_now, RateLimit as Signal, RetryBudget,
 };
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
@@ -254,31 +254,22 @@ impl Client {
             ));
         };
         let body = json!({ "query": query, "variables": variables });
-        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
+        let mut budget =
+            RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         loop {
             let reply = self.send_once(&body, token, subject).await?;
             let envelope = serde_json::from_str::<Envelope>(&reply.body).ok();
             if let Some(limit) = RateLimit::of(&reply, envelope.as_ref(), SystemTime::now()) {
-                match bounded_wait(limit.wait, self.settings.max_retry_wait, deadline) {
-                    Some(w) if attempt < MAX_RETRIES => {
-                        tracing::debug!(
-                            "fireflies rate limit on {}: waiting {} s before retrying",
-                            subject.describe(),
-                            w.as_secs_f32()
-                        );
-                        tokio::time::sleep(w).await;
-                        waited += w;
-                        attempt += 1;
-                        continue;
-                    }
-                    _ => {
-                        let past_deadline = attempt < MAX_RETRIES
-                            && limit.wait.is_some_and(|w| w <= self.settings.max_retry_wait);
-                        return Err(self.rate_limited(&limit, waited, past_deadline, subject));
-                    }
+                if let Some(w) = budget.next_wait(limit.wait) {
+                    tracing::debug!(
+                        "fireflies rate limit on {}: waiting {} s before retrying",
+                        subject.describe(),
+                        w.as_secs_f32()
+                    );
+                    tokio::time::sleep(w).await;
+                    continue;
                 }
+                return Err(self.rate_limited(&limit, &budget, subject));
             }
             return self.read(&reply, envelope, root, subject);
         }
@@ -539,10 +530,10 @@ impl Client {
     fn rate_limited(
         &self,
         limit: &RateLimit,
-        waited: Duration,
-        past_deadline: bool,
+        budget: &RetryBudget,
         subject: &Subject,
     ) -> ToolError {
+        let waited = budget.waited();
         let mut message = format!(
             "fireflies rate limit exceeded for {} ({})",
             subject.describe(),
@@ -559,7 +550,9 @@ impl Client {
             )),
             None => message.push_str("; fireflies gave no retry time (wait at least a minute)"),
         }
-        if past_deadline {
+        // Unlike the SDK's RetryBudget::advice, a limit that named no wait does not blame
+        // max_retry_wait_s.
+        if budget.past_deadline(limit.wait) {
             message.push_str(", past this call's deadline: retry later");
         } else if waited.is_zero() && limit.wait.is_some() {
             message.push_str(&format!(

@@ -1,14 +1,14 @@
 //! HTTP to GitHub: one octocrab client, raw requests (so status codes and headers are visible),
 //! errors a user can act on, rate-limit waits and `Link`-header pagination.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::{HeaderMap, Method, StatusCode};
 use octocrab::Octocrab;
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    bounded_wait, error_chain, format_unix_time, human_duration, is_timeout, mask_secret,
-    set_token_hint, unix_now, RateLimit as Signal,
+    encode_component, error_chain, format_unix_time, human_duration, is_timeout, mask_secret,
+    page_query, set_token_hint, unix_now, RateLimit as Signal, RetryBudget,
 };
 use serde::de::DeserializeOwned;
 
@@ -177,37 +177,22 @@ impl Client {
         subject: &Subject,
         ctx: &ToolContext,
     ) -> Result<Reply, ToolError> {
-        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
+        let mut budget =
+            RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         loop {
             let reply = self.send_once(&method, uri, body, subject).await?;
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
-                match bounded_wait(wait, self.settings.max_retry_wait, deadline) {
-                    Some(w) if attempt < MAX_RETRIES => {
-                        tracing::debug!(
-                            "github rate limit on {}: waiting {} s before retrying",
-                            subject.describe(),
-                            w.as_secs_f32()
-                        );
-                        tokio::time::sleep(w).await;
-                        waited += w;
-                        attempt += 1;
-                        continue;
-                    }
-                    _ => {
-                        let past_deadline = attempt < MAX_RETRIES
-                            && wait.is_some_and(|w| w <= self.settings.max_retry_wait);
-                        return Err(self.rate_limited(
-                            &limit,
-                            wait,
-                            waited,
-                            past_deadline,
-                            subject,
-                        ));
-                    }
+                if let Some(w) = budget.next_wait(wait) {
+                    tracing::debug!(
+                        "github rate limit on {}: waiting {} s before retrying",
+                        subject.describe(),
+                        w.as_secs_f32()
+                    );
+                    tokio::time::sleep(w).await;
+                    continue;
                 }
+                return Err(self.rate_limited(&limit, wait, &budget, subject));
             }
             if reply.status.is_success() {
                 return Ok(reply);
@@ -363,10 +348,10 @@ impl Client {
         &self,
         limit: &RateLimit,
         wait: Option<Duration>,
-        waited: Duration,
-        past_deadline: bool,
+        budget: &RetryBudget,
         subject: &Subject,
     ) -> ToolError {
+        let waited = budget.waited();
         let mut message = match (limit.signal.remaining, limit.signal.limit) {
             (Some(0), Some(of)) => format!(
                 "github rate limit exceeded ({} of {of} requests left{}) for {}",
@@ -392,17 +377,7 @@ impl Client {
             }
             (_, None) => message.push_str("; github gave no reset time (wait at least a minute)"),
         }
-        if past_deadline {
-            message.push_str(", past this call's deadline: retry later");
-        } else if waited.is_zero() {
-            message.push_str(&format!(
-                ", longer than [providers.github] max_retry_wait_s = {} s allows: retry later, \
-                 or raise max_retry_wait_s",
-                self.settings.max_retry_wait.as_secs()
-            ));
-        } else {
-            message.push_str(": retry later, or raise [providers.github] max_retry_wait_s");
-        }
+        message.push_str(&budget.advice("github", wait));
         if !self.has_token() && limit.signal.remaining == Some(0) {
             message.push_str(&format!(
                 "; unauthenticated requests get only 60 an hour: {} to a token",
@@ -520,21 +495,7 @@ pub(crate) fn next_page(headers: &HeaderMap) -> Option<u32> {
 }
 
 /// A path and query below the base URL: `/repos/{owner}/{repo}/issues?state=open`.
-pub(crate) fn uri(path: &str, query: &[(&str, Option<String>)]) -> String {
-    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
-    let mut any = false;
-    for (key, value) in query {
-        if let Some(value) = value {
-            serializer.append_pair(key, value);
-            any = true;
-        }
-    }
-    if any {
-        format!("{path}?{}", serializer.finish())
-    } else {
-        path.to_owned()
-    }
-}
+pub(crate) use quiver_plugin_sdk::support::http::path_and_query as uri;
 
 /// Checks an owner or repository name: GitHub allows letters, digits, `-`, `_` and `.`.
 pub(crate) fn check_name(field: &str, value: &str) -> Result<(), ToolError> {
@@ -573,15 +534,7 @@ pub(crate) fn encode_path(path: &str) -> Result<String, ToolError> {
                 "`path` must not contain `.` or `..` segments; got `{path}`"
             )));
         }
-        let mut encoded = String::new();
-        for byte in segment.bytes() {
-            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-                encoded.push(byte as char);
-            } else {
-                encoded.push_str(&format!("%{byte:02X}"));
-            }
-        }
-        out.push(encoded);
+        out.push(encode_component(segment));
     }
     Ok(out.join("/"))
 }
@@ -591,10 +544,7 @@ pub(crate) fn paging(
     page: Option<u32>,
     per_page: Option<u32>,
 ) -> [(&'static str, Option<String>); 2] {
-    [
-        ("per_page", Some(per_page.unwrap_or(30).clamp(1, 100).to_string())),
-        ("page", Some(page.unwrap_or(1).max(1).to_string())),
-    ]
+    page_query(page, per_page, 30)
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
 //! HTTP to GitLab: one reqwest client, errors a user can act on, rate-limit waits, pagination
 //! headers, and project ids or paths turned into the URL-encoded form the API expects.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    bounded_wait, error_chain, format_unix_time, human_duration, mask_secret, set_token_hint,
-    unix_now, RateLimit as Signal,
+    encode_component, error_chain, format_unix_time, human_duration, mask_secret, page_query,
+    set_token_hint, unix_now, RateLimit as Signal, RetryBudget,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, LOCATION};
 use reqwest::{Method, StatusCode};
@@ -197,37 +197,22 @@ impl Client {
         subject: &Subject,
         ctx: &ToolContext,
     ) -> Result<Reply, ToolError> {
-        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
+        let mut budget =
+            RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         loop {
             let reply = self.send_once(&method, uri, body, subject).await?;
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.signal.wait(unix_now());
-                match bounded_wait(wait, self.settings.max_retry_wait, deadline) {
-                    Some(w) if attempt < MAX_RETRIES => {
-                        tracing::debug!(
-                            "gitlab rate limit on {}: waiting {} s before retrying",
-                            subject.describe(),
-                            w.as_secs_f32()
-                        );
-                        tokio::time::sleep(w).await;
-                        waited += w;
-                        attempt += 1;
-                        continue;
-                    }
-                    _ => {
-                        let past_deadline = attempt < MAX_RETRIES
-                            && wait.is_some_and(|w| w <= self.settings.max_retry_wait);
-                        return Err(self.rate_limited(
-                            &limit,
-                            wait,
-                            waited,
-                            past_deadline,
-                            subject,
-                        ));
-                    }
+                if let Some(w) = budget.next_wait(wait) {
+                    tracing::debug!(
+                        "gitlab rate limit on {}: waiting {} s before retrying",
+                        subject.describe(),
+                        w.as_secs_f32()
+                    );
+                    tokio::time::sleep(w).await;
+                    continue;
                 }
+                return Err(self.rate_limited(&limit, wait, &budget, subject));
             }
             if reply.status.is_success() {
                 return Ok(reply);
@@ -422,10 +407,10 @@ impl Client {
         &self,
         limit: &RateLimit,
         wait: Option<Duration>,
-        waited: Duration,
-        past_deadline: bool,
+        budget: &RetryBudget,
         subject: &Subject,
     ) -> ToolError {
+        let waited = budget.waited();
         let mut message = match (limit.signal.remaining, limit.signal.limit) {
             (Some(0), Some(of)) => format!(
                 "gitlab rate limit exceeded (0 of {of} requests left) for {}",
@@ -450,17 +435,7 @@ impl Client {
             }
             (_, None) => message.push_str("; gitlab gave no reset time (wait at least a minute)"),
         }
-        if past_deadline {
-            message.push_str(", past this call's deadline: retry later");
-        } else if waited.is_zero() {
-            message.push_str(&format!(
-                ", longer than [providers.gitlab] max_retry_wait_s = {} s allows: retry later, \
-                 or raise max_retry_wait_s",
-                self.settings.max_retry_wait.as_secs()
-            ));
-        } else {
-            message.push_str(": retry later, or raise [providers.gitlab] max_retry_wait_s");
-        }
+        message.push_str(&budget.advice("gitlab", wait));
         if !self.has_token() {
             message.push_str(&format!(
                 "; unauthenticated requests have a lower limit: {} to a token",
@@ -566,31 +541,14 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 /// A path and query below the API root: `/projects/acme%2Fapi/issues?state=opened`.
-pub(crate) fn uri(path: &str, query: &[(&str, Option<String>)]) -> String {
-    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
-    let mut any = false;
-    for (key, value) in query {
-        if let Some(value) = value {
-            serializer.append_pair(key, value);
-            any = true;
-        }
-    }
-    if any {
-        format!("{path}?{}", serializer.finish())
-    } else {
-        path.to_owned()
-    }
-}
+pub(crate) use quiver_plugin_sdk::support::http::path_and_query as uri;
 
 /// `page` (default 1) and `per_page` (default 20, GitLab's, at most 100) as query values.
 pub(crate) fn paging(
     page: Option<u32>,
     per_page: Option<u32>,
 ) -> [(&'static str, Option<String>); 2] {
-    [
-        ("per_page", Some(per_page.unwrap_or(20).clamp(1, 100).to_string())),
-        ("page", Some(page.unwrap_or(1).max(1).to_string())),
-    ]
+    page_query(page, per_page, 20)
 }
 
 /// A project as the user wrote it, checked and normalised (`42`, `acme/backend/api`), and the
@@ -636,19 +594,6 @@ impl ProjectRef {
         }
         Ok(ProjectRef { name: path.to_owned(), encoded: encode_component(path) })
     }
-}
-
-/// Percent-encodes everything but unreserved characters (so `/` becomes `%2F`).
-pub(crate) fn encode_component(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() * 3 / 2);
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

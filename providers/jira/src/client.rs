@@ -4,13 +4,13 @@
 //! call needs (`Retry-After`, `X-RateLimit-Reset`). Also here: errors a user can act on and the
 //! rate-limit waits.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gouqi::{ClientCore, Credentials};
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    bounded_wait, error_chain, format_unix_time, human_duration, mask_secret, set_token_hint,
-    unix_now, RateLimit as Signal,
+    error_chain, format_unix_time, human_duration, mask_secret, set_token_hint, unix_now,
+    RateLimit as Signal, RetryBudget,
 };
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -201,37 +201,22 @@ impl Client {
                 ),
             ));
         }
-        let deadline = ctx.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
+        let mut budget =
+            RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         loop {
             let reply = self.send_once(&method, api, endpoint, body, subject).await?;
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
-                match bounded_wait(wait, self.settings.max_retry_wait, deadline) {
-                    Some(w) if attempt < MAX_RETRIES => {
-                        tracing::debug!(
-                            "jira rate limit on {}: waiting {} s before retrying",
-                            subject.describe(),
-                            w.as_secs_f32()
-                        );
-                        tokio::time::sleep(w).await;
-                        waited += w;
-                        attempt += 1;
-                        continue;
-                    }
-                    _ => {
-                        let past_deadline = attempt < MAX_RETRIES
-                            && wait.is_some_and(|w| w <= self.settings.max_retry_wait);
-                        return Err(self.rate_limited(
-                            &limit,
-                            wait,
-                            waited,
-                            past_deadline,
-                            subject,
-                        ));
-                    }
+                if let Some(w) = budget.next_wait(wait) {
+                    tracing::debug!(
+                        "jira rate limit on {}: waiting {} s before retrying",
+                        subject.describe(),
+                        w.as_secs_f32()
+                    );
+                    tokio::time::sleep(w).await;
+                    continue;
                 }
+                return Err(self.rate_limited(&limit, wait, &budget, subject));
             }
             if reply.status.is_success() {
                 return Ok(reply);
@@ -417,10 +402,10 @@ impl Client {
         &self,
         limit: &RateLimit,
         wait: Option<Duration>,
-        waited: Duration,
-        past_deadline: bool,
+        budget: &RetryBudget,
         subject: &Subject,
     ) -> ToolError {
+        let waited = budget.waited();
         let mut message = format!("jira rate limit exceeded for {}", subject.describe());
         if let Some(reason) = &limit.reason {
             message.push_str(&format!(" ({reason})"));
@@ -437,17 +422,7 @@ impl Client {
             }
             (_, None) => message.push_str("; jira gave no reset time (wait at least a minute)"),
         }
-        if past_deadline {
-            message.push_str(", past this call's deadline: retry later");
-        } else if waited.is_zero() {
-            message.push_str(&format!(
-                ", longer than [providers.jira] max_retry_wait_s = {} s allows: retry later, or \
-                 raise max_retry_wait_s",
-                self.settings.max_retry_wait.as_secs()
-            ));
-        } else {
-            message.push_str(": retry later, or raise [providers.jira] max_retry_wait_s");
-        }
+        message.push_str(&budget.advice("jira", wait));
         self.error(ToolErrorKind::RateLimited, message)
     }
 
@@ -545,21 +520,7 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 /// A path and query: `/issue/PROJ-1/comment?startAt=0&maxResults=20`.
-pub(crate) fn endpoint(path: &str, query: &[(&str, Option<String>)]) -> String {
-    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
-    let mut any = false;
-    for (key, value) in query {
-        if let Some(value) = value {
-            serializer.append_pair(key, value);
-            any = true;
-        }
-    }
-    if any {
-        format!("{path}?{}", serializer.finish())
-    } else {
-        path.to_owned()
-    }
-}
+pub(crate) use quiver_plugin_sdk::support::http::path_and_query as endpoint;
 
 /// Checks an issue key (`PROJ-123`) or id (`10002`) before it goes into a path.
 pub(crate) fn check_key(field: &str, value: &str) -> Result<String, ToolError> {

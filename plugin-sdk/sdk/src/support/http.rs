@@ -1,5 +1,6 @@
-//! HTTP conventions shared by web APIs: `Link` pagination, rate-limit headers and how long to wait
-//! for them, error chains, timeouts, and messages that never carry a secret.
+//! HTTP conventions shared by web APIs: paths with encoded segments and queries, `Link` and
+//! page-number pagination, rate-limit headers and how long to wait for them (within a budget),
+//! error chains, timeouts, and messages that never carry a secret.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -145,6 +146,132 @@ pub fn bounded_wait(
     (wait <= max_wait && fits_deadline).then_some(wait)
 }
 
+/// How long one call may still wait out rate limits: at most `max_retries` waits, each no longer
+/// than `max_wait` (`[providers.NAME] max_retry_wait_s`) and all before the call's deadline.
+///
+/// ```
+/// use std::time::Duration;
+/// use quiver_plugin_sdk::support::http::RetryBudget;
+/// let mut budget = RetryBudget::new(Duration::from_secs(10), 2, None);
+/// let three = Some(Duration::from_secs(3));
+/// assert_eq!(budget.next_wait(three), three, "sleep, then send again");
+/// assert_eq!(budget.next_wait(Some(Duration::from_secs(60))), None, "too long: give up");
+/// assert_eq!(budget.waited(), Duration::from_secs(3));
+/// assert_eq!(
+///     budget.advice("demo", Some(Duration::from_secs(60))),
+///     ": retry later, or raise [providers.demo] max_retry_wait_s"
+/// );
+/// ```
+#[derive(Debug, Clone)]
+pub struct RetryBudget {
+    max_wait: Duration,
+    max_retries: u32,
+    deadline: Option<std::time::Instant>,
+    retries: u32,
+    waited: Duration,
+}
+
+impl RetryBudget {
+    /// The budget of a call that starts now and must end within `timeout_ms` (the host's
+    /// `ToolContext::timeout_ms`; `None` for no deadline).
+    pub fn new(max_wait: Duration, max_retries: u32, timeout_ms: Option<u64>) -> Self {
+        let deadline = timeout_ms.map(|ms| std::time::Instant::now() + Duration::from_millis(ms));
+        Self { max_wait, max_retries, deadline, retries: 0, waited: Duration::ZERO }
+    }
+
+    /// What to do about a rate limit that asks to wait `wait` (`None`: it did not say): the wait
+    /// to sleep before sending again, counted as spent, or `None` to give up now (see
+    /// [`bounded_wait`]; also once `max_retries` waits were spent).
+    pub fn next_wait(&mut self, wait: Option<Duration>) -> Option<Duration> {
+        let w = bounded_wait(wait, self.max_wait, self.deadline)
+            .filter(|_| self.retries < self.max_retries)?;
+        self.retries += 1;
+        self.waited += w;
+        Some(w)
+    }
+
+    /// How long the call has waited out rate limits so far.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Whether giving up on `wait` was the deadline's doing: a retry was left and `wait` was
+    /// within `max_wait`, so only the call's deadline stood in the way.
+    pub fn past_deadline(&self, wait: Option<Duration>) -> bool {
+        self.retries < self.max_retries && wait.is_some_and(|w| w <= self.max_wait)
+    }
+
+    /// The end of a rate-limit error after giving up on `wait`, saying why and what to change:
+    /// `, past this call's deadline: retry later` when the deadline stood in the way; `, longer
+    /// than [providers.NAME] max_retry_wait_s = N s allows: …` when nothing was waited yet;
+    /// `: retry later, or raise [providers.NAME] max_retry_wait_s` after waiting.
+    pub fn advice(&self, provider: &str, wait: Option<Duration>) -> String {
+        if self.past_deadline(wait) {
+            ", past this call's deadline: retry later".to_owned()
+        } else if self.waited.is_zero() {
+            format!(
+                ", longer than [providers.{provider}] max_retry_wait_s = {} s allows: retry \
+                 later, or raise max_retry_wait_s",
+                self.max_wait.as_secs()
+            )
+        } else {
+            format!(": retry later, or raise [providers.{provider}] max_retry_wait_s")
+        }
+    }
+}
+
+/// A path with the query pairs that have a value, form-encoded:
+/// `/repos/o/r/issues?labels=bug%2Cui`; the path alone when none has.
+///
+/// ```
+/// use quiver_plugin_sdk::support::http::path_and_query;
+/// let query = [("labels", Some("bug,ui".to_owned())), ("since", None)];
+/// assert_eq!(path_and_query("/repos/o/r/issues", &query), "/repos/o/r/issues?labels=bug%2Cui");
+/// assert_eq!(path_and_query("/user", &[("page", None)]), "/user");
+/// ```
+pub fn path_and_query(path: &str, query: &[(&str, Option<String>)]) -> String {
+    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
+    let mut any = false;
+    for (key, value) in query {
+        if let Some(value) = value {
+            serializer.append_pair(key, value);
+            any = true;
+        }
+    }
+    if any {
+        format!("{path}?{}", serializer.finish())
+    } else {
+        path.to_owned()
+    }
+}
+
+/// Percent-encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so the
+/// value is one path segment: `acme/api` becomes `acme%2Fapi`, `ü` `%C3%BC`.
+pub fn encode_component(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() * 3 / 2);
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `per_page` (`default_per_page` when unset, within 1..=100) and `page` (1 when unset, at least
+/// 1) as query pairs, for APIs paged GitHub's and GitLab's way.
+pub fn page_query(
+    page: Option<u32>,
+    per_page: Option<u32>,
+    default_per_page: u32,
+) -> [(&'static str, Option<String>); 2] {
+    [
+        ("per_page", Some(per_page.unwrap_or(default_per_page).clamp(1, 100).to_string())),
+        ("page", Some(page.unwrap_or(1).max(1).to_string())),
+    ]
+}
+
 /// An error and all its sources, `outer: inner: innermost`, without repeats.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
@@ -243,6 +370,48 @@ mod tests {
             None,
             "past the deadline"
         );
+    }
+
+    #[test]
+    fn a_retry_budget_spends_its_waits_and_says_why_it_gave_up() {
+        let s = Duration::from_secs;
+        let mut budget = RetryBudget::new(s(10), 2, None);
+        assert_eq!(budget.next_wait(None), None, "no wait said: give up");
+        assert!(!budget.past_deadline(None));
+        assert_eq!(
+            budget.advice("demo", None),
+            ", longer than [providers.demo] max_retry_wait_s = 10 s allows: retry later, or raise \
+             max_retry_wait_s"
+        );
+        assert_eq!(budget.next_wait(Some(s(2))), Some(s(2)));
+        assert_eq!(budget.next_wait(Some(s(3))), Some(s(3)));
+        assert_eq!(budget.waited(), s(5));
+        assert_eq!(budget.next_wait(Some(s(1))), None, "two retries spent");
+        assert!(!budget.past_deadline(Some(s(1))), "out of retries, not of time");
+        assert_eq!(
+            budget.advice("demo", Some(s(1))),
+            ": retry later, or raise [providers.demo] max_retry_wait_s"
+        );
+
+        let mut hurried = RetryBudget::new(s(10), 2, Some(1000));
+        assert_eq!(hurried.next_wait(Some(s(5))), None, "past the deadline");
+        assert!(hurried.past_deadline(Some(s(5))));
+        assert!(!hurried.past_deadline(Some(s(11))), "too long anyway");
+        assert_eq!(hurried.advice("demo", Some(s(5))), ", past this call's deadline: retry later");
+        assert_eq!(hurried.waited(), Duration::ZERO);
+    }
+
+    #[test]
+    fn paths_carry_encoded_queries_segments_and_pages() {
+        let query = [("q", Some("a b&c".to_owned())), ("x", None), ("state", Some("open".into()))];
+        assert_eq!(path_and_query("/search", &query), "/search?q=a+b%26c&state=open");
+        assert_eq!(path_and_query("/search", &[]), "/search");
+        assert_eq!(encode_component("src/a b.rs"), "src%2Fa%20b.rs");
+        assert_eq!(encode_component("ü~-._"), "%C3%BC~-._");
+        let pairs = |p, pp, d| page_query(p, pp, d).map(|(k, v)| format!("{k}={}", v.unwrap()));
+        assert_eq!(pairs(None, None, 30), ["per_page=30", "page=1"]);
+        assert_eq!(pairs(Some(0), Some(500), 20), ["per_page=100", "page=1"]);
+        assert_eq!(pairs(Some(3), Some(0), 20), ["per_page=1", "page=3"]);
     }
 
     /// The cases of the ISO 8601 parser Jira's client had for Cloud's `X-RateLimit-Reset`.
