@@ -13,6 +13,9 @@
 //! - [`manifest`]: what a plugin reports about itself.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
 //!   agent built-ins (Read, Grep, Bash…).
+//! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
+//!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
+//!   with a reason for every candidate left out.
 //!
 //! **Architecture Invariant**: this crate is pure. It depends on no other workspace crate and on
 //! nothing that does IO: no tokio, no HTTP client, no abi_stable, no filesystem. That keeps every
@@ -35,6 +38,7 @@
 
 pub mod defaults;
 pub mod manifest;
+pub mod planner;
 pub mod projection;
 pub mod tool;
 pub mod value_model;

@@ -1,0 +1,582 @@
+//! The pre-fetch planner: which follow-up calls of the session's recent calls are worth running
+//! before the agent asks, under a token budget.
+//!
+//! Each candidate is a [`FollowUpLink`] of a recent call together with the target tool's effective
+//! [`ToolValueModel`]. Its **value** is the expected value of having the result at hand:
+//! `probability × ValueClass::score × intent boost × cost-aware factors`; its **cost** is the
+//! predicted tokens, `ceil(typical_kb × tokens_per_kb)` (at least 1; `AuditOnly` tools are free).
+//! Candidates that may not or need not run are declined first, each with a [`DeclineReason`]; a
+//! mutating tool (side effect other than `Pure`/`ReadOnly`, or `speculate = false`) is never
+//! admitted, whatever else is set. The rest form a 0/1 knapsack whose optional prerequisites
+//! (`requires`) are precedence constraints: an admitted candidate's prerequisite is admitted too.
+//!
+//! **Why exact, and the fallback.** The plain density greedy can be arbitrarily bad (budget 100, a
+//! `Critical` call of 100 tokens and an `Optional` one of 1: it takes only the `Optional` one), so
+//! the planner solves the knapsack exactly — depth-first branch and bound over the items sorted by
+//! density, pruned by the fractional (Dantzig) bound, after fixing out items that LP duality shows
+//! cannot improve on the greedy plan. On the sizes that occur (tens to thousands of candidates,
+//! budgets of thousands of tokens) this visits few nodes. Only when the core is larger than
+//! [`PlannerOptions::exact_limit`] or the search exceeds [`PlannerOptions::node_limit`] nodes does it
+//! return the best plan found so far, which is never worse than max(density greedy, best single
+//! item) and is reported as [`PlanMethod::ApproxHalf`]. Proof sketch of the ½ bound: the greedy
+//! prefix `G` before the critical item `c` plus `c` itself is the LP optimum rounded up, so
+//! `OPT ≤ LP ≤ v(G) + v_c ≤ 2·max(v(G), v_c)`, and every item fits alone (larger ones are declined).
+//! With prerequisites that bound does not hold (a cheap item may need an expensive one), so a
+//! fallback on such an instance is reported as [`PlanMethod::Heuristic`].
+//!
+//! The planner is pure and deterministic: the same input gives the same plan, whatever the order of
+//! the candidates (ties are broken by tool name).
+//!
+//! ```
+//! use quiver_core::planner::{plan, Candidate, PlannerOptions};
+//! use quiver_core::value_model::{FollowUpLink, SideEffectClass, ToolValueModel, ValueClass};
+//!
+//! let issue = ToolValueModel {
+//!     value_class: ValueClass::Critical,
+//!     side_effect_class: SideEffectClass::ReadOnly,
+//!     ..ToolValueModel::default()
+//! };
+//! let link = FollowUpLink {
+//!     tool: "github.get_issue".into(),
+//!     probability: 0.8,
+//!     projection: None,
+//!     projection_arg: None,
+//! };
+//! let candidates = [Candidate { from: "github.search_issues", link: &link, model: &issue, requires: None }];
+//! let plan = plan(&["github.search_issues"], &candidates, &[] as &[&str], &PlannerOptions::default());
+//! assert_eq!(plan.admitted[0].tool, "github.get_issue");
+//! assert_eq!(plan.admitted[0].cost_tokens, 512); // 2 KiB × 256 tokens per KiB
+//! ```
+
+mod knapsack;
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use crate::value_model::{FollowUpLink, ToolValueModel, ValueClass};
+
+use knapsack::NONE;
+
+/// Knobs of one planning run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerOptions {
+    /// Tokens the admitted calls may cost together.
+    pub budget_tokens: u32,
+    /// Links less likely than this are declined.
+    pub min_followup_probability: f64,
+    /// Tokens per KiB of response, to turn `typical_kb` into a cost.
+    pub tokens_per_kb: f64,
+    /// Halve the value of slow calls and of paid calls.
+    pub cost_aware: bool,
+    /// With `cost_aware`, calls whose median latency is at least this are worth half.
+    pub latency_knee_ms: u32,
+    /// With `cost_aware`, calls costing at least this many dollars are worth half.
+    pub dollar_knee: f64,
+    /// Largest knapsack (after reduction) solved exactly; larger ones take the ½-approximation.
+    pub exact_limit: usize,
+    /// Nodes the exact search may visit before it settles for the best plan found so far.
+    pub node_limit: u64,
+}
+
+impl Default for PlannerOptions {
+    fn default() -> Self {
+        Self {
+            budget_tokens: 8000,
+            min_followup_probability: 0.05,
+            tokens_per_kb: 256.0,
+            cost_aware: false,
+            latency_knee_ms: 5000,
+            dollar_knee: 0.10,
+            exact_limit: 100_000,
+            node_limit: 200_000,
+        }
+    }
+}
+
+/// A possible pre-fetch: a follow-up link of a recent call and what the planner needs to know about
+/// its target.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// The qualified tool whose call this link follows, e.g. `github.search_issues`.
+    pub from: &'a str,
+    /// The link; its `tool` is the qualified target, e.g. `github.get_issue`.
+    pub link: &'a FollowUpLink,
+    /// The target's effective value model.
+    pub model: &'a ToolValueModel,
+    /// Another candidate's target tool that must be admitted for this one to be (its arguments come
+    /// from that call's result). A tool among the recent calls counts as already satisfied.
+    pub requires: Option<&'a str>,
+}
+
+/// Why a candidate was left out of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeclineReason {
+    /// The link's probability is below [`PlannerOptions::min_followup_probability`].
+    BelowMinProbability,
+    /// The target is the tool the link comes from (re-reads are the cache's business).
+    SelfLoop,
+    /// The target is among the recent calls.
+    RecentlyUsed,
+    /// The target may have side effects (not `Pure`/`ReadOnly`) or forbids speculation.
+    NotSpeculatable,
+    /// Another link to the same target is worth more.
+    DuplicateLink,
+    /// The call alone, or together with its prerequisites, costs more than the budget.
+    OverBudget,
+    /// Its prerequisite is not a candidate, was declined, is part of a cycle of prerequisites, or
+    /// (for a free call) was not admitted.
+    PrerequisiteDeclined,
+    /// Eligible, but the optimal plan within the budget leaves it out.
+    NotSelected,
+}
+
+/// How the plan was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanMethod {
+    /// A plan of maximum total value within the budget.
+    Exact,
+    /// The exact search was too large; the plan is worth at least half the optimum.
+    ApproxHalf,
+    /// The exact search was too large on an instance with prerequisites; the plan is at least as
+    /// good as the greedy and the best single chain, without a proven ratio.
+    Heuristic,
+}
+
+/// A call the planner admits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedCall<'a> {
+    /// The qualified tool to call.
+    pub tool: &'a str,
+    /// The recent call whose follow-up it is.
+    pub from: &'a str,
+    /// Its expected value.
+    pub value: f64,
+    /// Its predicted tokens.
+    pub cost_tokens: u32,
+    /// The link's probability.
+    pub probability: f64,
+}
+
+/// A candidate left out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Declined<'a> {
+    /// The qualified target tool.
+    pub tool: &'a str,
+    /// The recent call whose follow-up it is.
+    pub from: &'a str,
+    /// Why it is left out.
+    pub reason: DeclineReason,
+    /// Its expected value.
+    pub value: f64,
+    /// Its predicted tokens.
+    pub cost_tokens: u32,
+}
+
+/// The planner's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan<'a> {
+    /// Calls to run, by value (highest first, then by tool name).
+    pub admitted: Vec<PlannedCall<'a>>,
+    /// Every other candidate, in input order.
+    pub declined: Vec<Declined<'a>>,
+    /// Sum of the admitted values.
+    pub total_value: f64,
+    /// Sum of the admitted costs; never above the budget.
+    pub total_cost: u32,
+    /// How the plan was chosen.
+    pub method: PlanMethod,
+}
+
+/// The tokens a call of `model` is predicted to cost: `ceil(typical_kb × tokens_per_kb)`, at least
+/// 1, and 0 for `AuditOnly` tools.
+pub fn predicted_tokens(model: &ToolValueModel, tokens_per_kb: f64) -> u32 {
+    if model.value_class == ValueClass::AuditOnly {
+        return 0;
+    }
+    // ceil without the libm call (no SSE4.1 in the baseline target); `as` saturates: NaN and
+    // negatives become 0 (then 1), +∞ becomes u32::MAX.
+    let tokens = model.cost_model.typical_kb * tokens_per_kb;
+    let whole = tokens as u32;
+    let up = if f64::from(whole) < tokens { whole.saturating_add(1) } else { whole };
+    up.max(1)
+}
+
+/// The intent boost of `model` for `keywords`: `min(2.5, 1 + Σ estimated_value)` over its opt-in
+/// field groups (`default_include = false`) with a field whose name contains a keyword, ignoring
+/// case. Blank keywords are ignored.
+pub fn intent_boost<K: AsRef<str>>(model: &ToolValueModel, keywords: &[K]) -> f64 {
+    Intent::new(keywords).boost(model)
+}
+
+/// Intent keywords prepared for matching: trimmed, lower-cased, and indexed by first byte.
+struct Intent {
+    keywords: Vec<String>,
+    /// Whether some keyword starts with this byte.
+    first: [bool; 256],
+}
+
+impl Intent {
+    fn new<K: AsRef<str>>(raw: &[K]) -> Self {
+        let keywords: Vec<String> = raw
+            .iter()
+            .map(|k| k.as_ref().trim().to_lowercase())
+            .filter(|k| !k.is_empty())
+            .collect();
+        let mut first = [false; 256];
+        for k in &keywords {
+            first[usize::from(k.as_bytes()[0])] = true;
+        }
+        Self { keywords, first }
+    }
+
+    fn boost(&self, model: &ToolValueModel) -> f64 {
+        if self.keywords.is_empty() {
+            return 1.0;
+        }
+        let sum: f64 = model
+            .field_groups
+            .values()
+            .filter(|g| !g.default_include && g.fields.iter().any(|f| self.matches(f)))
+            .map(|g| if g.estimated_value.is_finite() { g.estimated_value.max(0.0) } else { 0.0 })
+            .sum();
+        (1.0 + sum).min(2.5)
+    }
+
+    /// Whether `field` contains a keyword, ignoring case.
+    fn matches(&self, field: &str) -> bool {
+        if !field.is_ascii() {
+            let lower = field.to_lowercase();
+            return self.keywords.iter().any(|k| lower.contains(k.as_str()));
+        }
+        // ASCII: one pass, trying keywords only where one may start. A non-ASCII keyword cannot
+        // occur in an ASCII field (its first byte, ≥ 0x80, never matches).
+        let h = field.as_bytes();
+        for i in 0..h.len() {
+            let c = h[i].to_ascii_lowercase();
+            if self.first[usize::from(c)] {
+                let rest = &h[i..];
+                if self.keywords.iter().any(|k| {
+                    let k = k.as_bytes();
+                    k[0] == c && rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k)
+                }) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// The cost-aware factor: ×0.5 for a median latency at or above the knee, ×0.5 for a price at or
+/// above the knee; 1 when `cost_aware` is off.
+pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
+    if !options.cost_aware {
+        return 1.0;
+    }
+    let cost = &model.cost_model;
+    let slow = cost.latency_ms_p50.is_some_and(|ms| ms >= options.latency_knee_ms);
+    let paid = cost.dollars.is_some_and(|d| d >= options.dollar_knee);
+    match (slow, paid) {
+        (true, true) => 0.25,
+        (true, false) | (false, true) => 0.5,
+        (false, false) => 1.0,
+    }
+}
+
+/// A link's probability as the planner uses it: clamped to 0..=1, NaN as 0.
+fn probability(link: &FollowUpLink) -> f64 {
+    if link.probability.is_nan() {
+        0.0
+    } else {
+        link.probability.clamp(0.0, 1.0)
+    }
+}
+
+/// Plans the pre-fetches for `candidates` after `recent_calls` (qualified names, most recent last),
+/// given the turn's `intent_keywords`. See the [module docs](self) for the rules.
+pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
+    recent_calls: &[R],
+    candidates: &[Candidate<'a>],
+    intent_keywords: &[K],
+    options: &PlannerOptions,
+) -> Plan<'a> {
+    let n = candidates.len();
+    let intent = Intent::new(intent_keywords);
+    let budget = u64::from(options.budget_tokens);
+    // Few recent calls: a scan beats hashing. Lengths differ more often than not.
+    let recent: Vec<&str> = recent_calls.iter().map(AsRef::as_ref).collect();
+    let is_recent = |name: &str| recent.iter().any(|r| r.len() == name.len() && *r == name);
+
+    // One map answers both "recently used?" and "which link to this target is kept?": targets
+    // found among the recent calls map to `RECENT`, eligible ones to their best link so far.
+    const RECENT: u32 = u32::MAX;
+    let mut by_target: FastMap<&'a str, u32> = FastMap::default();
+    by_target.reserve(n);
+
+    // Value, cost and the per-candidate rules, then one link per target: the most valuable (then
+    // most probable, then from the first source by name, then the first given).
+    let mut value = Vec::with_capacity(n);
+    let mut cost = Vec::with_capacity(n);
+    let mut reason: Vec<Option<DeclineReason>> = Vec::with_capacity(n);
+    for (i, c) in candidates.iter().enumerate() {
+        let p = probability(c.link);
+        let v =
+            p * c.model.value_class.score() * intent.boost(c.model) * cost_factor(c.model, options);
+        value.push(v);
+        cost.push(predicted_tokens(c.model, options.tokens_per_kb));
+        let target = c.link.tool.as_str();
+        let r = if target == c.from {
+            Some(DeclineReason::SelfLoop)
+        } else {
+            match by_target.entry(target) {
+                Entry::Occupied(e) if *e.get() == RECENT => Some(DeclineReason::RecentlyUsed),
+                Entry::Vacant(e) if is_recent(target) => {
+                    e.insert(RECENT);
+                    Some(DeclineReason::RecentlyUsed)
+                }
+                _ if !c.model.may_speculate() => Some(DeclineReason::NotSpeculatable),
+                _ if p < options.min_followup_probability => {
+                    Some(DeclineReason::BelowMinProbability)
+                }
+                Entry::Vacant(e) => {
+                    e.insert(i as u32);
+                    None
+                }
+                Entry::Occupied(mut e) => {
+                    let j = *e.get() as usize;
+                    let better = v
+                        .total_cmp(&value[j])
+                        .then_with(|| p.total_cmp(&probability(candidates[j].link)))
+                        .then_with(|| candidates[j].from.cmp(c.from))
+                        .is_gt();
+                    if better {
+                        reason[j] = Some(DeclineReason::DuplicateLink);
+                        e.insert(i as u32);
+                        None
+                    } else {
+                        Some(DeclineReason::DuplicateLink)
+                    }
+                }
+            }
+        };
+        reason.push(r);
+    }
+    for i in 0..n {
+        if reason[i].is_none() && u64::from(cost[i]) > budget {
+            reason[i] = Some(DeclineReason::OverBudget);
+        }
+    }
+
+    // Prerequisites: the candidate each one needs, resolved through chains.
+    let mut parent = vec![NONE; n];
+    const MISSING: u32 = NONE - 1;
+    let mut any_prerequisite = false;
+    for (i, c) in candidates.iter().enumerate() {
+        if let (None, Some(required)) = (reason[i], c.requires) {
+            parent[i] = match by_target.get(required) {
+                Some(&RECENT) => continue,
+                Some(&j) => j,
+                None if is_recent(required) => continue,
+                None => MISSING,
+            };
+            any_prerequisite = true;
+        }
+    }
+    if any_prerequisite {
+        resolve_prerequisites(&mut parent, &mut reason, &cost, budget, MISSING);
+    }
+
+    // The knapsack over the eligible calls that cost something; free ones follow their chain.
+    let eligible = |i: usize| reason[i].is_none();
+    let nearest_paid = |mut a: u32| {
+        while a != NONE && cost[a as usize] == 0 {
+            a = parent[a as usize];
+        }
+        a
+    };
+    let mut item_of = vec![NONE; n];
+    let mut candidate_of: Vec<u32> = Vec::new();
+    for i in 0..n {
+        if eligible(i) && cost[i] > 0 {
+            item_of[i] = candidate_of.len() as u32;
+            candidate_of.push(i as u32);
+        }
+    }
+    let item_value: Vec<f64> = candidate_of.iter().map(|&i| value[i as usize]).collect();
+    let item_cost: Vec<u64> = candidate_of.iter().map(|&i| u64::from(cost[i as usize])).collect();
+    let item_parent: Vec<u32> = candidate_of
+        .iter()
+        .map(|&i| match nearest_paid(parent[i as usize]) {
+            NONE => NONE,
+            a => item_of[a as usize],
+        })
+        .collect();
+    let solution = knapsack::solve(
+        &knapsack::Instance {
+            value: &item_value,
+            cost: &item_cost,
+            parent: &item_parent,
+            capacity: budget,
+        },
+        knapsack::Limits { exact_limit: options.exact_limit, node_limit: options.node_limit },
+        |a, b| {
+            let tool = |x: u32| candidates[candidate_of[x as usize] as usize].link.tool.as_str();
+            tool(a).cmp(tool(b))
+        },
+    );
+
+    let mut admitted = Vec::new();
+    let mut declined = Vec::with_capacity(n.saturating_sub(candidate_of.len()));
+    for (i, c) in candidates.iter().enumerate() {
+        let reason = match reason[i] {
+            Some(r) => Some(r),
+            None if cost[i] > 0 => {
+                (!solution.selected[item_of[i] as usize]).then_some(DeclineReason::NotSelected)
+            }
+            None => match nearest_paid(parent[i]) {
+                NONE => None,
+                a => (!solution.selected[item_of[a as usize] as usize])
+                    .then_some(DeclineReason::PrerequisiteDeclined),
+            },
+        };
+        let tool = c.link.tool.as_str();
+        match reason {
+            None => admitted.push(PlannedCall {
+                tool,
+                from: c.from,
+                value: value[i],
+                cost_tokens: cost[i],
+                probability: probability(c.link),
+            }),
+            Some(reason) => declined.push(Declined {
+                tool,
+                from: c.from,
+                reason,
+                value: value[i],
+                cost_tokens: cost[i],
+            }),
+        }
+    }
+    admitted.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then_with(|| a.tool.cmp(b.tool))
+            .then_with(|| a.from.cmp(b.from))
+    });
+    let total_value = admitted.iter().map(|c| c.value).sum();
+    let total_cost = admitted.iter().map(|c| c.cost_tokens).sum();
+    Plan { admitted, declined, total_value, total_cost, method: solution.method }
+}
+
+/// Declines candidates whose prerequisite chain is broken (`MISSING`, declined, or cyclic) with
+/// [`DeclineReason::PrerequisiteDeclined`], and those whose chain together costs more than `budget`
+/// with [`DeclineReason::OverBudget`]. `parent` is in candidate indices.
+fn resolve_prerequisites(
+    parent: &mut [u32],
+    reason: &mut [Option<DeclineReason>],
+    cost: &[u32],
+    budget: u64,
+    missing: u32,
+) {
+    const UNKNOWN: u8 = 0;
+    const VISITING: u8 = 1;
+    const GOOD: u8 = 2;
+    const BAD: u8 = 3;
+    let n = parent.len();
+    let mut state = vec![UNKNOWN; n];
+    let mut chain_cost = vec![0u64; n];
+    let mut path: Vec<u32> = Vec::new();
+    for start in 0..n {
+        if reason[start].is_some() || state[start] != UNKNOWN {
+            continue;
+        }
+        path.clear();
+        let mut cur = start as u32;
+        // Walk up until a settled candidate, a root, or a break in the chain.
+        let (good, mut acc) = loop {
+            match state[cur as usize] {
+                GOOD => break (true, chain_cost[cur as usize]),
+                BAD | VISITING => break (false, 0),
+                _ => {}
+            }
+            state[cur as usize] = VISITING;
+            path.push(cur);
+            match parent[cur as usize] {
+                NONE => break (true, 0),
+                p if p == missing || reason[p as usize].is_some() => break (false, 0),
+                p => cur = p,
+            }
+        };
+        for &k in path.iter().rev() {
+            if good {
+                acc += u64::from(cost[k as usize]);
+                chain_cost[k as usize] = acc;
+                state[k as usize] = GOOD;
+            } else {
+                state[k as usize] = BAD;
+            }
+        }
+    }
+    for i in 0..n {
+        if reason[i].is_some() {
+            continue;
+        }
+        if state[i] == BAD {
+            reason[i] = Some(DeclineReason::PrerequisiteDeclined);
+            parent[i] = NONE;
+        } else if chain_cost[i] > budget {
+            reason[i] = Some(DeclineReason::OverBudget);
+        }
+    }
+}
+
+/// FxHash (rustc's hasher): tool names are short and come from providers and configuration, not
+/// from an adversary, so a fast non-keyed hash is the right trade on the hot path.
+#[derive(Default, Clone, Copy)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+#[cfg(test)]
+mod tests;
