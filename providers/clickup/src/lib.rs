@@ -105,9 +105,11 @@ mod tasks;
 mod time;
 
 use std::fmt;
-use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::config::{
+    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+};
 
 use crate::client::{Client, ClientSettings};
 
@@ -173,33 +175,20 @@ impl Provider for ClickUp {
     fn new(config: ClickUpConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let base_url = raw_base.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();
-        let parsed = url::Url::parse(&base_url).map_err(|e| {
-            ProviderError::new(format!(
-                "[providers.clickup] base_url `{base_url}` is not a URL ({e}); write e.g. \
-                 https://api.clickup.com/api/v2"
-            ))
-        })?;
-        let host = match (parsed.scheme(), parsed.host_str()) {
-            ("http" | "https", Some(host)) => host.to_owned(),
-            _ => {
-                return Err(ProviderError::new(format!(
-                    "[providers.clickup] base_url `{base_url}` must be an http(s) URL with a \
-                     host, e.g. https://api.clickup.com/api/v2"
-                )))
-            }
-        };
-        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        let token_env = config
-            .token_env
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let host = base_url_host(
+            "clickup",
+            &base_url,
+            &base_url,
+            "write e.g. https://api.clickup.com/api/v2",
+            "e.g. https://api.clickup.com/api/v2",
+        )?;
         let settings = ClientSettings {
             base_url,
-            token,
-            token_env,
+            token: non_blank(config.token),
+            token_env: token_env(config.token_env, DEFAULT_TOKEN_ENV),
             auth: config.auth.unwrap_or_default(),
-            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
-            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+            timeout: timeout(config.timeout_s),
+            max_retry_wait: max_retry_wait(config.max_retry_wait_s),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(ClickUp { client, host })

@@ -10,6 +10,7 @@
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::format_unix_time;
+pub(crate) use quiver_plugin_sdk::support::json::is_false;
 use quiver_plugin_sdk::support::time::parse_timestamp_ms;
 
 /// A user as ClickUp nests it (`creator`, `assignees[]`, comment `user`, time entry `user`).
@@ -193,11 +194,6 @@ pub(crate) fn human_ms(ms: u64) -> String {
 pub(crate) fn parse_date(field: &str, text: &str) -> Result<i64, ToolError> {
     parse_timestamp_ms(text)
         .map_err(|why| ToolError::invalid_arguments(format!("`{field}`: {why}")))
-}
-
-/// Whether a `skip_serializing_if` flag is false.
-pub(crate) fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// Checks an id before it goes into a URL path: ClickUp ids are letters, digits, `-` and `_`

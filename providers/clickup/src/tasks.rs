@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::json::is_zero;
 use quiver_plugin_sdk::support::text::truncate;
 use reqwest::Method;
 
@@ -561,10 +562,6 @@ pub(crate) struct TaskDetail {
     pub(crate) linked_tasks: usize,
     /// The task in ClickUp.
     pub(crate) url: Option<String>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// Result of `create_task` and `update_task`.

@@ -9,6 +9,7 @@ use quiver_plugin_sdk::support::http::{
     error_chain, format_unix_time, human_duration, mask_secret, parse_retry_after, set_token_hint,
     unix_now, RateLimit as Signal, RetryBudget,
 };
+use quiver_plugin_sdk::support::json::nullable;
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
@@ -175,15 +176,6 @@ impl GraphQlError {
         };
         Some(Duration::from_secs((wait_ms.max(0.0) / 1000.0).ceil() as u64))
     }
-}
-
-/// Reads `null` as the type's default.
-pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// What a rate-limited response said about when to retry.

@@ -87,9 +87,11 @@ mod enricher;
 mod transcripts;
 
 use std::fmt;
-use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::config::{
+    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+};
 
 use crate::client::{Client, ClientSettings};
 
@@ -142,32 +144,19 @@ impl Provider for Fireflies {
     fn new(config: FirefliesConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let endpoint = raw_base.unwrap_or(DEFAULT_BASE_URL).to_owned();
-        let parsed = url::Url::parse(&endpoint).map_err(|e| {
-            ProviderError::new(format!(
-                "[providers.fireflies] base_url `{endpoint}` is not a URL ({e}); write the GraphQL \
-                 endpoint, e.g. {DEFAULT_BASE_URL}"
-            ))
-        })?;
-        let host = match (parsed.scheme(), parsed.host_str()) {
-            ("http" | "https", Some(host)) => host.to_owned(),
-            _ => {
-                return Err(ProviderError::new(format!(
-                    "[providers.fireflies] base_url `{endpoint}` must be an http(s) URL with a \
-                     host, e.g. {DEFAULT_BASE_URL}"
-                )))
-            }
-        };
-        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        let token_env = config
-            .token_env
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
+        let host = base_url_host(
+            "fireflies",
+            &endpoint,
+            &endpoint,
+            &format!("write the GraphQL endpoint, e.g. {DEFAULT_BASE_URL}"),
+            &format!("e.g. {DEFAULT_BASE_URL}"),
+        )?;
         let settings = ClientSettings {
             endpoint,
-            token,
-            token_env,
-            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
-            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+            token: non_blank(config.token),
+            token_env: token_env(config.token_env, DEFAULT_TOKEN_ENV),
+            timeout: timeout(config.timeout_s),
+            max_retry_wait: max_retry_wait(config.max_retry_wait_s),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(Fireflies { client, host })

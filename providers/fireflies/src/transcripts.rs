@@ -2,9 +2,10 @@
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::format_unix_time;
+use quiver_plugin_sdk::support::json::nullable;
 use quiver_plugin_sdk::support::text::truncate;
 
-use crate::client::{nullable, Subject};
+use crate::client::Subject;
 use crate::Fireflies;
 
 /// Transcripts per page when the call does not say.

@@ -3,6 +3,7 @@
 //! sends (node ids, API URLs, avatars, reactions, nested repositories) is skipped while parsing.
 
 use quiver_plugin_sdk::prelude::*;
+pub(crate) use quiver_plugin_sdk::support::json::{is_false, is_zero, nullable};
 
 /// A user as GitHub nests it (`user`, `assignees[]`, `merged_by`…); only the login is kept.
 #[derive(Debug, Clone, Deserialize)]
@@ -84,25 +85,6 @@ impl StateFilter {
             StateFilter::All => "all",
         }
     }
-}
-
-/// Reads `null` as the type's default (GitHub sends `null` for some empty lists and counts).
-pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-/// Whether a `skip_serializing_if` count is zero.
-pub(crate) fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// Whether a `skip_serializing_if` flag is false.
-pub(crate) fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 #[cfg(test)]

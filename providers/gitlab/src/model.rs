@@ -5,6 +5,7 @@
 use quiver_plugin_sdk::prelude::*;
 use serde::Deserializer;
 
+pub(crate) use quiver_plugin_sdk::support::json::{is_false, is_zero, nullable};
 pub(crate) use quiver_plugin_sdk::support::text::{truncate, truncate_opt};
 
 /// Longest issue or merge request description returned, in bytes.
@@ -50,15 +51,6 @@ pub(crate) fn usernames(users: Vec<WireUser>) -> Vec<String> {
     users.into_iter().map(|u| u.username).collect()
 }
 
-/// Reads `null` as the type's default (GitLab sends `null` for some empty lists).
-pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
 /// Reads a project given as a string (`"acme/api"`, `"42"`) or a number (`42`).
 pub(crate) fn project_arg<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     #[derive(Deserialize)]
@@ -83,16 +75,6 @@ pub(crate) fn project_arg_opt<'de, D: Deserializer<'de>>(
     #[derive(Deserialize)]
     struct Wrapper(#[serde(deserialize_with = "project_arg")] String);
     Ok(Option::<Wrapper>::deserialize(deserializer)?.map(|Wrapper(s)| s))
-}
-
-/// Whether a `skip_serializing_if` count is zero.
-pub(crate) fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Whether a `skip_serializing_if` flag is false.
-pub(crate) fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// Labels as GitLab's query parameter wants them: `bug,ui`.

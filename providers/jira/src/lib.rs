@@ -103,9 +103,11 @@ mod workflow;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::config::{
+    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+};
 
 use crate::client::{Client, ClientSettings};
 use crate::fields::FieldMap;
@@ -202,22 +204,14 @@ impl Provider for Jira {
             site.truncate(at);
         }
         site.push('/');
-        let parsed = url::Url::parse(&site).map_err(|e| {
-            ProviderError::new(format!(
-                "[providers.jira] base_url `{raw_base}` is not a URL ({e}); write e.g. \
-                 https://your-site.atlassian.net"
-            ))
-        })?;
-        let host = match (parsed.scheme(), parsed.host_str()) {
-            ("http" | "https", Some(host)) => host.to_owned(),
-            _ => {
-                return Err(ProviderError::new(format!(
-                    "[providers.jira] base_url `{raw_base}` must be an http(s) URL with a host, \
-                     e.g. https://your-site.atlassian.net"
-                )))
-            }
-        };
-        let email = config.email.map(|e| e.trim().to_owned()).filter(|e| !e.is_empty());
+        let host = base_url_host(
+            "jira",
+            &site,
+            &raw_base,
+            "write e.g. https://your-site.atlassian.net",
+            "e.g. https://your-site.atlassian.net",
+        )?;
+        let email = non_blank(config.email);
         let deployment = config.deployment.unwrap_or(
             if host.ends_with(".atlassian.net") || host.ends_with(".jira.com") || email.is_some() {
                 Deployment::Cloud
@@ -225,19 +219,14 @@ impl Provider for Jira {
                 Deployment::Server
             },
         );
-        let token = config.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        let token_env = config
-            .token_env
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_owned());
         let settings = ClientSettings {
             base_url: site,
             email,
-            token,
-            token_env,
+            token: non_blank(config.token),
+            token_env: token_env(config.token_env, DEFAULT_TOKEN_ENV),
             deployment,
-            timeout: Duration::from_secs(config.timeout_s.unwrap_or(30).max(1)),
-            max_retry_wait: Duration::from_secs(config.max_retry_wait_s.unwrap_or(10)),
+            timeout: timeout(config.timeout_s),
+            max_retry_wait: max_retry_wait(config.max_retry_wait_s),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(Jira { client, host, fields: Mutex::new(None) })

@@ -3,6 +3,7 @@
 //! listings share one envelope.
 
 use quiver_plugin_sdk::prelude::*;
+pub(crate) use quiver_plugin_sdk::support::json::{is_false, is_zero};
 
 /// An issue's `fields` object.
 pub(crate) type Fields = Map<String, Value>;
@@ -98,16 +99,6 @@ pub(crate) fn next_start(
 /// `max_results` within `1..=max`, `default` when unset.
 pub(crate) fn page_size(requested: Option<u32>, default: u32, max: u32) -> u32 {
     requested.unwrap_or(default).clamp(1, max)
-}
-
-/// Whether a `skip_serializing_if` count is zero.
-pub(crate) fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Whether a `skip_serializing_if` flag is false.
-pub(crate) fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 #[cfg(test)]

@@ -82,7 +82,7 @@ impl RateLimit {
     /// ```
     /// use quiver_plugin_sdk::support::http::RateLimit;
     /// let jira_cloud = |name: &str| (name == "x-ratelimit-reset").then_some("2024-05-06T12:53Z");
-    /// let limit = RateLimit::from_headers(jira_cloud, "x-ratelimit-reset", "x-remaining", "x-limit");
+    /// let limit = RateLimit::from_headers(jira_cloud, "x-ratelimit-reset", "x-left", "x-limit");
     /// assert_eq!(limit.reset_at, Some(1_714_999_980));
     /// ```
     pub fn from_headers<'h>(

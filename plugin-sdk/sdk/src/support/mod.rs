@@ -1,10 +1,12 @@
 //! What every provider that talks to a web API needs, written once: cutting long text (and CI
 //! logs) where a reader expects it, reading pagination and rate-limit headers, waiting out a rate
-//! limit within a bound, error messages that name the fix and never the token, and lenient JSON.
+//! limit within a bound, error messages that name the fix and never the token, lenient JSON, and
+//! the `[providers.NAME]` settings every provider has (`base_url`, `token`, timeouts).
 //!
 //! Nothing here depends on an HTTP client: headers are passed as a lookup function, so providers
 //! on octocrab, reqwest or gouqi share the same rules.
 
+pub mod config;
 pub mod http;
 pub mod json;
 pub mod text;
