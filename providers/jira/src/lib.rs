@@ -207,7 +207,7 @@ impl Provider for Jira {
         let host = base_url_host(
             "jira",
             &site,
-            &raw_base,
+            raw_base,
             "write e.g. https://your-site.atlassian.net",
             "e.g. https://your-site.atlassian.net",
         )?;
