@@ -1,3 +1,5 @@
+//! Unit tests of the planner: one per rule, reason and method.
+
 use std::collections::BTreeMap;
 
 use super::*;

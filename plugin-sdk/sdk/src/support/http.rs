@@ -208,6 +208,9 @@ impl RetryBudget {
     pub fn advice(&self, provider: &str, wait: Option<Duration>) -> String {
         if self.past_deadline(wait) {
             ", past this call's deadline: retry later".to_owned()
+        } else if wait.is_none() {
+            // Nothing said how long: waiting longer would not have helped.
+            ": retry later".to_owned()
         } else if self.waited.is_zero() {
             format!(
                 ", longer than [providers.{provider}] max_retry_wait_s = {} s allows: retry \
@@ -380,6 +383,11 @@ mod tests {
         assert!(!budget.past_deadline(None));
         assert_eq!(
             budget.advice("demo", None),
+            ": retry later",
+            "no wait said: not the bound's fault"
+        );
+        assert_eq!(
+            budget.advice("demo", Some(s(60))),
             ", longer than [providers.demo] max_retry_wait_s = 10 s allows: retry later, or raise \
              max_retry_wait_s"
         );
