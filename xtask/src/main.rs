@@ -26,7 +26,7 @@ commands:
   test [ARGS...]       build the workspace (binary, providers, fault fixtures), then
                        `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
-                       `cargo bench --workspace --bench plugin_boundary ARGS...`
+                       `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
   new-provider NAME [--path DIR]
                        write a provider crate for a third-party plugin into DIR (default:
                        ./quiver-provider-NAME): an example tool, its value model and tests,
@@ -138,7 +138,7 @@ fn bench(args: &[String]) -> Result<()> {
     let target_dir = target_directory(&cargo_metadata(&root)?)?;
     run(cargo(&root).args(["build", "--release", "--workspace"]))?;
     run(cargo(&root)
-        .args(["bench", "--workspace", "--bench", "plugin_boundary"])
+        .args(["bench", "--workspace", "--benches"])
         .args(args)
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release")))
 }
