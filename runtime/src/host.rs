@@ -107,6 +107,29 @@ pub struct Host {
     registry: Registry,
 }
 
+/// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
+#[derive(Debug, Clone)]
+pub struct FollowUpCandidate {
+    /// The qualified tool whose result it follows.
+    pub from: String,
+    /// The link, its `tool` qualified.
+    pub link: FollowUpLink,
+    /// The target's effective value model.
+    pub model: quiver_core::ToolValueModel,
+}
+
+impl FollowUpCandidate {
+    /// The planner's view of it.
+    pub fn as_candidate(&self) -> quiver_core::planner::Candidate<'_> {
+        quiver_core::planner::Candidate {
+            from: &self.from,
+            link: &self.link,
+            model: &self.model,
+            requires: None,
+        }
+    }
+}
+
 /// Time a call may take unless the caller says otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -238,6 +261,34 @@ impl Host {
         }
         layers.extend(self.config.user_layers.layers_for(&qualified));
         resolve(&layers)
+    }
+
+    /// The follow-ups of `recent` calls as planner candidates: each link of each recent tool's
+    /// effective model, its target qualified (`get_issue` → `github.get_issue`) and resolved to
+    /// the target's effective model. Links to tools this host does not serve are left out, with
+    /// a debug line: the planner could not run them anyway.
+    pub fn follow_up_candidates(&self, recent: &[String]) -> Vec<FollowUpCandidate> {
+        let mut out = Vec::new();
+        for from in recent {
+            let Some(source) = self.registry.tool(from) else { continue };
+            for link in self.value_model(source).model.follow_up {
+                let target = if link.tool.contains('.') {
+                    link.tool.clone()
+                } else {
+                    format!("{}.{}", source.name.provider, link.tool)
+                };
+                let Some(target_tool) = self.registry.tool(&target) else {
+                    tracing::debug!(from = %source.name, target, "follow-up to a tool this host does not serve");
+                    continue;
+                };
+                out.push(FollowUpCandidate {
+                    from: source.name.to_string(),
+                    link: FollowUpLink { tool: target, ..link },
+                    model: self.value_model(target_tool).model,
+                });
+            }
+        }
+        out
     }
 
     /// Arguments for follow-up `link` of `prev_tool` given its structured result, from the provider.

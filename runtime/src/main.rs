@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
+use quiver_core::planner::{self, PlannerOptions};
 use quiver_runtime::host::{describe, unmatched_tool_sections};
 use quiver_runtime::{Host, HostOptions, PluginStatus};
 use serde_json::Value;
@@ -55,6 +56,25 @@ enum Command {
     },
     /// Check the setup: config, plugins directory, providers and their tokens (never printed).
     Doctor,
+    /// Which follow-up calls would be pre-fetched after the given calls, within a token budget:
+    /// each admitted call with its value and cost, each declined one with its reason.
+    Plan {
+        /// A recent call (qualified tool name), oldest first; repeat for several.
+        #[arg(long = "recent", required = true, value_name = "TOOL")]
+        recent: Vec<String>,
+        /// Token budget for the pre-fetches.
+        #[arg(long, default_value_t = 8000)]
+        budget: u32,
+        /// An intent keyword (lifts opt-in field groups that mention it); repeat for several.
+        #[arg(long = "intent", value_name = "WORD")]
+        intent: Vec<String>,
+        /// Halve the value of slow (p50 ≥ 5 s) and costly (≥ $0.10) calls.
+        #[arg(long)]
+        cost_aware: bool,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -106,6 +126,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             call(&host, &name, &args, timeout_ms, json)
         }
         Command::Doctor => doctor(&host),
+        Command::Plan { recent, budget, intent, cost_aware, json } => {
+            plan(&host, &recent, budget, &intent, cost_aware, json)
+        }
     }
 }
 
@@ -259,6 +282,52 @@ fn call(
             .unwrap_or_else(|| "error".into());
         eprintln!("quiver: {name} failed ({kind}): {}", result.text_content());
         return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plan(
+    host: &Host,
+    recent: &[String],
+    budget: u32,
+    intent: &[String],
+    cost_aware: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    for name in recent {
+        if host.tool(name).is_none() {
+            bail!("no tool `{name}`; `quiver tools list` shows the tools this host serves");
+        }
+    }
+    let candidates = host.follow_up_candidates(recent);
+    let candidates: Vec<_> = candidates.iter().map(|c| c.as_candidate()).collect();
+    let options = PlannerOptions { budget_tokens: budget, cost_aware, ..PlannerOptions::default() };
+    let plan = planner::plan(recent, &candidates, intent, &options);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let method = serde_json::to_value(plan.method)?.as_str().unwrap_or_default().to_owned();
+    println!(
+        "plan after {}: {} of {} candidates, {} of {budget} tokens, value {:.3} ({method})",
+        recent.join(", "),
+        plan.admitted.len(),
+        candidates.len(),
+        plan.total_cost,
+        plan.total_value,
+    );
+    for call in &plan.admitted {
+        println!(
+            "  pre-fetch  {}  value {:.3}  cost {} tokens  (p {:.2} after {})",
+            call.tool, call.value, call.cost_tokens, call.probability, call.from
+        );
+    }
+    for declined in &plan.declined {
+        let reason = serde_json::to_value(declined.reason)?.as_str().unwrap_or_default().to_owned();
+        println!(
+            "  declined   {}  {reason}  value {:.3}  cost {} tokens  (after {})",
+            declined.tool, declined.value, declined.cost_tokens, declined.from
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

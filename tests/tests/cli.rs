@@ -163,3 +163,53 @@ fn disabled_providers_load_but_serve_nothing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(texts(&out).1.contains("no tool `github.get_issue`"), "{}", texts(&out).1);
 }
+
+#[test]
+fn plan_shows_admitted_follow_ups_and_why_the_others_were_declined() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = plugins.path().to_str().unwrap();
+    let out = quiver(
+        &[
+            "plan",
+            "--recent",
+            "github.get_pull_request",
+            "--recent",
+            "github.list_workflow_jobs",
+            "--budget",
+            "3000",
+            "--json",
+            "--plugins",
+            dir,
+        ],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let admitted: Vec<&str> =
+        plan["admitted"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert!(admitted.contains(&"github.list_pull_request_reviews"), "{stdout}");
+    assert!(plan["total_cost"].as_u64().unwrap() <= 3000, "{stdout}");
+    let declined = |tool: &str| {
+        plan["declined"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["tool"] == tool)
+            .map(|d| d["reason"].as_str().unwrap().to_owned())
+    };
+    // A PR's files cost more than the whole budget: declined, and the reason says so.
+    assert_eq!(declined("github.list_pull_request_files").as_deref(), Some("over_budget"));
+    assert_eq!(plan["method"], "exact");
+
+    // With room for everything, every read follow-up is admitted and nothing mutating ever is.
+    let out = quiver(&["plan", "--recent", "github.get_issue", "--json", "--plugins", dir], &[]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let admitted = plan["admitted"].to_string();
+    assert!(admitted.contains("github.list_issue_comments"), "{plan}");
+    assert!(!admitted.contains("create_") && !admitted.contains("add_"), "{plan}");
+
+    let out = quiver(&["plan", "--recent", "github.nope", "--plugins", dir], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(texts(&out).1.contains("no tool `github.nope`"), "{}", texts(&out).1);
+}
