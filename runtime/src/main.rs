@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 a failed command or tool call, 2 a usage error.
 #![allow(clippy::print_stdout)]
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -217,16 +218,12 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     println!("  served by: {}", tool.provider.path.display());
     println!();
     println!("effective value model (field = value  [layer that set it]):");
-    let flat = flatten(&serde_json::to_value(&resolved.model)?);
-    let mut paths: Vec<&String> = resolved.provenance.keys().collect();
-    paths.sort();
-    for path in paths {
-        let value = flat
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, v)| v.to_string())
-            .unwrap_or_else(|| "(unset)".into());
-        println!("  {path} = {value}  [{}]", resolved.provenance[path]);
+    let flat: BTreeMap<String, Value> =
+        flatten(&serde_json::to_value(&resolved.model)?).into_iter().collect();
+    // Provenance is a sorted map: fields print in a stable order.
+    for (path, layer) in &resolved.provenance {
+        let value = flat.get(path).map(Value::to_string).unwrap_or_else(|| "(unset)".into());
+        println!("  {path} = {value}  [{layer}]");
     }
     Ok(ExitCode::SUCCESS)
 }
