@@ -10,6 +10,12 @@
 //!   [`ValueModelLayer`] that each source contributes, and the right-wins field-by-field merge that
 //!   yields the effective model together with the layer that set each field.
 //! - [`projection`]: generic follow-up argument projection by a small JSON path.
+//! - [`session_cache`]: the per-session call cache — identical calls (arguments in canonical form)
+//!   served within their freshness TTL, `r7` references, cross-tool invalidation, and fail-fast for
+//!   identical calls that keep coming back empty.
+//! - [`response_projection`]: a result trimmed to the field groups the call needs and capped at
+//!   the tool's `max_kb`, with a one-line note of what was left out and how to ask for it, and a
+//!   deterministic token estimate.
 //! - [`manifest`]: what a plugin reports about itself.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
 //!   agent built-ins (Read, Grep, Bash…).
@@ -40,6 +46,8 @@ pub mod defaults;
 pub mod manifest;
 pub mod planner;
 pub mod projection;
+pub mod response_projection;
+pub mod session_cache;
 pub mod tool;
 pub mod value_model;
 
