@@ -275,3 +275,52 @@ proptest! {
         }
     }
 }
+
+/// The intent boost by its definition: lower-case both sides and search.
+fn naive_boost(model: &ToolValueModel, keywords: &[String]) -> f64 {
+    let keywords: Vec<String> =
+        keywords.iter().map(|k| k.trim().to_lowercase()).filter(|k| !k.is_empty()).collect();
+    if keywords.is_empty() {
+        return 1.0;
+    }
+    let sum: f64 = model
+        .field_groups
+        .values()
+        .filter(|g| {
+            !g.default_include
+                && g.fields.iter().any(|f| {
+                    let f = f.to_lowercase();
+                    keywords.iter().any(|k| f.contains(k.as_str()))
+                })
+        })
+        .map(|g| if g.estimated_value.is_finite() { g.estimated_value.max(0.0) } else { 0.0 })
+        .sum();
+    (1.0 + sum).min(2.5)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// (4) The intent boost (word-at-a-time on ASCII fields) agrees with its definition, on short
+    /// and long fields, mixed case, non-ASCII text and keywords that end where a field does.
+    #[test]
+    fn intent_boost_matches_its_definition(
+        groups in prop::collection::vec(
+            (prop::collection::vec("[a-zA-Z_.*\\[\\]é ]{0,150}", 0..4), 0.0f64..1.0, prop::bool::ANY),
+            0..4,
+        ),
+        keywords in prop::collection::vec(" ?[a-zA-Z_.é]{0,9} ?", 0..4),
+    ) {
+        let field_groups = groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, (fields, estimated_value, default_include))| {
+                (format!("g{i}"), quiver_core::value_model::FieldGroup { fields, estimated_value, default_include })
+            })
+            .collect();
+        let model = ToolValueModel { field_groups, ..ToolValueModel::default() };
+        let expected = naive_boost(&model, &keywords);
+        let got = quiver_core::planner::intent_boost(&model, &keywords);
+        prop_assert!((got - expected).abs() < 1e-12, "{got} vs {expected} for {keywords:?} in {model:?}");
+    }
+}

@@ -44,7 +44,7 @@ pub(crate) struct Instance<'p> {
     pub(crate) value: &'p [f64],
     /// Cost of each item, ≥ 1.
     pub(crate) cost: &'p [u64],
-    /// Parent of each item or [`NONE`]; a forest.
+    /// Parent of each item or [`NONE`]; a forest. Empty when no item has one.
     pub(crate) parent: &'p [u32],
     /// The budget.
     pub(crate) capacity: u64,
@@ -150,23 +150,8 @@ pub(crate) fn solve(
 fn core(inst: &Instance<'_>, by_density: &impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
     let n = inst.value.len();
     let (v, w, cap) = (inst.value, inst.cost, inst.capacity);
-    let mut idx: Vec<u32> = (0..n as u32).collect();
-    // Grow the top-k by selection until it overflows the capacity (the caller checked that all
-    // items together do).
-    let (mut k, mut weight, mut step) = (0usize, 0u64, 32usize);
-    loop {
-        let next = n.min(k + step);
-        if next < n {
-            idx[k..].select_nth_unstable_by(next - k - 1, by_density);
-        }
-        weight += idx[k..next].iter().map(|&i| w[i as usize]).sum::<u64>();
-        k = next;
-        if weight > cap || k == n {
-            break;
-        }
-        step *= 4;
-    }
-    idx[..k].sort_unstable_by(by_density);
+    let mut idx = top_overflowing(n, w, cap, by_density);
+    let k = idx.len();
 
     // Dantzig bound, critical density, and the two ½-approximation candidates.
     let (mut room, mut bound, mut critical_density) = (cap, 0.0, 0.0);
@@ -192,17 +177,96 @@ fn core(inst: &Instance<'_>, by_density: &impl Fn(&u32, &u32) -> Ordering) -> Ve
     let single = best_single(v);
     let lower = greedy.max(v[single as usize]);
 
-    let mut extra: Vec<u32> = idx[k..]
-        .iter()
-        .copied()
+    let mut in_top = vec![false; n];
+    for &i in &idx {
+        in_top[i as usize] = true;
+    }
+    let mut extra: Vec<u32> = (0..n as u32)
         .filter(|&j| {
-            j == single
-                || v[j as usize] + bound - critical_density * w[j as usize] as f64 > lower + EPS
+            !in_top[j as usize]
+                && (j == single
+                    || v[j as usize] + bound - critical_density * w[j as usize] as f64
+                        > lower + EPS)
         })
         .collect();
     extra.sort_unstable_by(by_density);
-    idx.truncate(k);
     idx.extend_from_slice(&extra);
+    idx
+}
+
+/// The shortest prefix of the items in density order whose cost exceeds `cap` (the caller checked
+/// that all items together do), sorted. Kept as a sorted list while it is short, the usual case
+/// with budgets of a few responses: one comparison rejects most items. When it grows long, the
+/// prefix is found by selection instead.
+fn top_overflowing(
+    n: usize,
+    w: &[u64],
+    cap: u64,
+    by_density: &impl Fn(&u32, &u32) -> Ordering,
+) -> Vec<u32> {
+    const SHORT: usize = 64;
+    let mut top: Vec<u32> = Vec::with_capacity(SHORT + 1);
+    let mut weight = 0u64;
+    for i in 0..n as u32 {
+        if weight > cap {
+            let last = *top.last().expect("an overflowing prefix is not empty");
+            if by_density(&i, &last).is_gt() {
+                continue;
+            }
+        }
+        let at = top.partition_point(|x| by_density(x, &i).is_lt());
+        top.insert(at, i);
+        weight += w[i as usize];
+        // Drop the last item while the prefix overflows without it.
+        while let Some(&last) = top.last() {
+            if weight - w[last as usize] > cap {
+                weight -= w[last as usize];
+                top.pop();
+            } else {
+                break;
+            }
+        }
+        if top.len() > SHORT {
+            return top_by_selection(n, w, cap, by_density);
+        }
+    }
+    top
+}
+
+/// [`top_overflowing`] by growing a selected top-k until it overflows, then sorting it.
+fn top_by_selection(
+    n: usize,
+    w: &[u64],
+    cap: u64,
+    by_density: &impl Fn(&u32, &u32) -> Ordering,
+) -> Vec<u32> {
+    let mut idx: Vec<u32> = (0..n as u32).collect();
+    let (mut k, mut weight, mut step) = (0usize, 0u64, 32usize);
+    loop {
+        let next = n.min(k + step);
+        if next < n {
+            idx[k..].select_nth_unstable_by(next - k - 1, by_density);
+        }
+        weight += idx[k..next].iter().map(|&i| w[i as usize]).sum::<u64>();
+        k = next;
+        if weight > cap || k == n {
+            break;
+        }
+        step *= 4;
+    }
+    idx.truncate(k);
+    idx.sort_unstable_by(by_density);
+    // The shortest overflowing prefix.
+    let mut room = cap;
+    let mut end = idx.len();
+    for (p, &i) in idx.iter().enumerate() {
+        if w[i as usize] > room {
+            end = p + 1;
+            break;
+        }
+        room -= w[i as usize];
+    }
+    idx.truncate(end);
     idx
 }
 

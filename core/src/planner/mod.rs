@@ -313,14 +313,14 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
     let recent: Vec<&str> = recent_calls.iter().map(AsRef::as_ref).collect();
     let is_recent = |name: &str| recent.iter().any(|r| r.len() == name.len() && *r == name);
 
-    // One map answers both "recently used?" and "which link to this target is kept?": targets
-    // found among the recent calls map to `RECENT`, eligible ones to their best link so far.
-    const RECENT: u32 = u32::MAX;
+    // The kept link of each eligible target so far.
     let mut by_target: FastMap<&'a str, u32> = FastMap::default();
     by_target.reserve(n);
 
     // Value, cost and the per-candidate rules, then one link per target: the most valuable (then
-    // most probable, then from the first source by name, then the first given).
+    // most probable, then from the first source by name, then the first given). The rules are
+    // tried in the order self-loop, recently used, not speculatable, below the minimum
+    // probability, duplicate; the cheap ones first, so a declined call costs no hashing.
     let mut value = Vec::with_capacity(n);
     let mut cost = Vec::with_capacity(n);
     let mut reason: Vec<Option<DeclineReason>> = Vec::with_capacity(n);
@@ -329,21 +329,19 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         let v =
             p * c.model.value_class.score() * intent.boost(c.model) * cost_factor(c.model, options);
         value.push(v);
-        cost.push(predicted_tokens(c.model, options.tokens_per_kb));
+        let w = predicted_tokens(c.model, options.tokens_per_kb);
+        cost.push(w);
         let target = c.link.tool.as_str();
         let r = if target == c.from {
             Some(DeclineReason::SelfLoop)
+        } else if is_recent(target) {
+            Some(DeclineReason::RecentlyUsed)
+        } else if !c.model.may_speculate() {
+            Some(DeclineReason::NotSpeculatable)
+        } else if p < options.min_followup_probability {
+            Some(DeclineReason::BelowMinProbability)
         } else {
             match by_target.entry(target) {
-                Entry::Occupied(e) if *e.get() == RECENT => Some(DeclineReason::RecentlyUsed),
-                Entry::Vacant(e) if is_recent(target) => {
-                    e.insert(RECENT);
-                    Some(DeclineReason::RecentlyUsed)
-                }
-                _ if !c.model.may_speculate() => Some(DeclineReason::NotSpeculatable),
-                _ if p < options.min_followup_probability => {
-                    Some(DeclineReason::BelowMinProbability)
-                }
                 Entry::Vacant(e) => {
                     e.insert(i as u32);
                     None
@@ -367,56 +365,72 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         };
         reason.push(r);
     }
-    for i in 0..n {
-        if reason[i].is_none() && u64::from(cost[i]) > budget {
-            reason[i] = Some(DeclineReason::OverBudget);
-        }
-    }
 
-    // Prerequisites: the candidate each one needs, resolved through chains.
-    let mut parent = vec![NONE; n];
+    // Prerequisites: the candidate each one needs, resolved through chains. Only built when some
+    // eligible candidate has one; otherwise every parent is `NONE`.
     const MISSING: u32 = NONE - 1;
-    let mut any_prerequisite = false;
+    let mut parent: Vec<u32> = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
         if let (None, Some(required)) = (reason[i], c.requires) {
-            parent[i] = match by_target.get(required) {
-                Some(&RECENT) => continue,
+            let p = match by_target.get(required) {
                 Some(&j) => j,
                 None if is_recent(required) => continue,
                 None => MISSING,
             };
-            any_prerequisite = true;
+            if parent.is_empty() {
+                parent = vec![NONE; n];
+            }
+            parent[i] = p;
         }
     }
+    let any_prerequisite = !parent.is_empty();
     if any_prerequisite {
+        for i in 0..n {
+            if reason[i].is_none() && u64::from(cost[i]) > budget {
+                reason[i] = Some(DeclineReason::OverBudget);
+            }
+        }
         resolve_prerequisites(&mut parent, &mut reason, &cost, budget, MISSING);
     }
 
     // The knapsack over the eligible calls that cost something; free ones follow their chain.
-    let eligible = |i: usize| reason[i].is_none();
+    let parent_of = |i: usize| if any_prerequisite { parent[i] } else { NONE };
     let nearest_paid = |mut a: u32| {
         while a != NONE && cost[a as usize] == 0 {
             a = parent[a as usize];
         }
         a
     };
-    let mut item_of = vec![NONE; n];
+    let mut item_of = if any_prerequisite { vec![NONE; n] } else { Vec::new() };
     let mut candidate_of: Vec<u32> = Vec::new();
+    let mut item_value: Vec<f64> = Vec::new();
+    let mut item_cost: Vec<u64> = Vec::new();
     for i in 0..n {
-        if eligible(i) && cost[i] > 0 {
-            item_of[i] = candidate_of.len() as u32;
+        if reason[i].is_none() && cost[i] > 0 {
+            if u64::from(cost[i]) > budget {
+                // Only reached without prerequisites (with them, this was settled above).
+                reason[i] = Some(DeclineReason::OverBudget);
+                continue;
+            }
+            if any_prerequisite {
+                item_of[i] = candidate_of.len() as u32;
+            }
             candidate_of.push(i as u32);
+            item_value.push(value[i]);
+            item_cost.push(u64::from(cost[i]));
         }
     }
-    let item_value: Vec<f64> = candidate_of.iter().map(|&i| value[i as usize]).collect();
-    let item_cost: Vec<u64> = candidate_of.iter().map(|&i| u64::from(cost[i as usize])).collect();
-    let item_parent: Vec<u32> = candidate_of
-        .iter()
-        .map(|&i| match nearest_paid(parent[i as usize]) {
-            NONE => NONE,
-            a => item_of[a as usize],
-        })
-        .collect();
+    let item_parent: Vec<u32> = if any_prerequisite {
+        candidate_of
+            .iter()
+            .map(|&i| match nearest_paid(parent[i as usize]) {
+                NONE => NONE,
+                a => item_of[a as usize],
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let solution = knapsack::solve(
         &knapsack::Instance {
             value: &item_value,
@@ -433,16 +447,22 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
 
     let mut admitted = Vec::new();
     let mut declined = Vec::with_capacity(n.saturating_sub(candidate_of.len()));
+    // Items are numbered in candidate order: without prerequisites the next one is `item`.
+    let mut item = 0usize;
     for (i, c) in candidates.iter().enumerate() {
         let reason = match reason[i] {
             Some(r) => Some(r),
             None if cost[i] > 0 => {
-                (!solution.selected[item_of[i] as usize]).then_some(DeclineReason::NotSelected)
+                item += 1;
+                (!solution.selected[item - 1]).then_some(DeclineReason::NotSelected)
             }
-            None => match nearest_paid(parent[i]) {
+            None => match parent_of(i) {
                 NONE => None,
-                a => (!solution.selected[item_of[a as usize] as usize])
-                    .then_some(DeclineReason::PrerequisiteDeclined),
+                a => match nearest_paid(a) {
+                    NONE => None,
+                    a => (!solution.selected[item_of[a as usize] as usize])
+                        .then_some(DeclineReason::PrerequisiteDeclined),
+                },
             },
         };
         let tool = c.link.tool.as_str();
@@ -463,7 +483,8 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
             }),
         }
     }
-    admitted.sort_by(|a, b| {
+    // Admitted tools are distinct (one link per target), so the order is total.
+    admitted.sort_unstable_by(|a, b| {
         b.value
             .total_cmp(&a.value)
             .then_with(|| a.tool.cmp(b.tool))
