@@ -10,10 +10,14 @@ use serde_json::{Map, Value};
 /// At most this many follow-up calls are built from one link, whatever the result holds.
 pub const MAX_PROJECTIONS_PER_LINK: usize = 3;
 
+/// One step of a path.
 #[derive(Debug, Clone, PartialEq)]
-enum Step {
+pub enum Step {
+    /// A field of an object: `.name` or `["name"]`.
     Field(String),
+    /// An element of an array: `[3]`.
     Index(usize),
+    /// Every element of an array, every value of an object: `[*]`.
     Every,
 }
 
@@ -27,7 +31,8 @@ pub struct PathError {
     pub reason: String,
 }
 
-fn parse(path: &str) -> Result<Vec<Step>, PathError> {
+/// Reads a path into its steps (`$` alone is the empty path: the value itself).
+pub fn parse(path: &str) -> Result<Vec<Step>, PathError> {
     let err = |reason: String| PathError { path: path.to_owned(), reason };
     let rest = path.trim();
     let mut rest = rest.strip_prefix('$').unwrap_or(rest);

@@ -48,6 +48,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::projection::Step;
 use crate::session_cache::{tool_declares_fields, FIELDS_ARGUMENT};
 use crate::value_model::{FieldGroup, ToolValueModel};
 
@@ -173,15 +174,6 @@ pub fn project(value: Value, model: &ToolValueModel, requested: &Requested) -> P
 // ---------------------------------------------------------------------------------------------
 // Paths
 
-/// One step of a field path.
-#[derive(Debug, Clone, PartialEq)]
-enum Step {
-    Field(String),
-    Index(usize),
-    /// Every element of an array, every value of an object.
-    Every,
-}
-
 /// One step of a concrete location in a value.
 #[derive(Debug, Clone, PartialEq)]
 enum At {
@@ -189,54 +181,20 @@ enum At {
     Index(usize),
 }
 
-impl Step {
-    fn matches(&self, at: &At) -> bool {
-        match (self, at) {
-            (Step::Every, _) => true,
-            (Step::Field(name), At::Key(key)) => name == key,
-            (Step::Index(i), At::Index(j)) => i == j,
-            _ => false,
-        }
+/// Whether a path step matches a concrete location step.
+fn matches(step: &Step, at: &At) -> bool {
+    match (step, at) {
+        (Step::Every, _) => true,
+        (Step::Field(name), At::Key(key)) => name == key,
+        (Step::Index(i), At::Index(j)) => i == j,
+        _ => false,
     }
 }
 
-/// Parses the [`crate::projection`] path syntax; `None` for a path it cannot read.
+/// A field path in the [`crate::projection`] syntax; `None` for one it cannot read or the empty
+/// path (a group cannot name the whole result).
 fn parse_path(path: &str) -> Option<Vec<Step>> {
-    let rest = path.trim();
-    let mut rest = rest.strip_prefix('$').unwrap_or(rest);
-    let mut steps = Vec::new();
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            if end == 0 {
-                return None;
-            }
-            steps.push(Step::Field(after[..end].to_owned()));
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let end = after.find(']')?;
-            let inner = after[..end].trim();
-            steps.push(if inner == "*" {
-                Step::Every
-            } else if let Ok(i) = inner.parse::<usize>() {
-                Step::Index(i)
-            } else {
-                let name = inner
-                    .strip_prefix('"')
-                    .and_then(|s| s.strip_suffix('"'))
-                    .or_else(|| inner.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))?;
-                Step::Field(name.to_owned())
-            });
-            rest = &after[end + 1..];
-        } else if steps.is_empty() {
-            let end = rest.find(['.', '[']).unwrap_or(rest.len());
-            steps.push(Step::Field(rest[..end].to_owned()));
-            rest = &rest[end..];
-        } else {
-            return None;
-        }
-    }
-    (!steps.is_empty()).then_some(steps)
+    crate::projection::parse(path).ok().filter(|steps| !steps.is_empty())
 }
 
 /// The parsed paths of the groups `pick` selects.
@@ -253,12 +211,12 @@ fn group_paths(
 
 /// Whether `pattern` selects `location` or one of its ancestors.
 fn covers(pattern: &[Step], location: &[At]) -> bool {
-    pattern.len() <= location.len() && pattern.iter().zip(location).all(|(s, a)| s.matches(a))
+    pattern.len() <= location.len() && pattern.iter().zip(location).all(|(s, a)| matches(s, a))
 }
 
 /// The tail of `pattern` below `location` when `pattern` selects something strictly inside it.
 fn below<'p>(pattern: &'p [Step], location: &[At]) -> Option<&'p [Step]> {
-    (pattern.len() > location.len() && pattern.iter().zip(location).all(|(s, a)| s.matches(a)))
+    (pattern.len() > location.len() && pattern.iter().zip(location).all(|(s, a)| matches(s, a)))
         .then(|| &pattern[location.len()..])
 }
 
@@ -397,7 +355,7 @@ fn retain(value: &Value, paths: &[&[Step]]) -> Value {
         return value.clone();
     }
     let tails = |at: &At| -> Vec<&[Step]> {
-        paths.iter().filter(|p| p[0].matches(at)).map(|p| &p[1..]).collect()
+        paths.iter().filter(|p| matches(&p[0], at)).map(|p| &p[1..]).collect()
     };
     match value {
         Value::Object(map) => {
@@ -495,7 +453,7 @@ fn collect(
                 // Emptying it would take away every occurrence of a protected field.
                 Phase::Unprotected => !protected.iter().any(|p| {
                     p.len() >= location.len()
-                        && p.iter().zip(location.iter()).all(|(s, a)| s.matches(a))
+                        && p.iter().zip(location.iter()).all(|(s, a)| matches(s, a))
                 }),
                 Phase::All => true,
             };
