@@ -7,6 +7,8 @@
 //! - [`registry`]: qualified tools (`github.get_issue`) and the provider instances behind them.
 //! - [`host`]: ties them together: [`Host::open`], [`Host::call`], [`Host::value_model`].
 //! - [`logging`]: tracing on stderr, the plugin log bridge, secret masking.
+//! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
+//!   projection by field groups.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -30,7 +32,9 @@ pub mod host;
 pub mod loader;
 pub mod logging;
 pub mod registry;
+pub mod session;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};
 pub use registry::RegisteredTool;
+pub use session::Session;
