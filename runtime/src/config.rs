@@ -64,6 +64,39 @@ pub struct Config {
     /// `[tools."pattern"]` value-model layers.
     #[serde(default)]
     pub tools: BTreeMap<String, ValueModelLayer>,
+    /// `[enrichment]`: speculative pre-fetching of likely follow-up calls.
+    #[serde(default)]
+    pub enrichment: EnrichmentConfig,
+}
+
+/// `[enrichment]`: whether and how follow-up calls are pre-fetched.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnrichmentConfig {
+    /// Off by default: pre-fetching spends rate limits on calls the agent may not make.
+    pub enabled: bool,
+    /// How long a response waits for its pre-fetches before it is returned anyway; later ones
+    /// still land in the session cache.
+    pub prefetch_timeout_ms: u64,
+    /// Pre-fetches in flight per session.
+    pub max_parallel_prefetches: usize,
+    /// Token budget the planner may spend after one call.
+    pub prefetch_budget_tokens: u32,
+    /// Calls in flight per rate-limit host (`api.github.com`), main calls and pre-fetches
+    /// together, across all providers.
+    pub per_host_concurrency: usize,
+}
+
+impl Default for EnrichmentConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            prefetch_timeout_ms: 1000,
+            max_parallel_prefetches: 3,
+            prefetch_budget_tokens: 8000,
+            per_host_concurrency: 4,
+        }
+    }
 }
 
 /// One `[providers.NAME]` section. The host reads `enabled` and `token_env`; every other key

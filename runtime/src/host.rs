@@ -17,6 +17,7 @@ use crate::config::{ConfigError, LoadedConfig, ProviderConfig};
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
 use crate::registry::{RegisteredTool, Registry};
+use crate::speculation::HostBudgets;
 
 /// How to open a host.
 #[derive(Debug, Clone, Default)]
@@ -105,6 +106,7 @@ pub struct Host {
     plugins_dir_source: PluginsDirSource,
     reports: Vec<PluginReport>,
     registry: Registry,
+    host_budgets: HostBudgets,
 }
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
@@ -149,6 +151,7 @@ impl Host {
         let (plugins_dir, plugins_dir_source) =
             loader::plugins_dir(plugins_flag, config.config.plugins_dir.as_deref());
         let (loaded, failed) = loader::load_dir(&plugins_dir);
+        let host_budgets = HostBudgets::new(config.config.enrichment.per_host_concurrency);
         let mut host = Self {
             config,
             plugins_dir,
@@ -161,6 +164,7 @@ impl Host {
                 })
                 .collect(),
             registry: Registry::default(),
+            host_budgets,
         };
         for plugin in loaded {
             let status = host.start(&plugin);
@@ -231,6 +235,11 @@ impl Host {
     /// The plugins directory and where that choice came from.
     pub fn plugins_dir(&self) -> (&Path, &PluginsDirSource) {
         (&self.plugins_dir, &self.plugins_dir_source)
+    }
+
+    /// Concurrency per rate-limit host, shared by main calls and pre-fetches of every session.
+    pub fn host_budgets(&self) -> &HostBudgets {
+        &self.host_budgets
     }
 
     /// The config in use.

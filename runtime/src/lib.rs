@@ -8,7 +8,7 @@
 //! - [`host`]: ties them together: [`Host::open`], [`Host::call`], [`Host::value_model`].
 //! - [`logging`]: tracing on stderr, the plugin log bridge, secret masking.
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
-//!   projection by field groups.
+//!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -33,6 +33,7 @@ pub mod loader;
 pub mod logging;
 pub mod registry;
 pub mod session;
+pub mod speculation;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

@@ -5,22 +5,34 @@
 //! (`fail_fast_after_n`), and results are trimmed to the field groups worth their tokens, with a
 //! note saying how to ask for the rest.
 //!
-//! Pre-fetching (the planner and the speculation engine) builds on this and is not here yet.
+//! With `[enrichment] enabled = true`, each successful call is followed by a plan of its likely
+//! follow-ups (the planner, under `prefetch_budget_tokens`), run in the background with the
+//! provider's own argument projection; the response waits at most `prefetch_timeout_ms` for them
+//! and says in one line what landed. Late results still land in the cache. [`Session::shutdown`]
+//! (or dropping the session) cancels and drains everything in flight.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::response_projection::{project, Requested};
 use quiver_core::session_cache::{
     is_control_argument, tool_declares_fields, ttl_of, CallKey, SessionCache,
 };
 use quiver_core::{Content, ToolResult};
 use serde_json::{json, Value};
+use tokio::task::JoinSet;
 
 use crate::host::Host;
+use crate::registry::RegisteredTool;
+use crate::speculation::may_prefetch;
 
 /// Results kept per session, by default.
 pub const DEFAULT_CACHE_CAPACITY: usize = 256;
+
+/// Recent calls the planner is told about (it skips pre-fetching what was just used).
+const RECENT_CALLS: usize = 8;
 
 /// What a session call did besides calling the provider, for telemetry and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,24 +45,36 @@ pub struct CallEffects {
     pub tokens_before: u64,
     /// Estimated tokens after projection.
     pub tokens_after: u64,
+    /// Pre-fetches started after this call.
+    pub prefetches_started: usize,
+    /// Pre-fetches that landed in the cache before the response went back.
+    pub prefetches_landed: usize,
 }
 
 /// One conversation's calls through a host.
-pub struct Session<'h> {
-    host: &'h Host,
+pub struct Session {
+    host: Arc<Host>,
     id: String,
-    cache: Mutex<SessionCache>,
+    cache: Arc<Mutex<SessionCache>>,
     timeout: Option<Duration>,
+    recent: Mutex<Vec<String>>,
+    /// Pre-fetches of each call, kept so the session can cancel and drain them; dropping the
+    /// session drops the sets, which aborts their tasks.
+    prefetches: tokio::sync::Mutex<Vec<JoinSet<Option<String>>>>,
+    cancelled: Arc<AtomicBool>,
 }
 
-impl<'h> Session<'h> {
+impl Session {
     /// A session named `id` (it reaches providers as `ToolContext::session`).
-    pub fn new(host: &'h Host, id: impl Into<String>) -> Self {
+    pub fn new(host: Arc<Host>, id: impl Into<String>) -> Self {
         Self {
             host,
             id: id.into(),
-            cache: Mutex::new(SessionCache::new(DEFAULT_CACHE_CAPACITY)),
+            cache: Arc::new(Mutex::new(SessionCache::new(DEFAULT_CACHE_CAPACITY))),
             timeout: None,
+            recent: Mutex::new(Vec::new()),
+            prefetches: tokio::sync::Mutex::new(Vec::new()),
+            cancelled: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -58,6 +82,23 @@ impl<'h> Session<'h> {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Pre-fetches still running.
+    pub async fn prefetches_in_flight(&self) -> usize {
+        self.prefetches.lock().await.iter().map(JoinSet::len).sum()
+    }
+
+    /// Ends the session: cancels every pre-fetch in flight (their provider calls see the
+    /// cancellation flag) and waits until none is left.
+    pub async fn shutdown(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let mut sets = self.prefetches.lock().await;
+        for set in sets.iter_mut() {
+            set.abort_all();
+            while set.join_next().await.is_some() {}
+        }
+        sets.clear();
     }
 
     /// Calls `name` with `args` (which may carry a `fields` list asking for opt-in groups) and
@@ -93,10 +134,15 @@ impl<'h> Session<'h> {
         }
 
         let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
-        let result = self
-            .host
-            .call(name, provider_arguments(args, schema), self.timeout, &self.id, None)
-            .await;
+        let rate_limit_host = self.host.rate_limit_host(tool, &args);
+        let result = {
+            // Main calls wait for their host's permit; they share it with pre-fetches.
+            let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
+            self.host
+                .call(name, provider_arguments(args, schema), self.timeout, &self.id, None)
+                .await
+        };
+        self.remember(&qualified);
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.record_result(&key, &result);
@@ -109,17 +155,128 @@ impl<'h> Session<'h> {
         let Some(structured) = result.structured.clone() else {
             return (result, CallEffects::default());
         };
+        let (started, landed) = if self.host.config().config.enrichment.enabled {
+            self.prefetch(tool, &structured, intent).await
+        } else {
+            (0, Vec::new())
+        };
         let projected = project(structured, &model, &requested);
         let effects = CallEffects {
             tokens_before: projected.tokens_before,
             tokens_after: projected.tokens_after,
+            prefetches_started: started,
+            prefetches_landed: landed.len(),
             ..CallEffects::default()
         };
         let mut content = vec![Content::Text { text: projected.value.to_string() }];
         if let Some(note) = &projected.note {
             content.push(Content::Text { text: format!("[quiver: {note}]") });
         }
+        if !landed.is_empty() {
+            content.push(Content::Text {
+                text: format!(
+                    "[quiver: pre-fetched {} — call them as usual; the results come from the \
+                     session cache]",
+                    landed.join(", ")
+                ),
+            });
+        }
         (ToolResult { content, structured: Some(projected.value), ..result }, effects)
+    }
+
+    fn remember(&self, qualified: &str) {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.push(qualified.to_owned());
+        let excess = recent.len().saturating_sub(RECENT_CALLS);
+        recent.drain(..excess);
+    }
+
+    /// Plans the follow-ups of `from`'s `result`, starts them, and waits at most
+    /// `prefetch_timeout_ms` for them: how many started, and the labels of those that landed.
+    async fn prefetch(
+        &self,
+        from: &RegisteredTool,
+        result: &Value,
+        intent: &[String],
+    ) -> (usize, Vec<String>) {
+        let settings = self.host.config().config.enrichment.clone();
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
+        let views: Vec<_> = candidates.iter().map(|c| c.as_candidate()).collect();
+        let options = PlannerOptions {
+            budget_tokens: settings.prefetch_budget_tokens,
+            ..PlannerOptions::default()
+        };
+        let plan = planner::plan(&recent, &views, intent, &options);
+        let mut set = JoinSet::new();
+        for admitted in &plan.admitted {
+            let Some(candidate) = candidates.iter().find(|c| c.link.tool == admitted.tool) else {
+                continue;
+            };
+            let Some(target) = self.host.tool(admitted.tool) else { continue };
+            // The one gate every dispatch passes, whatever the planner or the config said.
+            if !may_prefetch(&candidate.model) {
+                continue;
+            }
+            let arguments = match self.host.project_args(from, result, &candidate.link) {
+                Ok(arguments) => arguments,
+                Err(e) => {
+                    tracing::debug!(tool = admitted.tool, "no pre-fetch: {e}");
+                    continue;
+                }
+            };
+            for arguments in arguments {
+                if set.len() >= settings.max_parallel_prefetches {
+                    break;
+                }
+                let arguments = Value::Object(arguments);
+                let key = CallKey::new(admitted.tool, &arguments, Some(&target.spec.input_schema));
+                let fresh = {
+                    let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                    cache.get(&key, Instant::now(), ttl_of(&candidate.model)).is_some()
+                };
+                if fresh {
+                    continue;
+                }
+                // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
+                let host_name = self.host.rate_limit_host(target, &arguments);
+                let Ok(permit) = self.host.host_budgets().try_acquire(host_name.as_deref()) else {
+                    continue;
+                };
+                let label = format!("{}({arguments})", admitted.tool);
+                let (host, cache) = (Arc::clone(&self.host), Arc::clone(&self.cache));
+                let cancelled = Arc::clone(&self.cancelled);
+                let (tool, session, timeout) =
+                    (admitted.tool.to_owned(), self.id.clone(), self.timeout);
+                set.spawn(async move {
+                    let _permit = permit;
+                    let result =
+                        host.call(&tool, arguments, timeout, &session, Some(cancelled)).await;
+                    if result.is_error {
+                        return None;
+                    }
+                    cache.lock().unwrap_or_else(|e| e.into_inner()).put(
+                        &key,
+                        result,
+                        Instant::now(),
+                    );
+                    Some(label)
+                });
+            }
+        }
+        let started = set.len();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(settings.prefetch_timeout_ms);
+        let mut landed = Vec::new();
+        while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, set.join_next()).await {
+            if let Ok(Some(label)) = joined {
+                landed.push(label);
+            }
+        }
+        if !set.is_empty() {
+            self.prefetches.lock().await.push(set);
+        }
+        (started, landed)
     }
 }
 

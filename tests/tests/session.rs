@@ -3,6 +3,8 @@
 //! stop, and results are trimmed to the field groups worth their tokens.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
@@ -22,10 +24,10 @@ fn reply(status: u16, file: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(recorded(file), "application/json")
 }
 
-fn host(server: &MockServer, plugins: &Path, extra: &str) -> Host {
+fn host(server: &MockServer, plugins: &Path, extra: &str) -> Arc<Host> {
     let text = format!("[providers.github]\nbase_url = \"{}\"\n{extra}", server.uri());
     let config = LoadedConfig::parse(Path::new("quiver.toml"), &text).unwrap();
-    Host::with_config(config, Some(plugins))
+    Arc::new(Host::with_config(config, Some(plugins)))
 }
 
 async fn requests_to(server: &MockServer, to: &str) -> usize {
@@ -47,7 +49,7 @@ async fn a_repeat_is_served_from_the_cache_until_a_mutation_makes_it_stale() {
         .await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let host = host(&server, plugins.path(), "");
-    let session = Session::new(&host, "s1");
+    let session = Session::new(Arc::clone(&host), "s1");
     let issue = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
 
     let (first, effects) = session.call("github.get_issue", issue.clone(), &[]).await;
@@ -71,7 +73,7 @@ async fn a_repeat_is_served_from_the_cache_until_a_mutation_makes_it_stale() {
     assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
 
     // Another session has its own cache.
-    let other = Session::new(&host, "s2");
+    let other = Session::new(Arc::clone(&host), "s2");
     let (_, effects) = other
         .call(
             "github.get_issue",
@@ -94,7 +96,7 @@ async fn opt_in_field_groups_are_left_out_unless_asked_for() {
     let host = host(&server, plugins.path(), "");
     let args = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
 
-    let session = Session::new(&host, "trim");
+    let session = Session::new(Arc::clone(&host), "trim");
     let (trimmed, effects) =
         session.call("github.list_pull_request_review_comments", args.clone(), &[]).await;
     assert!(!trimmed.is_error, "{trimmed:?}");
@@ -110,7 +112,7 @@ async fn opt_in_field_groups_are_left_out_unless_asked_for() {
 
     // Asking for the group brings it back; `fields` never reaches the provider, which would
     // refuse it as an unknown argument.
-    let session = Session::new(&host, "ask");
+    let session = Session::new(Arc::clone(&host), "ask");
     let mut asked = args.clone();
     asked["fields"] = json!(["diff_hunk"]);
     let (full, _) = session.call("github.list_pull_request_review_comments", asked, &[]).await;
@@ -122,7 +124,7 @@ async fn opt_in_field_groups_are_left_out_unless_asked_for() {
     );
 
     // So does an intent keyword of the turn.
-    let session = Session::new(&host, "intent");
+    let session = Session::new(Arc::clone(&host), "intent");
     let (by_intent, _) =
         session.call("github.list_pull_request_review_comments", args, &["hunk".to_owned()]).await;
     let comments = by_intent.structured.unwrap()["comments"].clone();
@@ -144,7 +146,7 @@ async fn an_unproductive_repeat_is_stopped_with_a_hint() {
     // No caching for this tool, so every repeat would reach GitHub.
     let extra = "[tools.\"github.search_issues\"]\nfail_fast_after_n = 2\ncost_model = { freshness_ttl_s = 0 }\n";
     let host = host(&server, plugins.path(), extra);
-    let session = Session::new(&host, "ff");
+    let session = Session::new(Arc::clone(&host), "ff");
     let query = json!({"q": "repo:octocat/Hello-World flaky"});
     for _ in 0..2 {
         let (result, effects) = session.call("github.search_issues", query.clone(), &[]).await;
@@ -154,4 +156,108 @@ async fn an_unproductive_repeat_is_stopped_with_a_hint() {
     assert!(effects.stopped, "{stopped:?}");
     assert_eq!(stopped.metadata.get("fail_fast"), Some(&Value::Bool(true)));
     assert_eq!(server.received_requests().await.unwrap().len(), 2, "the third call never left");
+}
+
+const SPECULATE: &str = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 3000\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn likely_follow_ups_are_prefetched_and_served_from_the_cache() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(reply(200, "pull_requests_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let host = host(&server, plugins.path(), SPECULATE);
+    let session = Session::new(Arc::clone(&host), "spec");
+    let list = json!({"owner": "octocat", "repo": "Hello-World"});
+    let (listed, effects) = session.call("github.list_pull_requests", list, &[]).await;
+    assert!(!listed.is_error, "{listed:?}");
+    assert!(effects.prefetches_started >= 1, "{effects:?}");
+    assert_eq!(effects.prefetches_landed, effects.prefetches_started, "{effects:?}");
+    assert!(effects.prefetches_started <= 3, "at most max_parallel_prefetches: {effects:?}");
+    let hint = listed.text_content();
+    assert!(hint.contains("pre-fetched github.get_pull_request"), "{hint}");
+
+    // The agent's next call is answered from the cache: GitHub saw the pull request once.
+    let get = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let (pr, effects) = session.call("github.get_pull_request", get, &[]).await;
+    assert!(effects.cache_hit, "{pr:?}");
+    assert_eq!(requests_to(&server, &format!("{REPO}/pulls/1347")).await, 1);
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_prefetches_do_not_hold_the_answer_and_shutdown_cancels_them() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(reply(200, "pull_requests_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json").set_delay(Duration::from_secs(20)))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 100\n";
+    let host = host(&server, plugins.path(), extra);
+    let session = Session::new(Arc::clone(&host), "slow");
+    let started = std::time::Instant::now();
+    let (listed, effects) = session
+        .call("github.list_pull_requests", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
+        .await;
+    assert!(!listed.is_error);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the answer waited only prefetch_timeout_ms"
+    );
+    assert!(effects.prefetches_started >= 1 && effects.prefetches_landed == 0, "{effects:?}");
+    assert!(!listed.text_content().contains("pre-fetched"));
+    assert!(session.prefetches_in_flight().await >= 1);
+
+    let shutdown = std::time::Instant::now();
+    session.shutdown().await;
+    assert_eq!(session.prefetches_in_flight().await, 0, "nothing outlives the session");
+    assert!(shutdown.elapsed() < Duration::from_secs(5), "cancelled, not waited out");
+    assert_eq!(host.host_budgets().available("127.0.0.1"), 4, "every host permit was returned");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mutating_tool_is_never_prefetched_whatever_the_config_says() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues")))
+        .respond_with(reply(200, "issues_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).respond_with(reply(201, "issue_created.json")).mount(&server).await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    // A user who links list_issues to create_issue with certainty and asks to speculate it.
+    let extra = format!(
+        "{SPECULATE}[tools.\"github.list_issues\"]\nfollow_up = [{{ tool = \"create_issue\", probability = 1.0, projection = \"$.issues[*].title\", projection_arg = \"title\" }}]\n[tools.\"github.create_issue\"]\nspeculate = true\n"
+    );
+    let host = host(&server, plugins.path(), &extra);
+    let session = Session::new(Arc::clone(&host), "never");
+    let (listed, effects) = session
+        .call("github.list_issues", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
+        .await;
+    assert!(!listed.is_error, "{listed:?}");
+    assert_eq!(effects.prefetches_started, 0, "{effects:?}");
+    session.shutdown().await;
+    let posts = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 0);
 }
