@@ -17,6 +17,7 @@
 //!   the tool's `max_kb`, with a one-line note of what was left out and how to ask for it, and a
 //!   deterministic token estimate.
 //! - [`manifest`]: what a plugin reports about itself.
+//! - [`telemetry`]: call events (argument hashes, never values) and the effectiveness rates.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
 //!   agent built-ins (Read, Grep, Bash…).
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
@@ -48,6 +49,7 @@ pub mod planner;
 pub mod projection;
 pub mod response_projection;
 pub mod session_cache;
+pub mod telemetry;
 pub mod tool;
 pub mod value_model;
 
