@@ -67,6 +67,35 @@ pub struct Config {
     /// `[enrichment]`: speculative pre-fetching of likely follow-up calls.
     #[serde(default)]
     pub enrichment: EnrichmentConfig,
+    /// `[telemetry]`: one JSONL event per call, to measure whether the pipeline pays off.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+}
+
+/// `[telemetry]`: off by default; events hold argument hashes, never values or secrets.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Write events.
+    pub enabled: bool,
+    /// Where (default: `$QUIVER_DATA_DIR/telemetry`, else `$XDG_DATA_HOME/quiver/telemetry`,
+    /// else `~/.local/share/quiver/telemetry`).
+    pub dir: Option<PathBuf>,
+}
+
+impl TelemetryConfig {
+    /// The directory events go to.
+    pub fn directory(&self) -> PathBuf {
+        if let Some(dir) = &self.dir {
+            return dir.clone();
+        }
+        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        env("QUIVER_DATA_DIR")
+            .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("quiver")))
+            .or_else(|| env("HOME").map(|h| h.join(".local/share/quiver")))
+            .unwrap_or_else(|| PathBuf::from(".quiver"))
+            .join("telemetry")
+    }
 }
 
 /// `[enrichment]`: whether and how follow-up calls are pre-fetched.

@@ -18,6 +18,7 @@ use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
 use crate::registry::{RegisteredTool, Registry};
 use crate::speculation::HostBudgets;
+use crate::telemetry::TelemetrySink;
 
 /// How to open a host.
 #[derive(Debug, Clone, Default)]
@@ -107,6 +108,7 @@ pub struct Host {
     reports: Vec<PluginReport>,
     registry: Registry,
     host_budgets: HostBudgets,
+    telemetry: Option<TelemetrySink>,
 }
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
@@ -152,6 +154,11 @@ impl Host {
             loader::plugins_dir(plugins_flag, config.config.plugins_dir.as_deref());
         let (loaded, failed) = loader::load_dir(&plugins_dir);
         let host_budgets = HostBudgets::new(config.config.enrichment.per_host_concurrency);
+        let telemetry = config
+            .config
+            .telemetry
+            .enabled
+            .then(|| TelemetrySink::new(&config.config.telemetry.directory()));
         let mut host = Self {
             config,
             plugins_dir,
@@ -165,6 +172,7 @@ impl Host {
                 .collect(),
             registry: Registry::default(),
             host_budgets,
+            telemetry,
         };
         for plugin in loaded {
             let status = host.start(&plugin);
@@ -240,6 +248,11 @@ impl Host {
     /// Concurrency per rate-limit host, shared by main calls and pre-fetches of every session.
     pub fn host_budgets(&self) -> &HostBudgets {
         &self.host_budgets
+    }
+
+    /// Where telemetry goes, when `[telemetry] enabled = true`.
+    pub fn telemetry(&self) -> Option<&TelemetrySink> {
+        self.telemetry.as_ref()
     }
 
     /// The config in use.

@@ -34,6 +34,7 @@ pub mod logging;
 pub mod registry;
 pub mod session;
 pub mod speculation;
+pub mod telemetry;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

@@ -11,8 +11,9 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
+use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
 use quiver_runtime::host::{describe, unmatched_tool_sections};
-use quiver_runtime::{Host, HostOptions, PluginStatus};
+use quiver_runtime::{telemetry, Host, HostOptions, PluginStatus};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
 
@@ -57,6 +58,9 @@ enum Command {
     },
     /// Check the setup: config, plugins directory, providers and their tokens (never printed).
     Doctor,
+    /// Read telemetry and report whether the pipeline pays off.
+    #[command(subcommand)]
+    Tune(TuneCommand),
     /// Which follow-up calls would be pre-fetched after the given calls, within a token budget:
     /// each admitted call with its value and cost, each declined one with its reason.
     Plan {
@@ -75,6 +79,18 @@ enum Command {
         /// As JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TuneCommand {
+    /// The effectiveness line (`# enrichment: prefetch_hit=… calls_saved=…`) and per-tool rows.
+    Analyze {
+        /// Telemetry files (JSONL); default: every file in the telemetry directory.
+        files: Vec<PathBuf>,
+        /// A pre-fetch counts as used when the agent made the same call within this many calls.
+        #[arg(long, default_value_t = 3)]
+        within: usize,
     },
 }
 
@@ -127,6 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             call(&host, &name, &args, timeout_ms, json)
         }
         Command::Doctor => doctor(&host),
+        Command::Tune(TuneCommand::Analyze { files, within }) => tune_analyze(&host, files, within),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
         }
@@ -324,6 +341,54 @@ fn plan(
         println!(
             "  declined   {}  {reason}  value {:.3}  cost {} tokens  (after {})",
             declined.tool, declined.value, declined.cost_tokens, declined.from
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tune_analyze(host: &Host, files: Vec<PathBuf>, within: usize) -> anyhow::Result<ExitCode> {
+    let files = if files.is_empty() {
+        let dir = host.config().config.telemetry.directory();
+        let found = telemetry::event_files(&dir);
+        if found.is_empty() {
+            bail!(
+                "no telemetry in {}; enable it with [telemetry] enabled = true, or pass files",
+                dir.display()
+            );
+        }
+        found
+    } else {
+        files
+    };
+    let (mut events, problems) = telemetry::read_events(&files);
+    for problem in &problems {
+        eprintln!("quiver: skipped {problem}");
+    }
+    annotate_citations(&mut events, within);
+    let mut total = Effectiveness::default();
+    let mut per_tool: BTreeMap<&str, Effectiveness> = BTreeMap::new();
+    let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
+    for event in &events {
+        total.accumulate(event);
+        per_tool.entry(&event.tool).or_default().accumulate(event);
+        if event.kind == EventKind::Call {
+            *calls.entry(&event.tool).or_default() += 1;
+        }
+    }
+    println!("# {} events from {} file(s)", events.len(), files.len());
+    println!("# enrichment: {total}");
+    println!(
+        "{:<45} {:>6} {:>6} {:>10} {:>6} {:>8}",
+        "tool", "calls", "dedup", "prefetched", "used", "declined"
+    );
+    for (tool, e) in &per_tool {
+        println!(
+            "{tool:<45} {:>6} {:>6} {:>10} {:>6} {:>8}",
+            calls.get(tool).copied().unwrap_or(0),
+            e.dedup_hits,
+            e.prefetches,
+            e.prefetches_cited,
+            e.declines
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -15,11 +15,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_core::planner::{self, PlannerOptions};
+use quiver_core::planner::{self, predicted_tokens, PlannerOptions};
+use quiver_core::response_projection::estimate_tokens;
 use quiver_core::response_projection::{project, Requested};
 use quiver_core::session_cache::{
     is_control_argument, tool_declares_fields, ttl_of, CallKey, SessionCache,
 };
+use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
 use quiver_core::{Content, ToolResult};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
@@ -27,12 +29,16 @@ use tokio::task::JoinSet;
 use crate::host::Host;
 use crate::registry::RegisteredTool;
 use crate::speculation::may_prefetch;
+use crate::telemetry::now_ms;
 
 /// Results kept per session, by default.
 pub const DEFAULT_CACHE_CAPACITY: usize = 256;
 
 /// Recent calls the planner is told about (it skips pre-fetching what was just used).
 const RECENT_CALLS: usize = 8;
+
+/// Tokens per KiB for predictions in telemetry: the planner's default.
+const TOKENS_PER_KB: f64 = 256.0;
 
 /// What a session call did besides calling the provider, for telemetry and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,12 +129,22 @@ impl Session {
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(hint) = cache.should_stop(&key, model.fail_fast_after_n) {
+                self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
+                    e.predicted_cost_tokens = Some(predicted_tokens(&model, TOKENS_PER_KB));
+                });
                 let result = ToolResult::text(hint).with_metadata("fail_fast", json!(true));
                 return (result, CallEffects { stopped: true, ..CallEffects::default() });
             }
             if let Some(hit) = cache.get(&key, now, ttl_of(&model)) {
                 let result = ToolResult::text(hit.hint())
                     .with_metadata("cached_ref", json!(hit.reference.to_string()));
+                let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
+                let after = estimate_tokens(&Value::String(result.text_content()));
+                self.record(EventKind::Call, &qualified, Some(&key), |e| {
+                    e.dedup_hit = true;
+                    e.tokens_before = before;
+                    e.tokens_after = after;
+                });
                 return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
             }
         }
@@ -152,7 +168,15 @@ impl Session {
                 cache.put(&key, result.clone(), now);
             }
         }
+        let latency_ms = now.elapsed().as_millis() as u64;
+        let predicted = predicted_tokens(&model, TOKENS_PER_KB);
         let Some(structured) = result.structured.clone() else {
+            let tokens = estimate_tokens(&Value::String(result.text_content()));
+            self.record(EventKind::Call, &qualified, Some(&key), |e| {
+                (e.latency_ms, e.is_error, e.predicted_cost_tokens) =
+                    (latency_ms, result.is_error, Some(predicted));
+                (e.tokens_before, e.tokens_after) = (tokens, tokens);
+            });
             return (result, CallEffects::default());
         };
         let (started, landed) = if self.host.config().config.enrichment.enabled {
@@ -161,6 +185,10 @@ impl Session {
             (0, Vec::new())
         };
         let projected = project(structured, &model, &requested);
+        self.record(EventKind::Call, &qualified, Some(&key), |e| {
+            (e.latency_ms, e.predicted_cost_tokens) = (latency_ms, Some(predicted));
+            (e.tokens_before, e.tokens_after) = (projected.tokens_before, projected.tokens_after);
+        });
         let effects = CallEffects {
             tokens_before: projected.tokens_before,
             tokens_after: projected.tokens_after,
@@ -182,6 +210,35 @@ impl Session {
             });
         }
         (ToolResult { content, structured: Some(projected.value), ..result }, effects)
+    }
+
+    /// Writes a telemetry event, when telemetry is on.
+    fn record(
+        &self,
+        kind: EventKind,
+        tool: &str,
+        key: Option<&CallKey>,
+        fill: impl FnOnce(&mut CallEvent),
+    ) {
+        let Some(sink) = self.host.telemetry() else { return };
+        let mut event = CallEvent {
+            ts_ms: now_ms(),
+            session: self.id.clone(),
+            tool: tool.to_owned(),
+            args_hash: key.map(arguments_hash).unwrap_or_default(),
+            kind,
+            predicted_cost_tokens: None,
+            decline_reason: None,
+            tokens_before: 0,
+            tokens_after: 0,
+            latency_ms: 0,
+            dedup_hit: false,
+            is_error: false,
+            landed_in_time: None,
+            cited_in_next_n_turns: None,
+        };
+        fill(&mut event);
+        sink.record(&event);
     }
 
     fn remember(&self, qualified: &str) {
@@ -208,7 +265,15 @@ impl Session {
             ..PlannerOptions::default()
         };
         let plan = planner::plan(&recent, &views, intent, &options);
+        for declined in &plan.declined {
+            let reason = serde_json::to_value(declined.reason).ok();
+            self.record(EventKind::Decline, declined.tool, None, |e| {
+                e.decline_reason = reason.and_then(|r| r.as_str().map(str::to_owned));
+                e.predicted_cost_tokens = Some(declined.cost_tokens);
+            });
+        }
         let mut set = JoinSet::new();
+        let mut dispatched: Vec<(String, CallKey, u32)> = Vec::new();
         for admitted in &plan.admitted {
             let Some(candidate) = candidates.iter().find(|c| c.link.tool == admitted.tool) else {
                 continue;
@@ -244,6 +309,7 @@ impl Session {
                     continue;
                 };
                 let label = format!("{}({arguments})", admitted.tool);
+                dispatched.push((label.clone(), key.clone(), admitted.cost_tokens));
                 let (host, cache) = (Arc::clone(&self.host), Arc::clone(&self.cache));
                 let cancelled = Arc::clone(&self.cancelled);
                 let (tool, session, timeout) =
@@ -275,6 +341,13 @@ impl Session {
         }
         if !set.is_empty() {
             self.prefetches.lock().await.push(set);
+        }
+        for (label, key, cost) in &dispatched {
+            let in_time = landed.contains(label);
+            self.record(EventKind::Prefetch, key.tool(), Some(key), |e| {
+                (e.landed_in_time, e.predicted_cost_tokens) = (Some(in_time), Some(*cost));
+                e.tokens_after = u64::from(*cost);
+            });
         }
         (started, landed)
     }

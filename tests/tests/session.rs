@@ -261,3 +261,65 @@ async fn a_mutating_tool_is_never_prefetched_whatever_the_config_says() {
         .count();
     assert_eq!(posts, 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn telemetry_of_a_scripted_session_feeds_tune_analyze_and_holds_no_secrets() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(reply(200, "pull_requests_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let telemetry = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "{SPECULATE}[telemetry]\nenabled = true\ndir = \"{}\"\n",
+        telemetry.path().display()
+    );
+    let host = host(&server, plugins.path(), &extra);
+    let session = Session::new(Arc::clone(&host), "scripted");
+    let list = json!({"owner": "octocat", "repo": "Hello-World", "state": "open"});
+    session.call("github.list_pull_requests", list, &[]).await;
+    for number in [1347, 1347] {
+        let get = json!({"owner": "octocat", "repo": "Hello-World", "number": number});
+        session.call("github.get_pull_request", get, &[]).await;
+    }
+    session.shutdown().await;
+
+    let files: Vec<_> =
+        std::fs::read_dir(telemetry.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        !text.contains("Hello-World") && !text.contains("octocat"),
+        "argument values leaked: {text}"
+    );
+    assert!(text.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+
+    let out = quiver_tests::quiver(
+        &[
+            "tune",
+            "analyze",
+            files[0].to_str().unwrap(),
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (stdout, stderr) = quiver_tests::texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("# enrichment: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // The pre-fetched pull request was asked for next: a hit; both gets came from the cache.
+    assert!(line.contains("calls_saved="), "{line}");
+    assert!(!line.contains("prefetch_hit=-") && !line.contains("prefetch_hit=0.0%"), "{line}");
+    assert!(line.contains("dedup=2"), "{line}");
+    assert!(stdout.contains("github.get_pull_request"), "{stdout}");
+}
