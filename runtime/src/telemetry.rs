@@ -23,7 +23,7 @@ impl TelemetrySink {
     /// A sink writing to `dir/events-<unix ms>-<pid>.jsonl`; the file is created on the first
     /// event.
     pub fn new(dir: &Path) -> Self {
-        let stamp = quiver_core_time_ms();
+        let stamp = now_ms();
         let path = dir.join(format!("events-{stamp}-{}.jsonl", std::process::id()));
         Self { path, file: Mutex::new(None), failed: AtomicBool::new(false) }
     }
@@ -63,16 +63,12 @@ impl TelemetrySink {
     }
 }
 
-fn quiver_core_time_ms() -> u128 {
+/// Milliseconds since the Unix epoch, for event timestamps and file names.
+pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
+        .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// Milliseconds since the Unix epoch, for event timestamps.
-pub fn now_ms() -> u64 {
-    quiver_core_time_ms() as u64
 }
 
 /// Reads events from JSONL files, in file order; a line that is not an event is reported as
