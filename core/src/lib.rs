@@ -16,6 +16,8 @@
 //! - [`response_projection`]: a result trimmed to the field groups the call needs and capped at
 //!   the tool's `max_kb`, with a one-line note of what was left out and how to ask for it, and a
 //!   deterministic token estimate.
+//! - [`enrich`]: enrichments — which passes over the registry exist, what each writes and needs,
+//!   their order, the offline embedder, dataflow edges, neighbours and the chain samplers.
 //! - [`manifest`]: what a plugin reports about itself.
 //! - [`telemetry`]: call events (argument hashes, never values) and the effectiveness rates.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
@@ -44,6 +46,7 @@
 #![deny(missing_docs)]
 
 pub mod defaults;
+pub mod enrich;
 pub mod manifest;
 pub mod planner;
 pub mod projection;
