@@ -99,6 +99,18 @@ impl EnrichmentKind {
         }
     }
 
+    /// Enrichments that, when declared too, must run first although no artifact links them:
+    /// `output_parameters` changes the tools that `embeddings` and `dataflow` read, so their
+    /// vectors and edges see the inferred output schemas.
+    pub fn runs_after(self) -> &'static [EnrichmentKind] {
+        match self {
+            EnrichmentKind::Embeddings | EnrichmentKind::Dataflow => {
+                &[EnrichmentKind::OutputParameters]
+            }
+            _ => &[],
+        }
+    }
+
     /// The enrichment that writes `artifact`, for messages that tell the user what to add.
     pub fn writing(artifact: ArtifactKey) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.artifact() == Some(artifact))
@@ -195,6 +207,7 @@ impl Schedule {
                 };
                 needs[i].push(index(writer).expect("writer is declared"));
             }
+            needs[i].extend(kind.runs_after().iter().filter_map(|&before| index(before)));
         }
         // Depth-first topological sort in declaration order, so ties keep the config's order and
         // a back edge yields the cycle itself for the message.
@@ -286,8 +299,10 @@ mod tests {
 
     #[test]
     fn order_follows_dependencies_not_declaration() {
+        let s = Schedule::build(&[Neighbors, Dataflow, Embeddings]).unwrap();
+        assert_eq!(s.order(), &[Embeddings, Neighbors, Dataflow]);
         let s = Schedule::build(&[Neighbors, Dataflow, Embeddings, OutputParameters]).unwrap();
-        assert_eq!(s.order(), &[Dataflow, Embeddings, Neighbors, OutputParameters]);
+        assert_eq!(s.order(), &[OutputParameters, Embeddings, Neighbors, Dataflow]);
     }
 
     #[test]
