@@ -35,6 +35,7 @@ pub mod registry;
 pub mod session;
 pub mod speculation;
 pub mod telemetry;
+pub mod tune;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

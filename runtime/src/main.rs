@@ -4,7 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -13,7 +13,8 @@ use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
 use quiver_runtime::host::{describe, unmatched_tool_sections};
-use quiver_runtime::{telemetry, Host, HostOptions, PluginStatus};
+use quiver_runtime::config::LoadedConfig;
+use quiver_runtime::{telemetry, tune, Host, HostOptions, PluginStatus};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
 
@@ -84,13 +85,39 @@ enum Command {
 
 #[derive(Subcommand)]
 enum TuneCommand {
-    /// The effectiveness line (`# enrichment: prefetch_hit=… calls_saved=…`) and per-tool rows.
+    /// The effectiveness line (`# enrichment: prefetch_hit=… calls_saved=…`) and per-tool rows;
+    /// with --apply, the R7 rule written to the config: `speculate = false` for tools whose
+    /// pre-fetches were used < 50% of the time over ≥ 10, `[enrichment] enabled = true` at
+    /// ≥ 60% overall with no tool disabled.
     Analyze {
         /// Telemetry files (JSONL); default: every file in the telemetry directory.
         files: Vec<PathBuf>,
         /// A pre-fetch counts as used when the agent made the same call within this many calls.
         #[arg(long, default_value_t = 3)]
         within: usize,
+        /// Write the R7 rule to the config (--config, else the discovered file, else the user
+        /// config, created); other lines stay as they are.
+        #[arg(long)]
+        apply: bool,
+        /// With --apply, replace hand-written `speculate = true` / `enabled = false` too.
+        #[arg(long, requires = "apply")]
+        force: bool,
+    },
+    /// Seeds `[tools."…"]` sections for tools seen in telemetry and proposes follow-up links
+    /// mined from telemetry and Claude Code transcripts (printed as TOML; --apply writes them).
+    FromLogs {
+        /// Telemetry files (JSONL); default: every file in the telemetry directory.
+        files: Vec<PathBuf>,
+        /// Claude Code transcripts, read at any depth (default: ~/.claude/projects).
+        #[arg(long, value_name = "DIR")]
+        claude_dir: Option<PathBuf>,
+        /// A link needs at least this many observed A→B transitions.
+        #[arg(long, default_value_t = tune::DEFAULT_MIN_SUPPORT, value_name = "N")]
+        min_support: u64,
+        /// Write the seeded sections and new links to the config; never replaces a section or
+        /// a link that is there.
+        #[arg(long)]
+        apply: bool,
     },
 }
 
@@ -130,6 +157,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // tune writes the config, so it may name one that does not exist yet.
+    if let Command::Tune(command) = cli.command {
+        return tune(cli.config.as_deref(), cli.plugins.as_deref(), command);
+    }
     let options = HostOptions { config: cli.config, plugins_dir: cli.plugins };
     let host = Host::open(&options)?;
     for section in unmatched_tool_sections(&host) {
@@ -143,7 +174,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             call(&host, &name, &args, timeout_ms, json)
         }
         Command::Doctor => doctor(&host),
-        Command::Tune(TuneCommand::Analyze { files, within }) => tune_analyze(&host, files, within),
+        Command::Tune(_) => unreachable!("handled before the host opens"),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
         }
@@ -346,20 +377,53 @@ fn plan(
     Ok(ExitCode::SUCCESS)
 }
 
-fn tune_analyze(host: &Host, files: Vec<PathBuf>, within: usize) -> anyhow::Result<ExitCode> {
-    let files = if files.is_empty() {
-        let dir = host.config().config.telemetry.directory();
-        let found = telemetry::event_files(&dir);
-        if found.is_empty() {
-            bail!(
-                "no telemetry in {}; enable it with [telemetry] enabled = true, or pass files",
-                dir.display()
-            );
-        }
-        found
+/// Opens the host for `tune` with the config `tune` edits; a config that does not exist yet
+/// means defaults (it is created on --apply).
+fn tune(
+    config: Option<&Path>,
+    plugins: Option<&Path>,
+    command: TuneCommand,
+) -> anyhow::Result<ExitCode> {
+    let target = tune::config_target(config);
+    let loaded = if target.is_file() {
+        LoadedConfig::read(&target)?
+    } else if config.is_some() || std::env::var_os("QUIVER_CONFIG").is_some_and(|v| !v.is_empty()) {
+        LoadedConfig::default()
     } else {
-        files
+        LoadedConfig::discover(None)?
     };
+    let host = Host::with_config(loaded, plugins);
+    match command {
+        TuneCommand::Analyze { files, within, apply, force } => {
+            tune_analyze(&host, &target, files, within, apply, force)
+        }
+        TuneCommand::FromLogs { files, claude_dir, min_support, apply } => {
+            tune_from_logs(&host, &target, files, claude_dir, min_support, apply)
+        }
+    }
+}
+
+/// The telemetry files named, or those of the telemetry directory.
+fn telemetry_files(host: &Host, files: Vec<PathBuf>) -> (Vec<PathBuf>, PathBuf) {
+    let dir = host.config().config.telemetry.directory();
+    if files.is_empty() { (telemetry::event_files(&dir), dir) } else { (files, dir) }
+}
+
+fn tune_analyze(
+    host: &Host,
+    target: &Path,
+    files: Vec<PathBuf>,
+    within: usize,
+    apply: bool,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
+    let (files, dir) = telemetry_files(host, files);
+    if files.is_empty() {
+        bail!(
+            "no telemetry in {}; enable it with [telemetry] enabled = true, or pass files",
+            dir.display()
+        );
+    }
     let (mut events, problems) = telemetry::read_events(&files);
     for problem in &problems {
         eprintln!("quiver: skipped {problem}");
@@ -390,6 +454,163 @@ fn tune_analyze(host: &Host, files: Vec<PathBuf>, within: usize) -> anyhow::Resu
             e.prefetches_cited,
             e.declines
         );
+    }
+    let verdict = tune::r7(&events);
+    if !apply {
+        for tool in &verdict.disable {
+            println!(
+                "# r7: [tools.{}] speculate = false ({}); --apply writes it",
+                tune::quoted(tool),
+                verdict.per_tool[tool]
+            );
+        }
+        if verdict.enable {
+            println!("# r7: [enrichment] enabled = true ({}); --apply writes it", verdict.overall);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut config = tune::ConfigFile::open(target)?;
+    let changes = tune::apply_r7(&mut config, &verdict, force)?;
+    report_config(&config)?;
+    let mut changed = false;
+    for change in &changes {
+        let section = &change.section;
+        let setting = &change.setting;
+        let evidence = change.evidence;
+        match &change.outcome {
+            tune::FlagChange::Added => println!("  set [{section}] {setting}  ({evidence})"),
+            tune::FlagChange::Replaced => {
+                println!("  replaced [{section}] with {setting}, --force  ({evidence})")
+            }
+            tune::FlagChange::AlreadySet => {}
+            tune::FlagChange::KeptHandWritten(value) => println!(
+                "  kept [{section}] {} = {value}: written by hand; --force replaces it with \
+                 {setting}  ({evidence})",
+                setting.split(' ').next().unwrap_or_default()
+            ),
+        }
+        changed |= change.outcome.changed();
+    }
+    if !changed {
+        println!("  nothing to change");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Saves `config` when it changed and says which file it is.
+fn report_config(config: &tune::ConfigFile) -> anyhow::Result<()> {
+    let path = config.path().display();
+    if !config.is_changed() {
+        println!("config: {path}");
+        return Ok(());
+    }
+    config.save()?;
+    if config.existed() {
+        println!("config: {path} (updated)");
+    } else {
+        println!("config: {path} (created)");
+    }
+    Ok(())
+}
+
+fn tune_from_logs(
+    host: &Host,
+    target: &Path,
+    files: Vec<PathBuf>,
+    claude_dir: Option<PathBuf>,
+    min_support: u64,
+    apply: bool,
+) -> anyhow::Result<ExitCode> {
+    let (files, telemetry_dir) = telemetry_files(host, files);
+    let scan = tune::telemetry_sequences(&files);
+    for problem in &scan.problems {
+        eprintln!("quiver: skipped {problem}");
+    }
+    let claude_dir = claude_dir.or_else(tune::default_claude_dir);
+    let transcripts = claude_dir.as_deref().map(tune::transcript_files).unwrap_or_default();
+    if files.is_empty() && transcripts.is_empty() {
+        let claude =
+            claude_dir.map(|d| d.display().to_string()).unwrap_or("~/.claude/projects".into());
+        bail!(
+            "nothing to mine: no telemetry in {} and no transcripts under {claude}; pass \
+             telemetry files or --claude-dir",
+            telemetry_dir.display()
+        );
+    }
+    let name = |raw: &str| tune::canonical_tool_name(host, raw);
+    let read = tune::read_transcripts(&transcripts, &name);
+    for problem in &read.unreadable {
+        eprintln!("quiver: skipped {problem}");
+    }
+    println!(
+        "# telemetry: {} event(s) from {} file(s); transcripts: {} tool call(s) from {} file(s)",
+        scan.events,
+        files.len(),
+        read.tool_calls,
+        read.files
+    );
+    if read.skipped_lines > 0 {
+        println!("# skipped {} transcript line(s) that were not JSON objects", read.skipped_lines);
+    }
+
+    let mut config = tune::ConfigFile::open(target)?;
+    // Seeds: tools the agent called that this host serves and the file has no section for.
+    let mut seeds = Vec::new();
+    for (tool, calls) in &scan.calls_per_tool {
+        let Some(registered) = host.tool(tool) else { continue };
+        let name = registered.name.to_string();
+        if !config.has_tool_section(&name) && !seeds.iter().any(|(n, _)| *n == name) {
+            seeds.push((name, *calls));
+        }
+    }
+    let mut sequences = scan.sequences;
+    sequences.extend(read.sequences);
+    let mined = tune::mine_links(&sequences, min_support);
+    let proposals = tune::propose_links(host, &config, mined);
+    let new_links =
+        proposals.iter().filter(|p| matches!(p.status, tune::LinkStatus::New(_))).count();
+
+    if !apply {
+        for (tool, calls) in &seeds {
+            println!("# seed: [tools.{}]  ({calls} call(s) in telemetry)", tune::quoted(tool));
+        }
+        println!(
+            "# {} link(s) with support ≥ {min_support}, {new_links} new; --apply writes the new \
+             ones",
+            proposals.len()
+        );
+        if !proposals.is_empty() {
+            println!();
+            print!("{}", tune::proposals_toml(&proposals));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (tool, calls) in &seeds {
+        let note = format!(
+            "seen {calls} call(s) in telemetry; `quiver tools show {tool}` prints its effective \
+             model, keys set here override it"
+        );
+        config.seed_tool(tool, &note)?;
+    }
+    let written = tune::apply_links(host, &mut config, &proposals)?;
+    report_config(&config)?;
+    for (tool, _) in &seeds {
+        println!("  seeded [tools.{}]", tune::quoted(tool));
+    }
+    for proposal in &proposals {
+        if let tune::LinkStatus::New(link) = &proposal.status {
+            let projection = match (&link.projection, &link.projection_arg) {
+                (Some(path), Some(arg)) => format!(", {path} → {arg}"),
+                _ => String::new(),
+            };
+            println!(
+                "  linked {} → {} (p {:.2}{projection})",
+                proposal.mined.from, proposal.mined.to, link.probability
+            );
+        }
+    }
+    if seeds.is_empty() && written == 0 {
+        println!("  nothing to change");
     }
     Ok(ExitCode::SUCCESS)
 }
