@@ -70,6 +70,14 @@ pub struct Config {
     /// `[telemetry]`: one JSONL event per call, to measure whether the pipeline pays off.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// `[[enrichments]]`: passes over the whole tool set (output schemas, embeddings, dataflow,
+    /// neighbours). None declared means the offline defaults: embeddings, dataflow, neighbors.
+    #[serde(default)]
+    pub enrichments: Vec<crate::enrich::EnrichmentDecl>,
+    /// `[[sources]]`: tool definitions read from files (an MCP `tools/list` result or OpenAI
+    /// function definitions) that enrichments and selection see beside the plugins' tools.
+    #[serde(default)]
+    pub sources: Vec<crate::sources::SourceConfig>,
 }
 
 /// `[telemetry]`: off by default; events hold argument hashes, never values or secrets.
@@ -89,13 +97,18 @@ impl TelemetryConfig {
         if let Some(dir) = &self.dir {
             return dir.clone();
         }
-        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        env("QUIVER_DATA_DIR")
-            .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("quiver")))
-            .or_else(|| env("HOME").map(|h| h.join(".local/share/quiver")))
-            .unwrap_or_else(|| PathBuf::from(".quiver"))
-            .join("telemetry")
+        data_dir().join("telemetry")
     }
+}
+
+/// Where quiver keeps data (the enrichment store, telemetry): `$QUIVER_DATA_DIR`, else
+/// `$XDG_DATA_HOME/quiver`, else `~/.local/share/quiver`.
+pub fn data_dir() -> PathBuf {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env("QUIVER_DATA_DIR")
+        .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("quiver")))
+        .or_else(|| env("HOME").map(|h| h.join(".local/share/quiver")))
+        .unwrap_or_else(|| PathBuf::from(".quiver"))
 }
 
 /// `[enrichment]`: whether and how follow-up calls are pre-fetched.

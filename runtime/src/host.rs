@@ -14,9 +14,11 @@ use quiver_plugin_abi::ProviderBox;
 use serde_json::{Map, Value};
 
 use crate::config::{ConfigError, LoadedConfig, ProviderConfig};
+use crate::enrich::CatalogTool;
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
 use crate::registry::{RegisteredTool, Registry};
+use crate::sources::{SourceError, StaticTool};
 use crate::speculation::HostBudgets;
 use crate::telemetry::TelemetrySink;
 
@@ -109,6 +111,8 @@ pub struct Host {
     registry: Registry,
     host_budgets: HostBudgets,
     telemetry: Option<TelemetrySink>,
+    static_tools: Vec<StaticTool>,
+    source_errors: Vec<SourceError>,
 }
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
@@ -173,13 +177,91 @@ impl Host {
             registry: Registry::default(),
             host_budgets,
             telemetry,
+            static_tools: Vec::new(),
+            source_errors: Vec::new(),
         };
         for plugin in loaded {
             let status = host.start(&plugin);
             host.reports.push(PluginReport { path: plugin.path.clone(), status });
         }
         host.reports.sort_by(|a, b| a.path.cmp(&b.path));
+        host.load_sources();
         host
+    }
+
+    /// Reads `[[sources]]`; a broken file is reported and skipped, the others still load.
+    fn load_sources(&mut self) {
+        let config_path = self.config.path.clone();
+        for source in self.config.config.sources.clone() {
+            match source.load(config_path.as_deref()) {
+                Ok(tools) => {
+                    for tool in tools {
+                        let qualified = tool.name.to_string();
+                        let clash = self.registry.tool(&qualified).is_some()
+                            || self.static_tools.iter().any(|t| t.name == tool.name);
+                        if clash {
+                            self.source_errors.push(SourceError {
+                                path: tool.path.clone(),
+                                message: format!(
+                                    "tool `{qualified}` is already defined; give the source \
+                                     another `name`"
+                                ),
+                            });
+                            continue;
+                        }
+                        self.static_tools.push(tool);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    self.source_errors.push(e);
+                }
+            }
+        }
+        self.static_tools.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    /// Tools read from `[[sources]]` files: described, not served.
+    pub fn static_tools(&self) -> &[StaticTool] {
+        &self.static_tools
+    }
+
+    /// `[[sources]]` files (or tools in them) that could not be used, and why.
+    pub fn source_errors(&self) -> &[SourceError] {
+        &self.source_errors
+    }
+
+    /// Every tool enrichments and selection see: the plugins' and the static sources', sorted by
+    /// qualified name.
+    pub fn catalog(&self) -> Vec<CatalogTool> {
+        let mut all: Vec<CatalogTool> = self
+            .registry
+            .tools()
+            .map(|t| CatalogTool { name: t.name.to_string(), spec: t.spec.clone() })
+            .chain(
+                self.static_tools
+                    .iter()
+                    .map(|t| CatalogTool { name: t.name.to_string(), spec: t.spec.clone() }),
+            )
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    fn unknown_tool_message(&self, name: &str) -> String {
+        match self
+            .static_tools
+            .iter()
+            .find(|t| t.name.to_string() == name || t.name.mcp_name() == name)
+        {
+            Some(t) => format!(
+                "tool `{}` is described by the static source {}, not served by a provider; \
+                 install a plugin that serves it to call it",
+                t.name,
+                t.path.display()
+            ),
+            None => self.registry.unknown_tool_message(name),
+        }
     }
 
     fn start(&mut self, plugin: &LoadedPlugin) -> PluginStatus {
@@ -211,7 +293,7 @@ impl Host {
             Err(_) => {
                 return PluginStatus::Failed {
                     reason: "the plugin's root module has no create function".into(),
-                }
+                };
             }
         };
         let instance = match created.into_result() {
@@ -219,7 +301,7 @@ impl Host {
             Err(e) => {
                 return PluginStatus::Failed {
                     reason: format!("failed to initialise: {}", logging::scrub(e.as_str())),
-                }
+                };
             }
         };
         let handle =
@@ -365,10 +447,7 @@ impl Host {
         cancel: Option<Arc<AtomicBool>>,
     ) -> ToolResult {
         let Some(tool) = self.registry.tool(name) else {
-            return ToolResult::error(
-                ToolErrorKind::UnknownTool,
-                self.registry.unknown_tool_message(name),
-            );
+            return ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name));
         };
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let cancelled = cancel.unwrap_or_default();
@@ -412,10 +491,7 @@ impl Host {
                 session,
                 &AtomicBool::new(false),
             ),
-            None => ToolResult::error(
-                ToolErrorKind::UnknownTool,
-                self.registry.unknown_tool_message(name),
-            ),
+            None => ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name)),
         }
     }
 }

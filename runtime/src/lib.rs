@@ -7,6 +7,10 @@
 //! - [`registry`]: qualified tools (`github.get_issue`) and the provider instances behind them.
 //! - [`host`]: ties them together: [`Host::open`], [`Host::call`], [`Host::value_model`].
 //! - [`logging`]: tracing on stderr, the plugin log bridge, secret masking.
+//! - [`sources`]: static tool sources — an MCP `tools/list` result or OpenAI function definitions
+//!   read from a file, seen by enrichments and selection beside the plugins' tools.
+//! - [`enrich`]: runs the `[[enrichments]]` over the catalog (inferred output schemas via an LLM
+//!   endpoint, embeddings, dataflow edges, neighbours), cached in the sled store ([`enrich::store`]).
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -28,11 +32,13 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
 pub mod registry;
 pub mod session;
+pub mod sources;
 pub mod speculation;
 pub mod telemetry;
 pub mod tune;

@@ -3,6 +3,8 @@
 //! Exit codes: 0 success, 1 a failed command or tool call, 2 a usage error.
 #![allow(clippy::print_stdout)]
 
+mod enrich_cli;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +64,13 @@ enum Command {
     /// Read telemetry and report whether the pipeline pays off.
     #[command(subcommand)]
     Tune(TuneCommand),
+    /// Run the enrichments (output schemas, embeddings, dataflow, neighbours) over every tool,
+    /// reusing the cache; prints what was computed, reused and failed.
+    Enrich(enrich_cli::EnrichArgs),
+    /// The dataflow graph: which tool's output can feed which tool's input, best edges per tool.
+    Graph(enrich_cli::GraphArgs),
+    /// Plausible multi-step tool-call scenarios from the dataflow graph.
+    Sample(enrich_cli::SampleArgs),
     /// Which follow-up calls would be pre-fetched after the given calls, within a token budget:
     /// each admitted call with its value and cost, each declined one with its reason.
     Plan {
@@ -174,6 +183,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             call(&host, &name, &args, timeout_ms, json)
         }
         Command::Doctor => doctor(&host),
+        Command::Enrich(args) => enrich_cli::enrich(&host, args),
+        Command::Graph(args) => enrich_cli::graph(&host, args),
+        Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Tune(_) => unreachable!("handled before the host opens"),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)

@@ -22,6 +22,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+/// Parameter-level output→input edges between tools, forward and reverse.
+pub mod dataflow;
+/// The built-in offline (lexical) embedder and the tool texts other backends embed.
+pub mod embed;
+/// Tool neighbours from embeddings: outputs of one tool against inputs of another.
+pub mod neighbors;
+/// A tool's input and output parameters read out of its JSON schemas.
+pub mod params;
+/// Chain samplers: multi-step tool-call scenarios drawn from the dataflow index.
+pub mod sample;
+
 use serde::{Deserialize, Serialize};
 
 /// The name of an artifact an enrichment writes and consumers read (`embeddings`, `dataflow`…).
@@ -288,6 +299,20 @@ pub fn require_artifacts(
     }
 }
 
+/// A stable hex fingerprint of `parts` (each length-prefixed, so `["ab","c"]` and `["a","bc"]`
+/// differ). Callers pass what reference fingerprints cover — tool names, schema fingerprints,
+/// parameter texts, model id — and never sampling parameters such as temperature.
+pub fn fingerprint<S: AsRef<str>>(parts: impl IntoIterator<Item = S>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        let part = part.as_ref();
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn writer_name(artifact: ArtifactKey) -> String {
     EnrichmentKind::writing(artifact).map_or_else(|| artifact.0.to_owned(), |k| k.name().to_owned())
 }
@@ -330,6 +355,13 @@ mod tests {
             err,
             "enrichments depend on each other in a cycle: 'embeddings' -> 'dataflow' -> 'embeddings'"
         );
+    }
+
+    #[test]
+    fn fingerprint_separates_parts() {
+        assert_ne!(fingerprint(["ab", "c"]), fingerprint(["a", "bc"]));
+        assert_eq!(fingerprint(["a", "b"]), fingerprint(vec!["a".to_owned(), "b".to_owned()]));
+        assert_eq!(fingerprint(["x"]).len(), 32);
     }
 
     #[test]
