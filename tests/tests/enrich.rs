@@ -103,11 +103,24 @@ fn static_source(dir: &Path, tools: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bundled_providers_are_enriched_once_and_then_reused() {
-    let setup = Setup::new(&ALL_PROVIDERS, "");
+    // All four declared, out of order; the providers ship output schemas, so the model is
+    // never asked.
+    let lm = MockServer::start().await;
+    let config = format!(
+        "[[enrichments]]\ntype = \"neighbors\"\n[[enrichments]]\ntype = \"dataflow\"\n\
+         [[enrichments]]\ntype = \"embeddings\"\n{}",
+        output_parameters_config(&lm, "ollama", "")
+    );
+    let setup = Setup::new(&ALL_PROVIDERS, &config);
     let (first, out) = setup.enrich(&[]).await;
     assert!(out.status.success(), "{}", texts(&out).1);
     let tools = first["tools"].as_u64().unwrap();
     assert!(tools > 50, "all five providers' tools: {first:#}");
+    let order: Vec<&str> =
+        first["passes"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(order, ["output_parameters", "embeddings", "neighbors", "dataflow"]);
+    assert_eq!(counts(&first, "output_parameters"), (0, 0, 0));
+    assert!(lm.received_requests().await.unwrap().is_empty(), "tools with schemas cost nothing");
     for kind in ["embeddings", "dataflow", "neighbors"] {
         assert_eq!(counts(&first, kind), (tools, 0, 0), "{kind}: {first:#}");
     }
