@@ -22,6 +22,9 @@
 //! - [`telemetry`]: call events (argument hashes, never values) and the effectiveness rates.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
 //!   agent built-ins (Read, Grep, Bash…).
+//! - [`select`]: tool selection — BM25 with identifier splitting fused with embedding similarity,
+//!   recent-call boosts, CORE tools, bundle expansion, a threshold and a cap; recall on an
+//!   evaluation set.
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
 //!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
 //!   with a reason for every candidate left out.
@@ -51,6 +54,7 @@ pub mod manifest;
 pub mod planner;
 pub mod projection;
 pub mod response_projection;
+pub mod select;
 pub mod session_cache;
 pub mod telemetry;
 pub mod tool;

@@ -11,6 +11,8 @@
 //!   read from a file, seen by enrichments and selection beside the plugins' tools.
 //! - [`enrich`]: runs the `[[enrichments]]` over the catalog (inferred output schemas via an LLM
 //!   endpoint, embeddings, dataflow edges, neighbours), cached in the sled store ([`enrich::store`]).
+//! - [`selector`]: the tool selector — ranks the catalog for a query (BM25 fused with embedding
+//!   similarity) and chooses the tools to show a model this turn.
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -37,6 +39,7 @@ pub mod host;
 pub mod loader;
 pub mod logging;
 pub mod registry;
+pub mod selector;
 pub mod session;
 pub mod sources;
 pub mod speculation;

@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod enrich_cli;
+mod select_cli;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,9 @@ enum Command {
     Graph(enrich_cli::GraphArgs),
     /// Plausible multi-step tool-call scenarios from the dataflow graph.
     Sample(enrich_cli::SampleArgs),
+    /// Rank tools for queries with the selector (JSONL out), or measure its recall@1/3/5/10 on
+    /// an evaluation set with --gold.
+    Select(select_cli::SelectArgs),
     /// Which follow-up calls would be pre-fetched after the given calls, within a token budget:
     /// each admitted call with its value and cost, each declined one with its reason.
     Plan {
@@ -186,6 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Enrich(args) => enrich_cli::enrich(&host, args),
         Command::Graph(args) => enrich_cli::graph(&host, args),
         Command::Sample(args) => enrich_cli::sample(&host, args),
+        Command::Select(args) => select_cli::select(&host, args),
         Command::Tune(_) => unreachable!("handled before the host opens"),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)

@@ -1,0 +1,386 @@
+//! The selector's scoring on small registries: identifier splitting, BM25, fusion with the
+//! built-in embedder, recent-call boosts, CORE, threshold, cap and bundle expansion.
+
+use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
+use quiver_core::select::eval::recall;
+use quiver_core::select::{tokens, Bm25, EmbeddingStatus, Fusion, SelectIndex, SelectOptions};
+use quiver_core::ToolSpec;
+use serde_json::json;
+
+fn spec(name: &str, group: &str, description: &str, params: &[(&str, &str)]) -> ToolSpec {
+    let properties: serde_json::Map<String, serde_json::Value> = params
+        .iter()
+        .map(|(p, d)| ((*p).to_owned(), json!({"type": "string", "description": d})))
+        .collect();
+    ToolSpec {
+        name: name.into(),
+        group: Some(group.into()),
+        description: description.into(),
+        input_schema: json!({"type": "object", "properties": properties}),
+        output_schema: None,
+        sensitive_params: vec![],
+    }
+}
+
+/// A registry in the shape of quiver's providers, small enough to reason about.
+fn registry() -> Vec<(String, ToolSpec)> {
+    let tools = [
+        (
+            "github.list_pull_requests",
+            spec(
+                "list_pull_requests",
+                "pulls",
+                "List a repository's pull requests, newest first",
+                &[
+                    ("owner", "Repository owner"),
+                    ("repo", "Repository name"),
+                    ("state", "open, closed or all"),
+                ],
+            ),
+        ),
+        (
+            "github.get_pull_request",
+            spec(
+                "get_pull_request",
+                "pulls",
+                "Get one pull request with its body and merge state",
+                &[
+                    ("owner", "Repository owner"),
+                    ("repo", "Repository name"),
+                    ("number", "Pull request number"),
+                ],
+            ),
+        ),
+        (
+            "github.list_pull_request_files",
+            spec(
+                "list_pull_request_files",
+                "pulls",
+                "List the files a pull request changes, with each file's diff",
+                &[("number", "Pull request number")],
+            ),
+        ),
+        (
+            "github.get_job_logs",
+            spec(
+                "get_job_logs",
+                "actions",
+                "Get the end of a workflow job's log",
+                &[("job_id", "The job")],
+            ),
+        ),
+        (
+            "github.list_workflow_runs",
+            spec(
+                "list_workflow_runs",
+                "actions",
+                "List a repository's GitHub Actions workflow runs with status and conclusion",
+                &[("branch", "Only runs of this branch")],
+            ),
+        ),
+        (
+            "github.create_issue",
+            spec(
+                "create_issue",
+                "issues",
+                "Create an issue in a repository with labels and assignees",
+                &[("title", "Issue title"), ("body", "Issue text")],
+            ),
+        ),
+        (
+            "github.get_issue",
+            spec(
+                "get_issue",
+                "issues",
+                "Get one issue with its body, labels and state",
+                &[("number", "Issue number")],
+            ),
+        ),
+        (
+            "gitlab.list_merge_requests",
+            spec(
+                "list_merge_requests",
+                "merge_requests",
+                "List a project's merge requests, newest first",
+                &[("project", "Project id or path"), ("state", "opened, merged or closed")],
+            ),
+        ),
+        (
+            "gitlab.list_pipelines",
+            spec(
+                "list_pipelines",
+                "pipelines",
+                "List a project's CI pipelines with status and ref",
+                &[("project", "Project id or path"), ("ref", "Branch or tag")],
+            ),
+        ),
+        (
+            "jira.get_issue",
+            spec(
+                "get_issue",
+                "issues",
+                "Get one issue by key: status, people, priority",
+                &[("key", "Issue key such as PROJ-1")],
+            ),
+        ),
+        (
+            "jira.transition_issue",
+            spec(
+                "transition_issue",
+                "workflow",
+                "Move an issue through its workflow to a target status such as Done",
+                &[("key", "Issue key"), ("transition", "Transition name or target status")],
+            ),
+        ),
+        (
+            "fireflies.list_transcripts",
+            spec(
+                "list_transcripts",
+                "transcripts",
+                "List meeting transcripts newest first with participants",
+                &[("from_date", "Earliest meeting date")],
+            ),
+        ),
+        (
+            "fireflies.get_transcript",
+            spec(
+                "get_transcript",
+                "transcripts",
+                "Get one meeting by id: summary, action items, speakers",
+                &[("id", "Transcript id")],
+            ),
+        ),
+    ];
+    tools.into_iter().map(|(n, s)| (n.to_owned(), s)).collect()
+}
+
+fn embeddings(tools: &[(String, ToolSpec)]) -> EmbeddingsArtifact {
+    let e = LexicalEmbedder::new();
+    tools.iter().map(|(n, s)| (n.clone(), e.embed_tool(n, s))).collect()
+}
+
+fn index(options: SelectOptions, fused: bool) -> SelectIndex {
+    let tools = registry();
+    let artifact = embeddings(&tools);
+    SelectIndex::new(
+        tools.iter().map(|(n, s)| (n.as_str(), s)),
+        fused.then_some(&artifact),
+        options,
+    )
+}
+
+fn top_names(index: &SelectIndex, query: &str, k: usize) -> Vec<String> {
+    index.rank(query, &[], k).into_iter().map(|r| r.name).collect()
+}
+
+#[test]
+fn identifiers_split_at_underscores_dots_and_camel_case() {
+    assert_eq!(tokens("github.list_pull_requests"), ["github", "list", "pull", "request"]);
+    assert_eq!(tokens("getMergeRequestApprovals"), ["get", "merg", "request", "approval"]);
+    assert_eq!(tokens("gitlab.get_job_log"), tokens("gitlab.getJobLog"));
+    assert_eq!(tokens("HTTPServer"), ["http", "server"]);
+}
+
+#[test]
+fn bm25_prefers_rare_terms_and_shorter_documents() {
+    let doc = |words: &str| words.split(' ').map(|w| (w.to_owned(), 1.0)).collect::<Vec<_>>();
+    let docs = vec![
+        doc("list issue repo"),
+        doc("list pipeline project"),
+        doc("list issue repo with a great many other words in it"),
+    ];
+    let bm25 = Bm25::new(&docs);
+    let mut scores = vec![0.0; 3];
+    let ceiling = bm25.score(&[("issue".into(), 1.0), ("unknown".into(), 1.0)], &mut scores);
+    assert!(scores[0] > scores[2], "shorter document wins: {scores:?}");
+    assert_eq!(scores[1], 0.0);
+    assert!(scores[0] < ceiling, "the ceiling bounds every score");
+    // A rare term outweighs a common one.
+    let mut rare = vec![0.0; 3];
+    bm25.score(&[("pipeline".into(), 1.0)], &mut rare);
+    let mut common = vec![0.0; 3];
+    bm25.score(&[("list".into(), 1.0)], &mut common);
+    assert!(rare[1] > common[1], "{rare:?} vs {common:?}");
+}
+
+#[test]
+fn words_in_names_rank_the_right_tool_first() {
+    let idx = index(SelectOptions::default(), false);
+    assert_eq!(top_names(&idx, "list merge requests", 1), ["gitlab.list_merge_requests"]);
+    assert_eq!(top_names(&idx, "workflow runs", 1), ["github.list_workflow_runs"]);
+    assert_eq!(top_names(&idx, "jira issue PROJ-1", 1), ["jira.get_issue"]);
+}
+
+#[test]
+fn developer_shorthand_meets_the_words_tools_use() {
+    let idx = index(SelectOptions::default(), false);
+    assert_eq!(top_names(&idx, "open MRs", 1), ["gitlab.list_merge_requests"]);
+    assert_eq!(top_names(&idx, "files changed in the PR", 1), ["github.list_pull_request_files"]);
+    // `meeting` and `call` are aliases of `transcript` in the built-in table.
+    assert!(top_names(&idx, "notes from the sales call", 2)
+        .iter()
+        .all(|n| n.starts_with("fireflies.")));
+}
+
+#[test]
+fn scores_are_in_the_unit_interval_best_first_and_at_most_k() {
+    for fused in [false, true] {
+        let idx = index(SelectOptions::default(), fused);
+        let ranked = idx.rank("get the failing job log of the pipeline", &[], 4);
+        assert!(ranked.len() <= 4);
+        assert!(ranked.iter().all(|r| r.score > 0.0 && r.score <= 1.0), "{ranked:?}");
+        assert!(ranked.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+    let idx = index(SelectOptions::default(), true);
+    assert!(idx.rank("", &[], 5).is_empty(), "an empty query matches nothing");
+}
+
+#[test]
+fn fusion_uses_built_in_embeddings_and_can_rescue_what_words_miss() {
+    let lexical = index(SelectOptions::default(), false);
+    let fused = index(SelectOptions::default(), true);
+    assert_eq!(lexical.embedding_status(), EmbeddingStatus::Absent);
+    assert_eq!(fused.embedding_status(), EmbeddingStatus::Used);
+    // `transcription` shares no stem with `transcript`, only character n-grams.
+    let query = "transcription";
+    assert!(lexical.rank(query, &[], 5).is_empty());
+    assert!(top_names(&fused, query, 2).iter().all(|n| n.starts_with("fireflies.")));
+    let rrf =
+        index(SelectOptions { fusion: Fusion::ReciprocalRank, ..SelectOptions::default() }, true);
+    let best = rrf.rank("open MRs", &[], 1);
+    assert_eq!(best[0].name, "gitlab.list_merge_requests");
+    assert!(best[0].score <= 1.0);
+}
+
+#[test]
+fn vectors_of_another_model_fall_back_to_words() {
+    let tools = registry();
+    let foreign: EmbeddingsArtifact = tools
+        .iter()
+        .map(|(n, _)| {
+            (n.clone(), ToolEmbedding { tool: vec![0.5; 8], inputs: vec![0.5; 8], outputs: None })
+        })
+        .collect();
+    let idx = SelectIndex::new(
+        tools.iter().map(|(n, s)| (n.as_str(), s)),
+        Some(&foreign),
+        SelectOptions::default(),
+    );
+    assert_eq!(idx.embedding_status(), EmbeddingStatus::Unusable { dimension: 8 });
+    let words = index(SelectOptions::default(), false);
+    assert_eq!(idx.rank("open MRs", &[], 5), words.rank("open MRs", &[], 5));
+}
+
+#[test]
+fn recent_calls_lift_follow_ups_and_bundle_siblings_slightly() {
+    let idx = index(SelectOptions::default(), true).with_follow_ups([(
+        "github.get_pull_request",
+        "github.list_pull_request_files",
+        0.9,
+    )]);
+    let query = "pull request";
+    let before = idx.rank(query, &[], 20);
+    let after = idx.rank(query, &["github_get_pull_request".to_owned()], 20);
+    let score = |ranked: &[quiver_core::select::Ranked], name: &str| {
+        ranked.iter().find(|r| r.name == name).map_or(0.0, |r| r.score)
+    };
+    let lift = score(&after, "github.list_pull_request_files")
+        - score(&before, "github.list_pull_request_files");
+    let sibling =
+        score(&after, "github.list_pull_requests") - score(&before, "github.list_pull_requests");
+    assert!(lift > sibling && sibling > 0.0, "follow-up {lift}, sibling {sibling}");
+    assert!(lift < 0.2, "a boost is slight: {lift}");
+    assert_eq!(
+        score(&after, "jira.get_issue"),
+        score(&before, "jira.get_issue"),
+        "other bundles are untouched"
+    );
+}
+
+#[test]
+fn select_keeps_core_first_then_hits_above_threshold() {
+    let options = SelectOptions {
+        core: vec!["jira.get_issue".into(), "fireflies.*".into()],
+        ..SelectOptions::default()
+    };
+    let idx = index(options, true);
+    let shown = idx.select("open MRs", &[]);
+    assert_eq!(
+        &shown[..3],
+        ["jira.get_issue", "fireflies.get_transcript", "fireflies.list_transcripts"]
+    );
+    assert!(shown.contains(&"gitlab.list_merge_requests".to_owned()));
+    assert!(!shown.contains(&"github.create_issue".to_owned()), "{shown:?}");
+    // Nothing scores above τ for gibberish: only CORE.
+    assert_eq!(idx.select("zzqx wibble", &[]).len(), 3);
+}
+
+#[test]
+fn threshold_decides_what_gets_in_on_its_own_merit() {
+    let strict = index(SelectOptions { threshold: 0.99, ..SelectOptions::default() }, true);
+    assert!(strict.select("list merge requests", &[]).is_empty());
+    let lenient = index(SelectOptions { threshold: 0.01, ..SelectOptions::default() }, true);
+    let some = index(SelectOptions::default(), true);
+    assert!(
+        lenient.select("list merge requests", &[]).len()
+            > some.select("list merge requests", &[]).len()
+    );
+}
+
+#[test]
+fn the_strongest_hit_brings_its_bundle() {
+    let idx = index(SelectOptions { threshold: 0.3, ..SelectOptions::default() }, true);
+    let query = "show the failing job's log";
+    let below: Vec<String> =
+        idx.rank(query, &[], 20).into_iter().filter(|r| r.score < 0.3).map(|r| r.name).collect();
+    assert!(below.contains(&"github.list_workflow_runs".to_owned()), "{below:?}");
+    let shown = idx.select(query, &[]);
+    assert_eq!(shown[0], "github.get_job_logs");
+    assert!(shown.contains(&"github.list_workflow_runs".to_owned()), "a sibling: {shown:?}");
+    assert!(!shown.contains(&"gitlab.list_merge_requests".to_owned()), "{shown:?}");
+}
+
+#[test]
+fn the_cap_holds_except_for_core() {
+    let capped =
+        index(SelectOptions { max_tools: 2, threshold: 0.0, ..SelectOptions::default() }, true);
+    assert_eq!(capped.select("list pull requests and issues", &[]).len(), 2);
+    let core_heavy = index(
+        SelectOptions { max_tools: 1, core: vec!["github.*".into()], ..SelectOptions::default() },
+        true,
+    );
+    assert_eq!(core_heavy.select("open MRs", &[]).len(), 7, "CORE is never dropped");
+}
+
+#[test]
+fn bundles_are_providers_and_their_groups() {
+    let idx = index(SelectOptions::default(), false);
+    let names: Vec<&str> = idx.bundles().iter().map(|b| b.name.as_str()).collect();
+    assert!(
+        names.contains(&"github")
+            && names.contains(&"github.pulls")
+            && names.contains(&"jira.workflow")
+    );
+    let pulls = idx.bundles().iter().find(|b| b.name == "github.pulls").unwrap();
+    assert_eq!(pulls.tools.len(), 3);
+    assert_eq!(
+        pulls.description,
+        "github pulls (3): get_pull_request, list_pull_request_files, list_pull_requests"
+    );
+    let github = idx.bundles().iter().find(|b| b.name == "github").unwrap();
+    assert_eq!(github.description, "every github tool (7): actions, issues, pulls");
+    assert!(idx.bundles().iter().all(|b| !b.description.contains('\n')));
+}
+
+#[test]
+fn recall_counts_whole_sets_and_partial_credit() {
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let runs = vec![
+        (s(&["a", "b", "c"]), s(&["a"])),
+        (s(&["x", "y", "z"]), s(&["z", "q"])),
+        (s(&["m"]), s(&[])),
+    ];
+    let rows = recall(&runs, &[1, 3]);
+    assert_eq!((rows[0].whole, rows[0].per_item), (0.5, 0.5));
+    assert_eq!((rows[1].whole, rows[1].per_item), (0.5, 0.75));
+}

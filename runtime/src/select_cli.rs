@@ -1,0 +1,231 @@
+//! `quiver select`: rank tools for queries with the selector, and measure its recall on an
+//! evaluation set.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
+use quiver_core::select::eval::{recall, RECALL_AT};
+use quiver_runtime::enrich::CatalogTool;
+use quiver_runtime::selector::{selector_for_host, Fusion, Selector, SelectorOptions};
+use quiver_runtime::Host;
+use serde::Deserialize;
+
+/// `quiver select` arguments.
+#[derive(clap::Args)]
+pub(crate) struct SelectArgs {
+    /// Tools to rank: an MCP tools/list result or OpenAI function definitions, names kept as
+    /// written (default: the host's catalog, with the embeddings enrichment's vectors).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// Queries, one JSON object `{"id": …, "query": "…"}` per line; prints one
+    /// `{"id": …, "ranked": [names…]}` per line.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "query")]
+    queries: Option<PathBuf>,
+    /// One query; prints the ranking with scores.
+    #[arg(long, value_name = "TEXT")]
+    query: Option<String>,
+    /// With --queries: the tools each query needs, `{"id": …, "tools": [names…]}` per line;
+    /// prints recall at 1, 3, 5 and 10 instead of the rankings, and how often the selected set
+    /// holds the whole gold set.
+    #[arg(long, value_name = "FILE.jsonl", requires = "queries")]
+    gold: Option<PathBuf>,
+    /// Tools per ranking.
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    /// Rank on words only, without embedding similarity.
+    #[arg(long)]
+    lexical_only: bool,
+    /// τ: the score a tool needs to be selected on its own merit (the selected-set line of
+    /// --gold).
+    #[arg(long, value_name = "TAU")]
+    threshold: Option<f32>,
+    /// The weight of the lexical (BM25) score.
+    #[arg(long, value_name = "W")]
+    lexical_weight: Option<f32>,
+    /// The weight of the embedding similarity.
+    #[arg(long, value_name = "W")]
+    embedding_weight: Option<f32>,
+    /// How lexical and embedding scores are combined.
+    #[arg(long, value_enum, default_value = "weighted")]
+    fusion: FusionArg,
+    /// With --gold: also list the queries whose gold set is not in the top 5.
+    #[arg(long, requires = "gold")]
+    show_misses: bool,
+}
+
+/// `--fusion` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum FusionArg {
+    /// A weighted sum of the normalised scores.
+    Weighted,
+    /// Reciprocal-rank fusion.
+    Rrf,
+}
+
+#[derive(Deserialize)]
+struct QueryLine {
+    id: serde_json::Value,
+    query: String,
+}
+
+#[derive(Deserialize)]
+struct GoldLine {
+    id: serde_json::Value,
+    tools: Vec<String>,
+}
+
+pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> {
+    let mut options = SelectorOptions::default();
+    if let Some(t) = args.threshold {
+        options.threshold = t;
+    }
+    if let Some(w) = args.lexical_weight {
+        options.lexical_weight = w;
+    }
+    if let Some(w) = args.embedding_weight {
+        options.embedding_weight = w;
+    }
+    if args.lexical_only {
+        options.embedding_weight = 0.0;
+    }
+    let (threshold, max_tools) = (options.threshold, options.max_tools);
+    let fusion = match args.fusion {
+        FusionArg::Weighted => Fusion::Weighted,
+        FusionArg::Rrf => Fusion::ReciprocalRank,
+    };
+    let selector = match &args.tools {
+        Some(path) => {
+            let tools = read_tools(path)?;
+            // The built-in embedder over the file's tools, in memory: a file is evaluated as it
+            // is, whatever the config's enrichments say.
+            let embedder = LexicalEmbedder::new();
+            let embeddings: EmbeddingsArtifact = tools
+                .iter()
+                .map(|t| (t.name.clone(), embedder.embed_tool(&t.name, &t.spec)))
+                .collect();
+            Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+        }
+        None if matches!(fusion, Fusion::Weighted) => selector_for_host(host, options)?,
+        None => bail!("--fusion rrf needs --tools FILE; the host's selector fuses by weight"),
+    };
+    let mode =
+        if selector.uses_embeddings() { "fused: words and embeddings" } else { "words only" };
+    if let Some(query) = &args.query {
+        for hit in selector.rank(query, &[], args.k) {
+            println!("{:.3}  {}", hit.score, hit.name);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(queries_path) = &args.queries else {
+        bail!("nothing to rank; pass --queries FILE.jsonl or --query TEXT");
+    };
+    let queries: Vec<QueryLine> = read_jsonl(queries_path)?;
+    let Some(gold_path) = &args.gold else {
+        let mut out = std::io::stdout().lock();
+        for q in &queries {
+            let ranked: Vec<String> =
+                selector.rank(&q.query, &[], args.k).into_iter().map(|r| r.name).collect();
+            let line = serde_json::json!({ "id": q.id, "ranked": ranked });
+            writeln!(out, "{line}")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let gold: Vec<GoldLine> = read_jsonl(gold_path)?;
+    let deepest = RECALL_AT.iter().copied().max().unwrap_or(10).max(args.k);
+    let mut runs = Vec::with_capacity(queries.len());
+    let mut unknown = Vec::new();
+    let (mut selected_whole, mut selected_size) = (0usize, 0usize);
+    for q in &queries {
+        let Some(g) = gold.iter().find(|g| g.id == q.id) else {
+            bail!(
+                "query {} has no line in {}; add {{\"id\": {}, \"tools\": [...]}}",
+                q.id,
+                gold_path.display(),
+                q.id
+            );
+        };
+        let ranked: Vec<String> =
+            selector.rank(&q.query, &[], deepest).into_iter().map(|r| r.name).collect();
+        unknown.extend(g.tools.iter().filter(|t| !selector.names().contains(t)).cloned());
+        let selected = selector.select(&q.query, &[]);
+        if g.tools.iter().all(|t| selected.contains(t)) {
+            selected_whole += 1;
+        }
+        selected_size += selected.len();
+        runs.push((q, ranked, g.tools.clone()));
+    }
+    if !unknown.is_empty() {
+        unknown.sort();
+        unknown.dedup();
+        eprintln!(
+            "quiver: gold tools not among the ranked tools (they count as misses): {}",
+            unknown.join(", ")
+        );
+    }
+    let pairs: Vec<(Vec<String>, Vec<String>)> =
+        runs.iter().map(|(_, r, g)| (r.clone(), g.clone())).collect();
+    println!("recall over {} queries ({mode})", pairs.len());
+    println!("{:>4}  {:>10}  {:>13}", "k", "whole gold", "mean per-item");
+    for row in recall(&pairs, &RECALL_AT) {
+        println!("{:>4}  {:>10.3}  {:>13.3}", row.k, row.whole, row.per_item);
+    }
+    let n = runs.len().max(1) as f64;
+    println!(
+        "selected (τ {threshold}, at most {max_tools}): whole gold set in {:.3}, {:.1} tools on \
+         average",
+        selected_whole as f64 / n,
+        selected_size as f64 / n
+    );
+    if args.show_misses {
+        for (q, ranked, gold) in &runs {
+            let top = &ranked[..5.min(ranked.len())];
+            let missing: Vec<&String> = gold.iter().filter(|g| !top.contains(g)).collect();
+            if !missing.is_empty() {
+                let missing: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+                println!(
+                    "miss@5 {} {:?}: wanted {}; top {}",
+                    q.id,
+                    q.query,
+                    missing.join(", "),
+                    top.join(", ")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_tools(path: &Path) -> anyhow::Result<Vec<CatalogTool>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --tools {}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--tools {} is not JSON; expected an MCP tools/list result or OpenAI function \
+             definitions",
+            path.display()
+        )
+    })?;
+    let specs = quiver_runtime::sources::parse_tools(&json)
+        .map_err(|e| anyhow::anyhow!("--tools {} {e}", path.display()))?;
+    Ok(specs.into_iter().map(|spec| CatalogTool { name: spec.name.clone(), spec }).collect())
+}
+
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let item = serde_json::from_str(&line).with_context(|| {
+            format!("{} line {}: not the expected JSON object", path.display(), i + 1)
+        })?;
+        out.push(item);
+    }
+    Ok(out)
+}
