@@ -35,6 +35,27 @@ pub enum EventKind {
     Decline,
     /// A call stopped by `fail_fast_after_n`.
     FailFast,
+    /// `quiver serve`'s `find_tools` was asked for tools (`tool` is `find_tools`).
+    FindTools,
+    /// `quiver serve`'s `load_tools` loaded a bundle or tool (`tool` names what was asked for).
+    LoadTools,
+    /// In `dynamic` mode, the agent called an enabled tool that was not listed, and it ran.
+    FreeRecovery,
+    /// In `search` mode, the agent ran a tool that was not listed through `call_tool`.
+    CallTool,
+}
+
+impl EventKind {
+    /// The escape hatches of `quiver serve`: the agent needed a tool the list did not show.
+    pub fn is_escape_hatch(self) -> bool {
+        matches!(
+            self,
+            EventKind::FindTools
+                | EventKind::LoadTools
+                | EventKind::FreeRecovery
+                | EventKind::CallTool
+        )
+    }
 }
 
 /// One telemetry event (a line of JSONL).
@@ -155,6 +176,11 @@ impl Effectiveness {
                 self.fail_fast_stops += 1;
                 self.tokens_saved += u64::from(event.predicted_cost_tokens.unwrap_or(0));
             }
+            // Counted by `quiver tune analyze`'s escape-hatch section, not here.
+            EventKind::FindTools
+            | EventKind::LoadTools
+            | EventKind::FreeRecovery
+            | EventKind::CallTool => {}
             EventKind::Call => {
                 if event.dedup_hit {
                     self.dedup_hits += 1;

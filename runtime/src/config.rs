@@ -78,6 +78,59 @@ pub struct Config {
     /// function definitions) that enrichments and selection see beside the plugins' tools.
     #[serde(default)]
     pub sources: Vec<crate::sources::SourceConfig>,
+    /// `[selector]`: which tools `quiver serve` shows, and which it refuses or asks to confirm.
+    #[serde(default)]
+    pub selector: SelectorConfig,
+}
+
+/// How `quiver serve` presents tools to an MCP client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ServeMode {
+    /// Every enabled tool, listed from the start.
+    #[default]
+    All,
+    /// The CORE tools plus `find_tools` and `call_tool`; the list never changes.
+    Search,
+    /// The CORE tools plus `load_tools`; loaded bundles join the list (`list_changed`).
+    Dynamic,
+}
+
+/// `[selector]`: patterns are globs over qualified names (`github.*`, `jira.get_issue`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelectorConfig {
+    /// `all`, `search` or `dynamic` (`quiver serve --mode` overrides it).
+    pub mode: ServeMode,
+    /// Tools listed at once in `dynamic` mode, CORE included; the most `find_tools` returns.
+    pub max_tools: usize,
+    /// Score below which the selector leaves a tool out.
+    pub threshold: f32,
+    /// Tools always listed in `search` and `dynamic` mode (names or globs).
+    pub core: Vec<String>,
+    /// When not empty, only tools matching one of these are served.
+    pub allow: Vec<String>,
+    /// Tools never served, even when `allow` matches them.
+    pub deny: Vec<String>,
+    /// Hide and refuse every tool whose side-effect class is not `pure` or `read_only`.
+    pub read_only: bool,
+    /// Tools refused until the call is repeated with `"_confirm": true`.
+    pub confirm: Vec<String>,
+}
+
+impl Default for SelectorConfig {
+    fn default() -> Self {
+        Self {
+            mode: ServeMode::All,
+            max_tools: quiver_core::select::DEFAULT_MAX_TOOLS,
+            threshold: quiver_core::select::DEFAULT_THRESHOLD,
+            core: Vec::new(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            read_only: false,
+            confirm: Vec::new(),
+        }
+    }
 }
 
 /// `[telemetry]`: off by default; events hold argument hashes, never values or secrets.

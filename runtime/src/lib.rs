@@ -13,6 +13,7 @@
 //!   endpoint, embeddings, dataflow edges, neighbours), cached in the sled store ([`enrich::store`]).
 //! - [`selector`]: the tool selector — ranks the catalog for a query (BM25 fused with embedding
 //!   similarity) and chooses the tools to show a model this turn.
+//! - [`mcp`]: `quiver serve`, the MCP server over stdio (modes `all`, `search`, `dynamic`).
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -38,6 +39,7 @@ pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
+pub mod mcp;
 pub mod registry;
 pub mod selector;
 pub mod session;

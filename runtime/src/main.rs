@@ -5,6 +5,7 @@
 
 mod enrich_cli;
 mod select_cli;
+mod serve_cli;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +76,8 @@ enum Command {
     /// Rank tools for queries with the selector (JSONL out), or measure its recall@1/3/5/10 on
     /// an evaluation set with --gold.
     Select(select_cli::SelectArgs),
+    /// Serve the tools over MCP on stdio (for Claude Code, Claude Desktop, VS Code…).
+    Serve(serve_cli::ServeArgs),
     /// Which follow-up calls would be pre-fetched after the given calls, within a token budget:
     /// each admitted call with its value and cost, each declined one with its reason.
     Plan {
@@ -191,6 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Graph(args) => enrich_cli::graph(&host, args),
         Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Select(args) => select_cli::select(&host, args),
+        Command::Serve(args) => serve_cli::serve(host, args),
         Command::Tune(_) => unreachable!("handled before the host opens"),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
@@ -458,6 +462,10 @@ fn tune_analyze(
     }
     println!("# {} events from {} file(s)", events.len(), files.len());
     println!("# enrichment: {total}");
+    // `quiver serve` sessions: how often the listed tools were not enough.
+    for line in quiver_runtime::mcp::escape::EscapeSummary::from_events(&events).lines() {
+        println!("{line}");
+    }
     println!(
         "{:<45} {:>6} {:>6} {:>10} {:>6} {:>8}",
         "tool", "calls", "dedup", "prefetched", "used", "declined"

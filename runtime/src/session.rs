@@ -115,9 +115,21 @@ impl Session {
         args: Value,
         intent: &[String],
     ) -> (ToolResult, CallEffects) {
+        self.call_cancellable(name, args, intent, None).await
+    }
+
+    /// [`Session::call`], stopped when `cancel` is set (an MCP client's `notifications/cancelled`):
+    /// the provider sees the flag and the call comes back as a `cancelled` error.
+    pub async fn call_cancellable(
+        &self,
+        name: &str,
+        args: Value,
+        intent: &[String],
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> (ToolResult, CallEffects) {
         let Some(tool) = self.host.tool(name) else {
             return (
-                self.host.call(name, args, self.timeout, &self.id, None).await,
+                self.host.call(name, args, self.timeout, &self.id, cancel).await,
                 CallEffects::default(),
             );
         };
@@ -155,7 +167,7 @@ impl Session {
             // Main calls wait for their host's permit; they share it with pre-fetches.
             let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
             self.host
-                .call(name, provider_arguments(args, schema), self.timeout, &self.id, None)
+                .call(name, provider_arguments(args, schema), self.timeout, &self.id, cancel)
                 .await
         };
         self.remember(&qualified);

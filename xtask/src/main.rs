@@ -23,7 +23,8 @@ usage: cargo xtask <command> [args]
 commands:
   bundle [--out DIR]   release build of the quiver binary and every provider cdylib, copied
                        with a manifest.json into DIR (default: <workspace>/dist)
-  test [ARGS...]       build the workspace (binary, providers, fault fixtures), then
+  test [ARGS...]       build the workspace (binary, providers, fault fixtures), install the
+                       MCP Python SDK (pip) when python3 lacks it, then
                        `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
@@ -127,10 +128,32 @@ fn test(args: &[String]) -> Result<()> {
     // The end-to-end tests dlopen the fixture cdylibs and spawn the quiver binary; `cargo test`
     // alone builds neither, so build the whole workspace first.
     run(cargo(&root).args(["build", "--workspace"]))?;
+    install_python_mcp()?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug")))
+}
+
+/// The end-to-end MCP tests drive `quiver serve` with the official Python SDK (`mcp`); a fresh
+/// machine has python3 and pip but not the SDK, so install it when `import mcp` fails.
+fn install_python_mcp() -> Result<()> {
+    let python = "python3";
+    let probe = Command::new(python)
+        .args(["-c", "import mcp"])
+        .output()
+        .context("cannot run `python3`; the MCP tests need CPython 3.10+ with pip")?;
+    if probe.status.success() {
+        return Ok(());
+    }
+    let mut install = Command::new(python);
+    install.args(["-m", "pip", "install", "--quiet", "mcp"]);
+    run(&mut install).with_context(|| {
+        format!(
+            "cannot install the MCP Python SDK; run `{python} -m pip install mcp` yourself and \
+             retry"
+        )
+    })
 }
 
 fn bench(args: &[String]) -> Result<()> {

@@ -1,0 +1,371 @@
+//! The tools `quiver serve` can expose, as MCP sees them: valid names, input schemas (with
+//! `_confirm` where the policy asks for it), relaxed output schemas, annotations, bundles, and the
+//! server's instructions.
+//!
+//! Built once per connection from the host's registry — tools are registered at run time from
+//! whatever plugins loaded, never from a compiled-in list — and kept in qualified-name order, so
+//! every listing is deterministic.
+
+use std::collections::{BTreeMap, HashMap};
+
+use quiver_core::{SideEffectClass, ToolName};
+use serde_json::{json, Map, Value};
+
+use super::annotations::annotations;
+use super::policy::{Policy, Refusal};
+use crate::config::ServeMode;
+use crate::enrich::CatalogTool;
+use crate::host::Host;
+
+/// The longest name MCP clients accept (`^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Bundle menu lines show at most this many tool names.
+const MENU_NAMES: usize = 6;
+
+/// One provider tool as MCP clients see it.
+#[derive(Debug, Clone)]
+pub struct ExposedTool {
+    /// `github.get_issue`.
+    pub qualified: String,
+    /// `github_get_issue`: what clients list and call.
+    pub mcp_name: String,
+    /// `github`.
+    pub provider: String,
+    /// The provider's group (`issues`), if it declares one.
+    pub group: Option<String>,
+    /// For the model.
+    pub description: String,
+    /// The provider's input schema (plus `_confirm` when the policy asks for it).
+    pub input_schema: Value,
+    /// The provider's output schema, relaxed (see [`relax_output_schema`]).
+    pub output_schema: Option<Value>,
+    /// From the effective value model.
+    pub class: SideEffectClass,
+    /// Why it is not served, if it is not.
+    pub refusal: Option<Refusal>,
+    /// Whether a call must carry `"_confirm": true`.
+    pub confirm: bool,
+}
+
+impl ExposedTool {
+    /// Served: no policy refuses it.
+    pub fn enabled(&self) -> bool {
+        self.refusal.is_none()
+    }
+
+    /// The MCP `Tool` object.
+    pub fn to_mcp(&self) -> Value {
+        let local = self.qualified.split_once('.').map(|(_, t)| t).unwrap_or(&self.qualified);
+        let mut tool = json!({
+            "name": self.mcp_name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": annotations(local, self.class),
+        });
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
+        tool
+    }
+}
+
+/// A group of tools `load_tools` takes by name: a provider (`github`) or one of its groups
+/// (`github.issues`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    /// `github` or `github.issues`.
+    pub name: String,
+    /// One line for the menu.
+    pub description: String,
+    /// Its enabled tools, qualified, in order.
+    pub tools: Vec<String>,
+}
+
+/// Every tool of the host, exposed or refused, in qualified-name order.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tools: Vec<ExposedTool>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// The host's tools under `policy`.
+    pub fn new(host: &Host, policy: &Policy) -> Self {
+        let mut tools = Vec::new();
+        for tool in host.tools() {
+            let qualified = tool.name.to_string();
+            let class = host.value_model(tool).model.side_effect_class;
+            tools.push(ExposedTool {
+                mcp_name: String::new(),
+                provider: tool.name.provider.clone(),
+                group: tool.spec.group.clone(),
+                description: tool.spec.description.clone(),
+                input_schema: tool.spec.input_schema.clone(),
+                output_schema: tool.spec.output_schema.clone().map(relax_output_schema),
+                class,
+                refusal: None,
+                confirm: false,
+                qualified,
+            });
+        }
+        let names: Vec<ToolName> = host.tools().map(|t| t.name.clone()).collect();
+        for (tool, name) in tools.iter_mut().zip(unique_mcp_names(&names)) {
+            tool.mcp_name = name;
+            tool.refusal = policy.refusal(&tool.qualified, &tool.mcp_name, tool.class);
+            tool.confirm = policy.needs_confirm(&tool.qualified, &tool.mcp_name);
+            if tool.confirm {
+                add_confirm_property(&mut tool.input_schema);
+            }
+        }
+        Self::from_tools(tools)
+    }
+
+    /// A catalog of the given tools (sorted here).
+    pub fn from_tools(mut tools: Vec<ExposedTool>) -> Self {
+        tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
+        let mut by_name = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            by_name.insert(tool.qualified.clone(), i);
+            by_name.insert(tool.mcp_name.clone(), i);
+        }
+        Self { tools, by_name }
+    }
+
+    /// A tool by qualified or MCP name.
+    pub fn get(&self, name: &str) -> Option<&ExposedTool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Every tool, refused ones included.
+    pub fn all(&self) -> &[ExposedTool] {
+        &self.tools
+    }
+
+    /// The tools that are served.
+    pub fn enabled(&self) -> impl Iterator<Item = &ExposedTool> {
+        self.tools.iter().filter(|t| t.enabled())
+    }
+
+    /// The enabled tools as the selector sees them.
+    pub fn catalog_tools(&self, host: &Host) -> Vec<CatalogTool> {
+        host.catalog()
+            .into_iter()
+            .filter(|t| self.get(&t.name).is_some_and(ExposedTool::enabled))
+            .collect()
+    }
+
+    /// Providers and their groups, each with its enabled tools; empty ones are left out.
+    pub fn bundles(&self) -> Vec<Bundle> {
+        let mut groups: BTreeMap<String, Vec<&ExposedTool>> = BTreeMap::new();
+        for tool in self.enabled() {
+            groups.entry(tool.provider.clone()).or_default().push(tool);
+            if let Some(group) = &tool.group {
+                groups.entry(format!("{}.{group}", tool.provider)).or_default().push(tool);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(name, tools)| {
+                let locals: Vec<&str> = tools
+                    .iter()
+                    .map(|t| t.qualified.split_once('.').map(|(_, l)| l).unwrap_or(&t.qualified))
+                    .collect();
+                let more = locals.len().saturating_sub(MENU_NAMES);
+                let mut shown =
+                    locals.iter().take(MENU_NAMES).copied().collect::<Vec<_>>().join(", ");
+                if more > 0 {
+                    shown.push_str(&format!(", … {more} more"));
+                }
+                Bundle {
+                    description: format!("{} tools: {shown}", tools.len()),
+                    tools: tools.iter().map(|t| t.qualified.clone()).collect(),
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// The server's `instructions`: the providers, one line each, what the mode asks of the
+    /// model, and in `dynamic` mode the bundle menu.
+    pub fn instructions(&self, mode: ServeMode) -> String {
+        let bundles = self.bundles();
+        let mut out = String::from(
+            "quiver serves developer-service tools; results are trimmed to what is usually \
+             needed (ask for more with a `fields` list where a tool offers one).\nProviders:\n",
+        );
+        for bundle in bundles.iter().filter(|b| !b.name.contains('.')) {
+            let groups: Vec<&str> = bundles
+                .iter()
+                .filter_map(|b| b.name.strip_prefix(&format!("{}.", bundle.name)))
+                .collect();
+            let groups =
+                if groups.is_empty() { String::new() } else { format!(" ({})", groups.join(", ")) };
+            out.push_str(&format!("- {}: {} tools{groups}\n", bundle.name, bundle.tools.len()));
+        }
+        match mode {
+            ServeMode::All => {}
+            ServeMode::Search => out.push_str(
+                "Only a few tools are listed. Call find_tools(query) to find the tools for a \
+                 task, then call_tool(name, arguments) to run one.\n",
+            ),
+            ServeMode::Dynamic => {
+                out.push_str(
+                    "Only a few tools are listed. Call load_tools with a bundle or a tool name to \
+                     list its tools. Bundles:\n",
+                );
+                for bundle in &bundles {
+                    out.push_str(&format!("- {}: {}\n", bundle.name, bundle.description));
+                }
+            }
+        }
+        if self.enabled().any(|t| t.confirm) {
+            out.push_str(
+                "Tools with a `_confirm` argument run only when called with \"_confirm\": true, \
+                 after the user agreed.\n",
+            );
+        }
+        out
+    }
+}
+
+/// MCP names for `names`, in order: `provider_tool` with characters outside `[a-zA-Z0-9_-]`
+/// as `_`. A name longer than 64 characters, or one that two tools would share, is cut and
+/// given a hash suffix of the qualified name, so it stays the same from run to run.
+pub fn unique_mcp_names(names: &[ToolName]) -> Vec<String> {
+    let plain: Vec<String> = names.iter().map(ToolName::mcp_name_untruncated).collect();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for name in &plain {
+        *seen.entry(name).or_default() += 1;
+    }
+    names
+        .iter()
+        .zip(&plain)
+        .map(|(name, plain)| {
+            if plain.len() <= MAX_NAME_LEN && !plain.is_empty() && seen[plain.as_str()] == 1 {
+                return plain.clone();
+            }
+            let hash = format!("{:016x}", fnv1a(name.to_string().as_bytes()));
+            let keep = plain.len().min(MAX_NAME_LEN - 9);
+            format!("{}_{}", &plain[..keep], &hash[..8])
+        })
+        .collect()
+}
+
+/// Stable across runs and platforms (the std hasher promises neither).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Private extension trait: the MCP-safe name without `ToolName::mcp_name`'s cut at 64, so the
+/// cut can carry a hash instead.
+trait UntruncatedName {
+    fn mcp_name_untruncated(&self) -> String;
+}
+
+impl UntruncatedName for ToolName {
+    fn mcp_name_untruncated(&self) -> String {
+        format!("{}_{}", self.provider, self.tool)
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect()
+    }
+}
+
+/// An output schema a projected result always satisfies: results are trimmed to their field
+/// groups and size caps, so any field may be left out — `required` is dropped at every depth.
+/// A top-level `additionalProperties: false` is dropped too, so a result without a structured
+/// value can still carry its note (see `server::to_call_result`).
+pub fn relax_output_schema(mut schema: Value) -> Value {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                // A property may itself be called `required`: only the keyword is an array.
+                if map.get("required").is_some_and(Value::is_array) {
+                    map.remove("required");
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut schema);
+    if let Some(map) = schema.as_object_mut() {
+        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+            map.remove("additionalProperties");
+        }
+    }
+    schema
+}
+
+/// Declares `_confirm` in an input schema, so the model knows the argument exists.
+fn add_confirm_property(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else { return };
+    let properties = map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(properties) = properties.as_object_mut() {
+        properties.insert(
+            "_confirm".into(),
+            json!({
+                "type": "boolean",
+                "description": "Set to true, after the user agreed, to run this call; without it \
+                                the call is refused with what it would do."
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_valid_and_long_ones_get_a_stable_hash_suffix() {
+        let long = "x".repeat(80);
+        let names = vec![
+            ToolName::new("github", "get_issue"),
+            ToolName::new("my.corp", "get x"),
+            ToolName::new("jira", &long),
+        ];
+        let mcp = unique_mcp_names(&names);
+        assert_eq!(mcp[0], "github_get_issue");
+        assert_eq!(mcp[1], "my_corp_get_x");
+        assert_eq!(mcp[2].len(), MAX_NAME_LEN);
+        assert!(mcp[2].starts_with("jira_xxx"), "{}", mcp[2]);
+        assert_eq!(unique_mcp_names(&names)[2], mcp[2], "the same on every run");
+        let valid = |n: &str| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        assert!(mcp.iter().all(|n| valid(n) && !n.is_empty() && n.len() <= MAX_NAME_LEN));
+    }
+
+    #[test]
+    fn two_tools_that_would_share_a_name_get_distinct_ones() {
+        let names = vec![ToolName::new("a.b", "c"), ToolName::new("a_b", "c")];
+        let mcp = unique_mcp_names(&names);
+        assert_ne!(mcp[0], mcp[1]);
+        assert!(mcp.iter().all(|n| n.starts_with("a_b_c_")), "{mcp:?}");
+    }
+
+    #[test]
+    fn relaxed_output_schemas_require_nothing() {
+        let schema = json!({
+            "type": "object",
+            "required": ["number"],
+            "additionalProperties": false,
+            "properties": {"items": {"type": "array", "items": {"type": "object", "required": ["id"]}}}
+        });
+        let relaxed = relax_output_schema(schema);
+        assert!(!relaxed.to_string().contains("required"), "{relaxed}");
+        assert!(relaxed.get("additionalProperties").is_none());
+        assert_eq!(relaxed["properties"]["items"]["type"], "array");
+    }
+
+    #[test]
+    fn confirm_adds_the_argument_to_the_schema() {
+        let mut schema = json!({"type": "object", "properties": {"title": {"type": "string"}}});
+        add_confirm_property(&mut schema);
+        assert_eq!(schema["properties"]["_confirm"]["type"], "boolean");
+        assert_eq!(schema["properties"]["title"]["type"], "string");
+    }
+}

@@ -1,0 +1,31 @@
+//! `quiver serve`: the host's tools as an MCP server over stdio (rmcp), in one of three modes.
+//!
+//! - `all` lists every enabled tool, in qualified-name order.
+//! - `search` lists a small CORE set plus `find_tools(query, k)` and `call_tool(name, arguments)`.
+//!   The list never changes during a session, so it works under every protocol version and in
+//!   every client, including those that ignore `notifications/tools/list_changed`.
+//! - `dynamic` lists the CORE set plus `load_tools(bundle_or_tool)`; a load admits the bundle under
+//!   `max_tools`, evicting the least recently called non-CORE tools, and sends `list_changed`.
+//!
+//! A needed tool is never unreachable: in every mode, a call to an enabled tool that is not listed
+//! still runs (free recovery), and each such use of an escape hatch is written to telemetry
+//! ([`escape`]) so `quiver tune analyze` can say how often the listed set missed.
+//!
+//! In every mode the `[selector]` policy applies ([`policy`]): `allow`/`deny` globs, `read_only`
+//! (tools that are not `pure`/`read_only` are hidden and refused) and `confirm` (refused until
+//! repeated with `"_confirm": true`). Every call runs through a [`Session`](crate::Session), one
+//! per connection: cache, projection, speculation and telemetry apply as they do for the library.
+//!
+//! **Architecture Invariant**: stdout carries MCP messages only; logs go to stderr.
+
+pub mod annotations;
+pub mod catalog;
+pub mod escape;
+pub mod modes;
+pub mod policy;
+pub mod server;
+
+pub use catalog::{Bundle, Catalog, ExposedTool};
+pub use modes::Listing;
+pub use policy::{Policy, PolicyError};
+pub use server::{serve_stdio, QuiverServer, ServeOptions};

@@ -1,0 +1,187 @@
+//! The `[selector]` policy every mode obeys: which tools are served at all (`allow`, `deny`,
+//! `read_only`) and which must be confirmed (`confirm`).
+//!
+//! Patterns are globs matched against a tool's qualified name (`github.*`, `jira.get_issue`) and
+//! also against its MCP name (`github_get_issue`), so either spelling a user copies works. A `*`
+//! crosses dots: `*.delete_*` matches every provider's deletions.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use quiver_core::SideEffectClass;
+
+use crate::config::SelectorConfig;
+
+/// Why a `[selector]` pattern cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid pattern `{pattern}` in [selector] {key}: {reason}; write e.g. \"github.*\"")]
+pub struct PolicyError {
+    /// The key it is in (`allow`, `deny`, `confirm`, `core`).
+    pub key: &'static str,
+    /// The pattern.
+    pub pattern: String,
+    /// What globset said.
+    pub reason: String,
+}
+
+/// Why a tool is not served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// Occurs when `allow` is set and no pattern of it matches the tool.
+    NotAllowed,
+    /// Occurs when a `deny` pattern matches the tool.
+    Denied,
+    /// Occurs when `read_only = true` and the tool is not `pure` or `read_only`.
+    ReadOnly,
+}
+
+impl Refusal {
+    /// The message a client sees when it calls the tool anyway.
+    pub fn message(self, qualified: &str) -> String {
+        match self {
+            Refusal::NotAllowed => format!(
+                "`{qualified}` is not served: no [selector] allow pattern matches it; add one to \
+                 the config to use it"
+            ),
+            Refusal::Denied => format!(
+                "`{qualified}` is not served: a [selector] deny pattern matches it; remove that \
+                 pattern to use it"
+            ),
+            Refusal::ReadOnly => format!(
+                "`{qualified}` is refused: it can change things and [selector] read_only = true; \
+                 set read_only = false to use it"
+            ),
+        }
+    }
+}
+
+/// A compiled list of glob patterns.
+#[derive(Debug, Clone)]
+pub struct Patterns {
+    set: GlobSet,
+    len: usize,
+}
+
+impl Patterns {
+    /// Compiles `patterns`, which came from `[selector] key`.
+    pub fn new(key: &'static str, patterns: &[String]) -> Result<Self, PolicyError> {
+        let mut builder = GlobSetBuilder::new();
+        for pattern in patterns {
+            let glob = Glob::new(pattern).map_err(|e| PolicyError {
+                key,
+                pattern: pattern.clone(),
+                reason: e.kind().to_string(),
+            })?;
+            builder.add(glob);
+        }
+        let set = builder.build().map_err(|e| PolicyError {
+            key,
+            pattern: patterns.join(", "),
+            reason: e.to_string(),
+        })?;
+        Ok(Self { set, len: patterns.len() })
+    }
+
+    /// Whether no pattern was given.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether a pattern matches the qualified or the MCP name.
+    pub fn matches(&self, qualified: &str, mcp_name: &str) -> bool {
+        self.set.is_match(qualified) || self.set.is_match(mcp_name)
+    }
+}
+
+/// `allow`, `deny`, `read_only` and `confirm`, compiled.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    allow: Patterns,
+    deny: Patterns,
+    read_only: bool,
+    confirm: Patterns,
+}
+
+impl Policy {
+    /// Compiles the policy of a `[selector]` section.
+    pub fn new(config: &SelectorConfig) -> Result<Self, PolicyError> {
+        Ok(Self {
+            allow: Patterns::new("allow", &config.allow)?,
+            deny: Patterns::new("deny", &config.deny)?,
+            read_only: config.read_only,
+            confirm: Patterns::new("confirm", &config.confirm)?,
+        })
+    }
+
+    /// Why the tool is not served, or `None` when it is.
+    pub fn refusal(
+        &self,
+        qualified: &str,
+        mcp_name: &str,
+        class: SideEffectClass,
+    ) -> Option<Refusal> {
+        if self.deny.matches(qualified, mcp_name) {
+            return Some(Refusal::Denied);
+        }
+        if !self.allow.is_empty() && !self.allow.matches(qualified, mcp_name) {
+            return Some(Refusal::NotAllowed);
+        }
+        if self.read_only && !class.is_speculatable() {
+            return Some(Refusal::ReadOnly);
+        }
+        None
+    }
+
+    /// Whether a call must carry `"_confirm": true` to run.
+    pub fn needs_confirm(&self, qualified: &str, mcp_name: &str) -> bool {
+        self.confirm.matches(qualified, mcp_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> Policy {
+        let config: SelectorConfig = toml::from_str(text).unwrap();
+        Policy::new(&config).unwrap()
+    }
+
+    #[test]
+    fn deny_wins_over_allow_and_read_only_hides_mutations() {
+        let p = policy("allow = [\"github.*\"]\ndeny = [\"*.delete_*\"]\nread_only = true\n");
+        let read = SideEffectClass::ReadOnly;
+        assert_eq!(p.refusal("github.get_issue", "github_get_issue", read), None);
+        assert_eq!(
+            p.refusal("github.delete_branch", "github_delete_branch", read),
+            Some(Refusal::Denied)
+        );
+        assert_eq!(p.refusal("jira.get_issue", "jira_get_issue", read), Some(Refusal::NotAllowed));
+        assert_eq!(
+            p.refusal(
+                "github.create_issue",
+                "github_create_issue",
+                SideEffectClass::MutatesExternal
+            ),
+            Some(Refusal::ReadOnly)
+        );
+        assert_eq!(
+            p.refusal("github.x", "github_x", SideEffectClass::Indeterminate),
+            Some(Refusal::ReadOnly),
+            "unknown effects are not read-only"
+        );
+    }
+
+    #[test]
+    fn confirm_matches_either_spelling() {
+        let p = policy("confirm = [\"github_create_*\"]\n");
+        assert!(p.needs_confirm("github.create_issue", "github_create_issue"));
+        assert!(!p.needs_confirm("github.get_issue", "github_get_issue"));
+    }
+
+    #[test]
+    fn a_bad_glob_names_its_key_and_pattern() {
+        let config = SelectorConfig { deny: vec!["github.[".into()], ..SelectorConfig::default() };
+        let err = Policy::new(&config).unwrap_err().to_string();
+        assert!(err.contains("[selector] deny") && err.contains("github.["), "{err}");
+    }
+}

@@ -1,0 +1,472 @@
+//! The MCP server: rmcp's `ServerHandler` over the host, one [`Session`] per connection.
+//!
+//! `tools/list` answers from the connection's [`Listing`]; `tools/call` resolves the name (a
+//! provider tool by MCP or qualified name, or a meta tool of the mode), applies the policy
+//! (refusals, `_confirm`), notes escape-hatch uses, and runs the call through the session with
+//! the request's cancellation token wired to the provider's cancel flag and, when the client
+//! sent a `progressToken`, a progress heartbeat every second while the provider works.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quiver_core::telemetry::EventKind;
+use quiver_core::ToolResult;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use tokio::sync::OnceCell;
+
+use super::catalog::{Catalog, ExposedTool};
+use super::escape;
+use super::modes::{Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, LOAD_TOOLS};
+use super::policy::Policy;
+use crate::config::ServeMode;
+use crate::host::Host;
+use crate::selector::{selector_for_host, Selector, SelectorOptions};
+use crate::session::Session;
+
+/// How often a long call reports progress, when the client asked for progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// How `quiver serve` runs.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// `--mode`: overrides `[selector] mode`.
+    pub mode: Option<ServeMode>,
+}
+
+/// The MCP server of one connection.
+#[derive(Clone)]
+pub struct QuiverServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Arc<Host>,
+    session: Session,
+    session_id: String,
+    catalog: Catalog,
+    listing: Mutex<Listing>,
+    instructions: String,
+    max_tools: usize,
+    /// Built on the first `find_tools` or failed `load_tools`: `all` mode never pays for it.
+    selector: OnceCell<Option<Selector>>,
+}
+
+impl QuiverServer {
+    /// A server over `host` for one connection named `session_id`. Fails on an unusable
+    /// `[selector]` pattern.
+    pub fn new(
+        host: Arc<Host>,
+        options: &ServeOptions,
+        session_id: impl Into<String>,
+    ) -> anyhow::Result<Self> {
+        let config = host.config().config.selector.clone();
+        let mode = options.mode.unwrap_or(config.mode);
+        let policy = Policy::new(&config)?;
+        let catalog = Catalog::new(&host, &policy);
+        let listing = Listing::new(mode, &config, &catalog)?;
+        let instructions = catalog.instructions(mode);
+        let session_id = session_id.into();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                session: Session::new(Arc::clone(&host), session_id.clone()),
+                session_id,
+                host,
+                catalog,
+                listing: Mutex::new(listing),
+                instructions,
+                max_tools: config.max_tools.max(1),
+                selector: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The tools `tools/list` returns now, as MCP JSON (for token measurements and tests).
+    pub fn list_json(&self) -> Value {
+        json!({ "tools": self.listing().tools(&self.inner.catalog) })
+    }
+
+    /// The server's instructions.
+    pub fn instructions(&self) -> &str {
+        &self.inner.instructions
+    }
+
+    /// Cancels the session's pre-fetches and waits for them.
+    pub async fn shutdown(&self) {
+        self.inner.session.shutdown().await;
+    }
+
+    fn listing(&self) -> std::sync::MutexGuard<'_, Listing> {
+        self.inner.listing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn selector(&self) -> Option<&Selector> {
+        let inner = &self.inner;
+        inner
+            .selector
+            .get_or_init(|| async {
+                let host = Arc::clone(&inner.host);
+                let config = host.config().config.selector.clone();
+                let options = SelectorOptions {
+                    max_tools: config.max_tools,
+                    threshold: config.threshold,
+                    core: config.core.clone(),
+                    ..SelectorOptions::default()
+                };
+                // Building may run the embeddings enrichment: off the async workers.
+                let built =
+                    tokio::task::spawn_blocking(move || selector_for_host(&host, options)).await;
+                match built {
+                    Ok(Ok(selector)) => Some(selector),
+                    Ok(Err(e)) => {
+                        tracing::warn!("no selector, find_tools falls back to names: {e}");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!("no selector, find_tools falls back to names: {e}");
+                        None
+                    }
+                }
+            })
+            .await
+            .as_ref()
+    }
+
+    /// The enabled tools best matching `query`, at most `k`.
+    async fn rank(&self, query: &str, k: usize) -> Vec<&ExposedTool> {
+        let catalog = &self.inner.catalog;
+        let Some(selector) = self.selector().await else {
+            return fallback_rank(catalog, query, k);
+        };
+        // The selector sees the whole catalog (static sources too); refused and unserved tools
+        // are dropped here, so rank deep enough to still fill `k`.
+        let depth = k + catalog.all().len();
+        selector
+            .rank(query, &[], depth)
+            .into_iter()
+            .filter_map(|hit| catalog.get(&hit.name).filter(|t| t.enabled()))
+            .take(k)
+            .collect()
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let mode = self.listing().mode();
+        match (mode, name) {
+            (ServeMode::Search, FIND_TOOLS) => self.find_tools(&arguments).await,
+            (ServeMode::Search, CALL_TOOL) => {
+                let Some(target) = arguments.get("name").and_then(Value::as_str) else {
+                    return error_result(
+                        "call_tool needs `name` (a tool name from find_tools) and `arguments`",
+                    );
+                };
+                let args = match arguments.get("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(args)) => args.clone(),
+                    Some(other) => {
+                        return error_result(format!(
+                            "call_tool's `arguments` must be an object, got {other}"
+                        ))
+                    }
+                };
+                self.call_provider_tool(target, args, context, true).await
+            }
+            (ServeMode::Dynamic, LOAD_TOOLS) => self.load_tools(&arguments, context).await,
+            _ => self.call_provider_tool(name, arguments, context, false).await,
+        }
+    }
+
+    async fn find_tools(&self, arguments: &Map<String, Value>) -> CallToolResult {
+        let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+            return error_result("find_tools needs a `query`: what you want to do, in words");
+        };
+        let k = arguments
+            .get("k")
+            .and_then(Value::as_u64)
+            .map(|k| k as usize)
+            .unwrap_or(DEFAULT_K)
+            .clamp(1, self.inner.max_tools);
+        escape::record(&self.inner.host, &self.inner.session_id, EventKind::FindTools, FIND_TOOLS);
+        let found: Vec<Value> = self
+            .rank(query, k)
+            .await
+            .into_iter()
+            .map(|t| {
+                json!({"name": t.mcp_name, "description": t.description, "inputSchema": t.input_schema})
+            })
+            .collect();
+        let note = if found.is_empty() {
+            "no tool matches; try other words"
+        } else {
+            "run one with call_tool(name, arguments)"
+        };
+        text_result(json!({ "tools": found, "note": note }).to_string())
+    }
+
+    async fn load_tools(
+        &self,
+        arguments: &Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let Some(wanted) = arguments.get("bundle_or_tool").and_then(Value::as_str) else {
+            return error_result(
+                "load_tools needs `bundle_or_tool`: a bundle from the instructions' menu or a \
+                 tool name",
+            );
+        };
+        let catalog = &self.inner.catalog;
+        let bundles = catalog.bundles();
+        let tools: Vec<String> = if let Some(bundle) = bundles.iter().find(|b| b.name == wanted) {
+            bundle.tools.clone()
+        } else if let Some(tool) = catalog.get(wanted) {
+            if let Some(refusal) = tool.refusal {
+                return error_result(refusal.message(&tool.qualified));
+            }
+            vec![tool.qualified.clone()]
+        } else {
+            let suggestions: Vec<String> =
+                self.rank(wanted, 3).await.into_iter().map(|t| t.mcp_name.clone()).collect();
+            let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
+            names.sort_by(|a, b| {
+                strsim::jaro_winkler(wanted, b).total_cmp(&strsim::jaro_winkler(wanted, a))
+            });
+            names.truncate(3);
+            return error_result(format!(
+                "no bundle or tool `{wanted}`; closest bundles: {}; matching tools: {}",
+                names.join(", "),
+                if suggestions.is_empty() { "none".into() } else { suggestions.join(", ") }
+            ));
+        };
+        escape::record(&self.inner.host, &self.inner.session_id, EventKind::LoadTools, wanted);
+        let outcome = self.listing().load(&tools);
+        if outcome.changed() {
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::warn!("could not send tools/list_changed: {e}");
+            }
+        }
+        let mcp = |names: &[String]| -> Vec<String> {
+            names.iter().filter_map(|n| catalog.get(n)).map(|t| t.mcp_name.clone()).collect()
+        };
+        let mut summary = json!({
+            "loaded": mcp(&outcome.admitted),
+            "already_listed": mcp(&outcome.already),
+        });
+        if !outcome.evicted.is_empty() {
+            summary["unlisted_to_make_room"] = json!(mcp(&outcome.evicted));
+        }
+        if !outcome.left_out.is_empty() {
+            summary["left_out"] = json!(mcp(&outcome.left_out));
+            summary["note"] = json!(format!(
+                "max_tools = {} leaves no room for the rest; load a smaller bundle or one tool",
+                self.inner.max_tools
+            ));
+        }
+        text_result(summary.to_string())
+    }
+
+    async fn call_provider_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+        via_call_tool: bool,
+    ) -> CallToolResult {
+        let catalog = &self.inner.catalog;
+        let Some(tool) = catalog.get(name) else {
+            return error_result(unknown_tool_message(catalog, name, self.listing().mode()));
+        };
+        if let Some(refusal) = tool.refusal {
+            return error_result(refusal.message(&tool.qualified));
+        }
+        if tool.confirm && arguments.get("_confirm") != Some(&Value::Bool(true)) {
+            let effect = if tool.class.is_speculatable() { "reads" } else { "can change things" };
+            return error_result(format!(
+                "`{}` {effect} and needs confirmation: tell the user what it will do, and once \
+                 they agree repeat the call with \"_confirm\": true",
+                tool.mcp_name
+            ));
+        }
+        let listed = self.listing().is_listed(catalog, &tool.qualified);
+        if !listed {
+            let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
+            escape::record(&self.inner.host, &self.inner.session_id, kind, &tool.qualified);
+        }
+        let result = self.run(tool, Value::Object(arguments), context).await;
+        self.listing().touch(&tool.qualified);
+        to_call_result(result, tool)
+    }
+
+    /// Runs the call through the session, cancelled with the request and reporting progress.
+    async fn run(
+        &self,
+        tool: &ExposedTool,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let call = self.inner.session.call_cancellable(
+            &tool.qualified,
+            arguments,
+            &[],
+            Some(Arc::clone(&cancel)),
+        );
+        tokio::pin!(call);
+        let token = context.meta.get_progress_token();
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        let mut seconds = 0u32;
+        loop {
+            tokio::select! {
+                (result, _) = &mut call => return result,
+                () = context.ct.cancelled(), if !cancel.load(Ordering::SeqCst) => {
+                    tracing::info!(tool = %tool.qualified, "cancelled by the client");
+                    cancel.store(true, Ordering::SeqCst);
+                }
+                _ = ticks.tick(), if token.is_some() => {
+                    seconds += 1;
+                    let Some(token) = token.clone() else { continue };
+                    let progress = ProgressNotificationParam::new(token, f64::from(seconds))
+                        .with_message(format!("{} is running ({seconds} s)", tool.mcp_name));
+                    if let Err(e) = context.peer.notify_progress(progress).await {
+                        tracing::debug!("could not send progress: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ServerHandler for QuiverServer {
+    fn get_info(&self) -> InitializeResult {
+        let mut capabilities = ServerCapabilities::builder().enable_tools();
+        if self.listing().mode() == ServeMode::Dynamic {
+            capabilities = capabilities.enable_tool_list_changed();
+        }
+        InitializeResult::new(capabilities.build())
+            .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.inner.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        serde_json::from_value(self.list_json())
+            .map_err(|e| McpError::internal_error(format!("a tool is not valid MCP: {e}"), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        Ok(self.call(&request.name, arguments, &context).await.into())
+    }
+}
+
+/// Serves `host` over stdin/stdout until the client disconnects.
+pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Result<()> {
+    let session_id = format!("{}{}", escape::SESSION_PREFIX, std::process::id());
+    let server = QuiverServer::new(host, &options, session_id)?;
+    let running = server.clone().serve(rmcp::transport::stdio()).await?;
+    tracing::info!("serving MCP on stdio");
+    let ended = running.waiting().await;
+    server.shutdown().await;
+    ended?;
+    Ok(())
+}
+
+/// A result whose text and (for tools with an output schema) `structuredContent` mirror each
+/// other. A tool with an output schema always gets structured content — clients check for it —
+/// so a result without a structured value (a cache reference, a fail-fast hint) carries its text
+/// as `{"quiver_note": …}`, which the relaxed schema admits.
+fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
+    let text = result.text_content();
+    let content: Vec<Value> = result
+        .content
+        .iter()
+        .map(|c| match c {
+            quiver_core::Content::Text { text } => json!({"type": "text", "text": text}),
+            other => {
+                json!({"type": "text", "text": serde_json::to_string(other).unwrap_or_default()})
+            }
+        })
+        .collect();
+    let mut out = json!({ "content": content, "isError": result.is_error });
+    if tool.output_schema.is_some() && !result.is_error {
+        out["structuredContent"] = match result.structured {
+            Some(value @ Value::Object(_)) => value,
+            _ => json!({ "quiver_note": text }),
+        };
+    }
+    serde_json::from_value(out).unwrap_or_else(|e| {
+        CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+            "the result of `{}` could not be sent: {e}",
+            tool.mcp_name
+        ))])
+    })
+}
+
+fn text_result(text: String) -> CallToolResult {
+    CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
+}
+
+fn error_result(message: impl Into<String>) -> CallToolResult {
+    let message = message.into();
+    tracing::debug!("refused: {message}");
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)])
+}
+
+fn unknown_tool_message(catalog: &Catalog, name: &str, mode: ServeMode) -> String {
+    let mut closest: Vec<&ExposedTool> = catalog.enabled().collect();
+    closest.sort_by(|a, b| {
+        strsim::jaro_winkler(name, &b.mcp_name).total_cmp(&strsim::jaro_winkler(name, &a.mcp_name))
+    });
+    let closest: Vec<&str> = closest.iter().take(3).map(|t| t.mcp_name.as_str()).collect();
+    let how = match mode {
+        ServeMode::Search => "find_tools finds tools by what they do",
+        ServeMode::Dynamic => "load_tools lists a bundle's tools",
+        ServeMode::All => "tools/list shows every tool",
+    };
+    format!("no tool `{name}`; closest: {}; {how}", closest.join(", "))
+}
+
+/// Ranking by shared words when the selector cannot be built: each query word found in a
+/// tool's name counts three, in its description one.
+fn fallback_rank<'a>(catalog: &'a Catalog, query: &str, k: usize) -> Vec<&'a ExposedTool> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() > 1)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let mut scored: Vec<(usize, &ExposedTool)> = catalog
+        .enabled()
+        .map(|t| {
+            let name = t.qualified.to_ascii_lowercase();
+            let description = t.description.to_ascii_lowercase();
+            let score = words
+                .iter()
+                .map(|w| {
+                    3 * usize::from(name.contains(w.as_str()))
+                        + usize::from(description.contains(w.as_str()))
+                })
+                .sum();
+            (score, t)
+        })
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.qualified.cmp(&b.1.qualified)));
+    scored.into_iter().take(k).map(|(_, t)| t).collect()
+}

@@ -1,0 +1,404 @@
+//! `quiver serve` driven by real MCP clients: the official Python SDK (`tests/mcp/scenarios.py`)
+//! and rmcp's Rust client, against the real binary, the real GitHub plugin and a loopback GitHub
+//! answering with recorded shapes.
+//!
+//! The Python scenarios need `python3` with the `mcp` package; `cargo xtask test` installs it.
+//! Without it these tests fail, saying what to run — they never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use quiver_core::response_projection::estimate_tokens;
+use quiver_tests::{plugins_dir, quiver, quiver_bin, texts};
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// How long the fake takes to answer the call that gets cancelled.
+const SLOW: Duration = Duration::from_secs(30);
+
+fn recorded(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn json_reply(status: u16, file: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status)
+        .insert_header("content-type", "application/json")
+        .set_body_string(recorded(file))
+}
+
+/// A loopback GitHub: issue 1347, a slow issue 1, and issue creation.
+async fn fake_github() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/1347"))
+        .respond_with(json_reply(200, "issue.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/1"))
+        .respond_with(json_reply(200, "issue.json").set_delay(SLOW))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octocat/Hello-World/issues"))
+        .respond_with(json_reply(201, "issue_created.json"))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A plugins dir with the GitHub plugin, a config pointing it at the fake, and a data dir with
+/// telemetry on.
+struct Setup {
+    plugins: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(server: &MockServer, selector: &str) -> Self {
+        Self::with_plugins(&["quiver-provider-github"], &server.uri(), selector)
+    }
+
+    fn with_plugins(packages: &[&str], base_url: &str, selector: &str) -> Self {
+        let plugins = plugins_dir(packages);
+        let dir = tempfile::tempdir().unwrap();
+        let telemetry = dir.path().join("telemetry");
+        std::fs::write(
+            dir.path().join("quiver.toml"),
+            format!(
+                "[providers.github]\nbase_url = \"{base_url}\"\n\
+                 [providers.jira]\nbase_url = \"{base_url}\"\n\
+                 [telemetry]\nenabled = true\ndir = \"{}\"\n\
+                 [selector]\n{selector}\n",
+                telemetry.display()
+            ),
+        )
+        .unwrap();
+        Self { plugins, dir }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("quiver.toml")
+    }
+
+    fn serve_args(&self, mode: &str) -> Vec<String> {
+        let mut args: Vec<String> =
+            ["serve", "-v", "--mode", mode, "--config"].iter().map(|s| s.to_string()).collect();
+        args.push(self.config().display().to_string());
+        args.push("--plugins".into());
+        args.push(self.plugins.path().display().to_string());
+        args
+    }
+
+    /// The environment a client starts `quiver serve` with: nothing from the machine's own
+    /// quiver setup, data under the temp dir.
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("QUIVER_DATA_DIR".into(), self.dir.path().join("data").display().to_string()),
+            ("XDG_CONFIG_HOME".into(), self.dir.path().display().to_string()),
+        ]
+    }
+
+    /// Runs `scenarios.py SCENARIO` against `quiver serve --mode MODE`, off the async workers so
+    /// the fake keeps answering; returns what the client saw and the server's stderr.
+    async fn python(&self, mode: &str, scenario: &str) -> (Value, String) {
+        require_python_sdk();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/scenarios.py");
+        let mut command = Command::new("python3");
+        command
+            .arg(script)
+            .arg(scenario)
+            .env("QUIVER_BIN", quiver_bin())
+            .env("QUIVER_SERVE_ARGS", serde_json::to_string(&self.serve_args(mode)).unwrap())
+            .current_dir(self.dir.path());
+        for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "GITHUB_TOKEN", "RUST_LOG"] {
+            command.env_remove(var);
+        }
+        command.envs(self.env());
+        let output = tokio::task::spawn_blocking(move || command.output().expect("run python3"))
+            .await
+            .unwrap();
+        let (stdout, stderr) = texts(&output);
+        assert!(
+            output.status.success(),
+            "scenario `{scenario}` failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        );
+        let last = stdout.lines().last().unwrap_or_default();
+        let seen = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("scenario `{scenario}` printed no result ({e}):\n{stdout}"));
+        (seen, stderr)
+    }
+
+    fn telemetry_events(&self) -> Vec<Value> {
+        let dir = self.dir.path().join("telemetry");
+        let mut events = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            events.extend(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
+        }
+        events
+    }
+}
+
+/// Fails — never skips — when the Python SDK cannot be used, saying how to get it.
+fn require_python_sdk() {
+    let probe = Command::new("python3").args(["-c", "import mcp"]).output();
+    match probe {
+        Err(e) => panic!(
+            "python3 cannot be run ({e}); install CPython 3.10+ and run `cargo xtask test`, which \
+             installs the MCP Python SDK"
+        ),
+        Ok(out) if !out.status.success() => panic!(
+            "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
+             `python3 -m pip install mcp`\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Ok(_) => {}
+    }
+}
+
+fn names(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {value}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_mode_lists_every_tool_with_schemas_and_annotations_and_returns_structured_content() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "");
+    let (seen, stderr) = setup.python("all", "all").await;
+
+    assert_eq!(seen["server"], "quiver");
+    let instructions = seen["instructions"].as_str().unwrap();
+    assert!(instructions.contains("- github: "), "one line per provider: {instructions}");
+    let listed = names(&seen["names"]);
+    assert!(listed.len() > 10, "{listed:?}");
+    assert_eq!(seen["names_valid"], true, "{listed:?}");
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(listed, sorted, "a deterministic order");
+
+    let get_issue = &seen["get_issue"];
+    assert_eq!(get_issue["inputSchema"]["properties"]["number"]["type"], "integer", "{get_issue}");
+    assert_eq!(get_issue["outputSchema"]["type"], "object", "{get_issue}");
+    assert_eq!(get_issue["annotations"]["readOnlyHint"], true);
+    assert_eq!(get_issue["annotations"]["idempotentHint"], true);
+    assert_eq!(get_issue["annotations"]["openWorldHint"], true);
+    let create = &seen["create_issue"]["annotations"];
+    assert_eq!(create["readOnlyHint"], false, "{create}");
+    assert_eq!(create["destructiveHint"], false, "creating an issue only adds: {create}");
+
+    assert_eq!(seen["is_error"], false, "{seen}\n{stderr}");
+    assert_eq!(seen["structured"]["number"], 1347, "{seen}");
+    assert_eq!(seen["structured"]["title"], "Found a bug");
+    // The structured content is mirrored as text.
+    let first_line = seen["text"].as_str().unwrap().lines().next().unwrap();
+    let mirrored: Value = serde_json::from_str(first_line).unwrap();
+    assert_eq!(mirrored, seen["structured"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_mode_finds_and_calls_an_unlisted_tool_and_the_list_never_changes() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "core = [\"github.search_issues\"]");
+    let (seen, stderr) = setup.python("search", "search").await;
+
+    assert_eq!(names(&seen["listed"]), ["github_search_issues", "find_tools", "call_tool"]);
+    assert_eq!(seen["listed_after"], seen["listed"]);
+    assert_eq!(seen["list_changed"], 0);
+    assert_eq!(seen["list_changed_capability"], false);
+    let found = names(&seen["found"]);
+    assert!(found.iter().take(3).any(|n| n == "github_get_issue"), "{found:?}");
+    assert_eq!(seen["call_tool_error"], false, "{seen}\n{stderr}");
+    assert!(seen["call_tool_text"].as_str().unwrap().contains("Found a bug"), "{seen}");
+    assert!(seen["instructions"].as_str().unwrap().contains("find_tools"));
+
+    let events = setup.telemetry_events();
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| Some((e["kind"].as_str()?, e["tool"].as_str()?)))
+        .filter(|(kind, _)| *kind != "call" && *kind != "decline" && *kind != "prefetch")
+        .collect();
+    assert_eq!(kinds, [("find_tools", "find_tools"), ("call_tool", "github.get_issue")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_mode_recovers_an_unlisted_call_and_load_tools_sends_list_changed() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "max_tools = 10");
+    let (seen, stderr) = setup.python("dynamic", "dynamic").await;
+
+    assert_eq!(names(&seen["listed"]), ["load_tools"]);
+    assert_eq!(seen["list_changed_capability"], true);
+    let instructions = seen["instructions"].as_str().unwrap();
+    assert!(instructions.contains("- github.issues: "), "the bundle menu: {instructions}");
+    // Free recovery: not listed, and it ran anyway.
+    assert_eq!(seen["recovered_error"], false, "{seen}\n{stderr}");
+    assert!(seen["recovered_text"].as_str().unwrap().contains("Found a bug"));
+    // load_tools listed the bundle and said so.
+    assert!(seen["list_changed"].as_u64().unwrap() >= 1, "{seen}");
+    let after = names(&seen["listed_after"]);
+    assert!(after.contains(&"github_get_issue".to_owned()), "{after:?}");
+    assert!(after.contains(&"github_create_issue".to_owned()), "{after:?}");
+    assert!(!after.contains(&"github_get_pull_request".to_owned()), "{after:?}");
+    assert_eq!(after.last().map(String::as_str), Some("load_tools"));
+    assert!(names(&seen["loaded"]["loaded"]).contains(&"github_list_issues".to_owned()));
+    // A misspelt bundle gets suggestions, not silence.
+    assert_eq!(seen["unknown_error"], true);
+    assert!(seen["unknown_text"].as_str().unwrap().contains("github.issues"), "{seen}");
+
+    let events = setup.telemetry_events();
+    let hatch = |kind: &str| {
+        events.iter().filter(|e| e["kind"] == kind).map(|e| e["tool"].clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(hatch("free_recovery"), [json!("github.get_issue")]);
+    assert_eq!(hatch("load_tools"), [json!("github.issues")]);
+
+    // `quiver tune analyze` reports the escape hatches and the recall miss.
+    let telemetry = setup.dir.path().join("telemetry");
+    let out = quiver(
+        &["tune", "analyze", "--config", setup.config().to_str().unwrap()],
+        &[("QUIVER_DATA_DIR", telemetry.to_str().unwrap())],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("# escape hatches: 1 of 1 turn(s) in 1 MCP session(s)"), "{stdout}");
+    assert!(stdout.contains("called while not listed: github.get_issue ×1"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_slow_call_stops_it_and_the_server_keeps_serving() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "");
+    let started = std::time::Instant::now();
+    let (seen, stderr) = setup.python("all", "cancel").await;
+
+    assert_eq!(seen["cancelled"], true, "{seen}");
+    assert!(seen["cancelled_after_s"].as_f64().unwrap() < 5.0, "{seen}");
+    let progress = seen["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "a heartbeat while the provider works: {seen}");
+    assert!(progress[0]["message"].as_str().unwrap().contains("github_get_issue"), "{seen}");
+    assert!(stderr.contains("cancelled by the client"), "{stderr}");
+    assert_eq!(seen["after_error"], false, "{seen}\n{stderr}");
+    assert!(seen["after_text"].as_str().unwrap().contains("Found a bug"));
+    assert!(seen["after_s"].as_f64().unwrap() < 5.0, "{seen}");
+    assert!(started.elapsed() < SLOW, "nothing waited for the slow answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_hides_and_refuses_tools_that_change_things() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "read_only = true");
+    let (seen, _) = setup.python("all", "read_only").await;
+
+    let listed = names(&seen["names"]);
+    assert!(listed.contains(&"github_get_issue".to_owned()), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.contains("create")), "{listed:?}");
+    assert_eq!(seen["all_read_only"], true);
+    assert_eq!(seen["refused_error"], true);
+    assert!(seen["refused_text"].as_str().unwrap().contains("read_only = true"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_refuses_until_the_call_is_repeated_with_confirm_true() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "confirm = [\"github.create_*\"]");
+    let (seen, stderr) = setup.python("all", "confirm").await;
+
+    assert_eq!(seen["schema"]["properties"]["_confirm"]["type"], "boolean", "{seen}");
+    assert_eq!(seen["first_error"], true);
+    assert!(seen["first_text"].as_str().unwrap().contains("\"_confirm\": true"), "{seen}");
+    assert_eq!(seen["second_error"], false, "{seen}\n{stderr}");
+    assert_eq!(seen["second_structured"]["number"], 1349, "{seen}");
+    let posts = server.received_requests().await.unwrap();
+    let posts: Vec<_> = posts.iter().filter(|r| r.method.as_str() == "POST").collect();
+    assert_eq!(posts.len(), 1, "only the confirmed call reached GitHub");
+    let body: Value = serde_json::from_slice(&posts[0].body).unwrap();
+    assert!(body.get("_confirm").is_none(), "control arguments stay on the host: {body}");
+}
+
+/// Starts `quiver serve` under rmcp's client.
+async fn rmcp_client(
+    setup: &Setup,
+    mode: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let args = setup.serve_args(mode);
+    let env = setup.env();
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(&args).current_dir(setup.dir.path());
+            for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "GITHUB_TOKEN", "RUST_LOG"] {
+                cmd.env_remove(var);
+            }
+            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }))
+        .expect("spawn quiver serve");
+    ().serve(transport).await.expect("initialize")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_initializes_lists_and_calls() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "");
+    let client = rmcp_client(&setup, "all").await;
+    let info = client.peer_info().expect("the server answered initialize");
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("quiver"));
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "github_get_issue"), "{tools:?}");
+    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("github_get_issue")
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(result.structured_content.unwrap()["title"], "Found a bug");
+    client.cancel().await.unwrap();
+}
+
+/// The figure for the README: what `tools/list` costs in each mode with all five providers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_tokens_per_mode_with_all_five_providers() {
+    let providers = [
+        "quiver-provider-github",
+        "quiver-provider-gitlab",
+        "quiver-provider-jira",
+        "quiver-provider-clickup",
+        "quiver-provider-fireflies",
+    ];
+    let setup = Setup::with_plugins(&providers, "http://127.0.0.1:9", "");
+    let mut figures = Vec::new();
+    for mode in ["all", "search", "dynamic"] {
+        let client = rmcp_client(&setup, mode).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let instructions =
+            client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
+        client.cancel().await.unwrap();
+        let list = serde_json::to_value(json!({ "tools": tools })).unwrap();
+        let tokens = estimate_tokens(&list);
+        let with_instructions = tokens + estimate_tokens(&Value::String(instructions));
+        eprintln!(
+            "tools/list {mode:<8} {:>3} tools  {tokens:>6} tokens  ({with_instructions} with the \
+             instructions)",
+            tools.len()
+        );
+        figures.push((mode, tools.len(), tokens));
+    }
+    let (all, search, dynamic) = (figures[0], figures[1], figures[2]);
+    assert!(all.1 >= 60, "every tool of the five providers: {figures:?}");
+    assert!(search.2 * 10 < all.2, "search costs a fraction of all: {figures:?}");
+    assert!(dynamic.2 * 10 < all.2, "dynamic starts at a fraction of all: {figures:?}");
+}
