@@ -99,6 +99,8 @@ pub async fn run(
     let mut out = Enriched { store_warning, ..Enriched::default() };
     let needed = passes_needed(set, options.only);
     let mut cache = Cache { store, warned: false };
+    // What the embeddings were computed from; neighbours follow from them alone.
+    let mut embeddings_version = String::new();
     for &kind in set.schedule().order() {
         if !needed.contains(&kind) {
             continue;
@@ -128,9 +130,10 @@ pub async fn run(
                     ),
                     None => None,
                 };
-                out.embeddings = Some(
-                    embeddings(&tools, client.as_ref(), &mut cache, force, &mut report, &bar).await,
-                );
+                let (all, version) =
+                    embeddings(&tools, client.as_ref(), &mut cache, force, &mut report, &bar).await;
+                out.embeddings = Some(all);
+                embeddings_version = version;
             }
             EnrichmentDecl::Dataflow { max_neighbors, .. } => {
                 out.dataflow =
@@ -138,8 +141,14 @@ pub async fn run(
             }
             EnrichmentDecl::Neighbors { k, .. } => {
                 let embeddings = out.embeddings.as_ref().expect("scheduled after embeddings");
-                out.neighbors =
-                    Some(neighbors_pass(embeddings, *k, &mut cache, force, &mut report));
+                out.neighbors = Some(neighbors_pass(
+                    embeddings,
+                    &embeddings_version,
+                    *k,
+                    &mut cache,
+                    force,
+                    &mut report,
+                ));
             }
         }
         bar.finish_and_clear();
@@ -361,20 +370,50 @@ async fn infer_output_schema(client: &LmClient, tool: &CatalogTool) -> Result<Va
 /// Texts are embedded in batches of this many per request.
 const EMBED_BATCH: usize = 64;
 
+/// A vector as `len: u32`, then either `0` and every value, or `1`, `nonzeros: u32` and
+/// (`index: u32`, value) pairs. The built-in embedder's hashed vectors are mostly zeros, so the
+/// sparse form keeps a warm start's read small; dense endpoint vectors stay dense.
 fn encode_vector(out: &mut Vec<u8>, v: &[f32]) {
     out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+    let nonzeros = v.iter().filter(|x| **x != 0.0).count();
+    if nonzeros * 2 < v.len() {
+        out.push(1);
+        out.extend_from_slice(&(nonzeros as u32).to_le_bytes());
+        for (i, x) in v.iter().enumerate().filter(|(_, x)| **x != 0.0) {
+            out.extend_from_slice(&(i as u32).to_le_bytes());
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    } else {
+        out.push(0);
+        for x in v {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
     }
 }
 
+fn take_u32(bytes: &mut &[u8]) -> Option<u32> {
+    let (head, rest) = bytes.split_first_chunk::<4>()?;
+    *bytes = rest;
+    Some(u32::from_le_bytes(*head))
+}
+
 fn decode_vector(bytes: &mut &[u8]) -> Option<Vec<f32>> {
-    let (len, rest) = bytes.split_first_chunk::<4>()?;
-    let len = u32::from_le_bytes(*len) as usize;
-    let body = rest.get(..len * 4)?;
+    let len = take_u32(bytes)? as usize;
+    let (&form, rest) = bytes.split_first()?;
+    *bytes = rest;
+    if form == 1 {
+        let nonzeros = take_u32(bytes)? as usize;
+        let mut v = vec![0.0; len];
+        for _ in 0..nonzeros {
+            let i = take_u32(bytes)? as usize;
+            *v.get_mut(i)? = f32::from_bits(take_u32(bytes)?);
+        }
+        return Some(v);
+    }
+    let body = bytes.get(..len * 4)?;
     let v =
         body.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
-    *bytes = &rest[len * 4..];
+    *bytes = &bytes[len * 4..];
     Some(v)
 }
 
@@ -437,8 +476,12 @@ fn embedding_item_key(model: &str, tool: &CatalogTool) -> String {
         &texts.inputs,
         texts.outputs.as_deref().unwrap_or(""),
     ]);
-    format!("{model}/{}/{text}", tool.name)
+    format!("{model}/{EMBEDDING_FORMAT}/{}/{text}", tool.name)
 }
+
+/// The binary form of stored vectors; a new form gets a new number so old entries are not
+/// misread.
+const EMBEDDING_FORMAT: &str = "f2";
 
 async fn embeddings(
     tools: &[CatalogTool],
@@ -447,24 +490,27 @@ async fn embeddings(
     force: bool,
     report: &mut PassReport,
     bar: &indicatif::ProgressBar,
-) -> EmbeddingsArtifact {
+) -> (EmbeddingsArtifact, String) {
     let model =
         client.map_or_else(|| embed::LEXICAL_MODEL_ID.to_owned(), |c| c.config().model_id());
+    let keys: Vec<String> = tools.iter().map(|tool| embedding_item_key(&model, tool)).collect();
+    let version = core_enrich::fingerprint(&keys);
     let fingerprint = core_enrich::fingerprint(
-        ["embeddings", model.as_str()].into_iter().chain(tools.iter().map(|t| t.name.as_str())),
+        ["embeddings", model.as_str(), EMBEDDING_FORMAT]
+            .into_iter()
+            .chain(tools.iter().map(|t| t.name.as_str())),
     );
     let kind = EnrichmentKind::Embeddings;
     if !force {
         if let Some(all) = cache.artifact(kind, &fingerprint).and_then(|b| decode_embeddings(&b)) {
             report.reused = all.len();
             bar.set_position(tools.len() as u64);
-            return all;
+            return (all, version);
         }
     }
     let mut all = EmbeddingsArtifact::new();
     let mut missing = Vec::new();
-    for tool in tools {
-        let key = embedding_item_key(&model, tool);
+    for (tool, key) in tools.iter().zip(keys) {
         let cached = if force { None } else { cache.item(kind, &key) };
         match cached.and_then(|b| decode_embedding(&b)) {
             Some(e) => {
@@ -524,7 +570,7 @@ async fn embeddings(
     let complete = report.failed.is_empty();
     let artifact = complete.then(|| (fingerprint.as_str(), encode_embeddings(&all)));
     cache.write(kind, items, artifact);
-    all
+    (all, version)
 }
 
 // ---- dataflow -------------------------------------------------------------------------------
@@ -603,17 +649,17 @@ fn dataflow_pass(
 
 fn neighbors_pass(
     embeddings: &EmbeddingsArtifact,
+    embeddings_version: &str,
     k: usize,
     cache: &mut Cache<'_>,
     force: bool,
     report: &mut PassReport,
 ) -> NeighborsArtifact {
     let kind = EnrichmentKind::Neighbors;
-    // Neighbours follow from the vectors alone, so the vectors are the fingerprint.
+    // Neighbours follow from the vectors alone, and the vectors from the model and each tool's
+    // text, which the embeddings' item keys name; hashing those is cheaper than the vectors.
     let k_text = k.to_string();
-    let vectors = encode_embeddings(embeddings);
-    let digest = core_enrich::fingerprint([String::from_utf8_lossy(&vectors)]);
-    let fingerprint = core_enrich::fingerprint(["neighbors", k_text.as_str(), digest.as_str()]);
+    let fingerprint = core_enrich::fingerprint(["neighbors", k_text.as_str(), embeddings_version]);
     if !force {
         if let Some(all) = cache
             .artifact(kind, &fingerprint)
@@ -640,6 +686,14 @@ mod tests {
         all.insert(
             "a.x".into(),
             ToolEmbedding { tool: vec![1.0, -2.5], inputs: vec![0.5], outputs: None },
+        );
+        all.insert(
+            "c.z".into(),
+            ToolEmbedding {
+                tool: vec![0.0, 0.0, 0.0, 0.7, 0.0],
+                inputs: vec![0.0; 9],
+                outputs: None,
+            },
         );
         all.insert(
             "b.y".into(),
