@@ -5,6 +5,8 @@
 use proptest::prelude::*;
 use quiver_core::ToolSpec;
 use quiver_core::enrich::dataflow::{DataflowIndex, DataflowOptions, compute, extend};
+use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
+use quiver_core::enrich::neighbors::{compute_neighbors, extend_neighbors};
 use quiver_core::enrich::sample::{Strategy as Sampler, sample};
 use serde_json::{Map, Value, json};
 
@@ -129,6 +131,26 @@ proptest! {
         prop_assert_eq!(&merged, &index(&tools, &opts));
         // Extending with nothing new changes nothing.
         prop_assert_eq!(&extend(&merged, &all, &[], &opts), &merged);
+    }
+
+    #[test]
+    fn neighbours_extended_with_new_tools_equal_a_full_computation(
+        rows in rows(),
+        cut in 0.0f64..1.0,
+        k in 1usize..6,
+    ) {
+        let tools = registry(&rows);
+        let embedder = LexicalEmbedder::new();
+        let all: EmbeddingsArtifact =
+            tools.iter().map(|(n, s)| (n.clone(), embedder.embed_tool(n, s))).collect();
+        let split = ((tools.len() as f64) * cut) as usize;
+        let old: EmbeddingsArtifact = tools[..split]
+            .iter()
+            .map(|(n, _)| (n.clone(), all[n].clone()))
+            .collect();
+        let new: Vec<String> = tools[split..].iter().map(|(n, _)| n.clone()).collect();
+        let previous = compute_neighbors(&old, k);
+        prop_assert_eq!(extend_neighbors(&previous, &all, &new, k), compute_neighbors(&all, k));
     }
 
     #[test]

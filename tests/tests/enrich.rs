@@ -150,6 +150,7 @@ async fn adding_two_tools_computes_two() {
     assert_eq!(second["tools"].as_u64().unwrap(), before + 2);
     assert_eq!(counts(&second, "embeddings"), (2, before, 0), "{second:#}");
     assert_eq!(counts(&second, "dataflow"), (2, before, 0), "{second:#}");
+    assert_eq!(counts(&second, "neighbors"), (2, before, 0), "{second:#}");
 }
 
 fn data(name: &str) -> PathBuf {

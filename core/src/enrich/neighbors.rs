@@ -98,6 +98,76 @@ pub fn compute_neighbors(embeddings: &EmbeddingsArtifact, k: usize) -> Neighbors
     result
 }
 
+/// [`compute_neighbors`] after tools were added: `previous` was computed over `embeddings` minus
+/// `new`; only pairs involving a new tool are scored, and the result equals a full computation.
+/// Old sources keep their old scores (a pair's score depends on its two vectors alone) and merge
+/// in the new targets; new sources are scored against everyone. When `previous` does not cover
+/// exactly the old tools, it computes everything.
+pub fn extend_neighbors(
+    previous: &NeighborsArtifact,
+    embeddings: &EmbeddingsArtifact,
+    new: &[String],
+    k: usize,
+) -> NeighborsArtifact {
+    let new_set: std::collections::BTreeSet<&str> = new.iter().map(String::as_str).collect();
+    let old_covered = embeddings.keys().filter(|n| !new_set.contains(n.as_str())).count()
+        == previous.len()
+        && previous.keys().all(|n| embeddings.contains_key(n) && !new_set.contains(n.as_str()));
+    if !old_covered || new_set.iter().any(|n| !embeddings.contains_key(*n)) {
+        return compute_neighbors(embeddings, k);
+    }
+    let dim = embeddings.values().map(|e| e.inputs.len()).max().unwrap_or(0);
+    let unit_inputs: BTreeMap<&str, Vec<f32>> = embeddings
+        .iter()
+        .filter(|(_, e)| e.inputs.len() == dim)
+        .map(|(n, e)| (n.as_str(), unit(&e.inputs)))
+        .collect();
+    // The same summation order as `compute_neighbors` (dimension by dimension over the source's
+    // non-zeros), so scores are bit-identical.
+    let score = |source: &[f32], target: &[f32]| {
+        let mut s = 0.0f32;
+        for (x, y) in source.iter().zip(target) {
+            if *x != 0.0 {
+                s += x * y;
+            }
+        }
+        s
+    };
+    let rank = |mut scored: Vec<Neighbor>| {
+        scored.sort_by(|x, y| y.score.total_cmp(&x.score).then_with(|| x.tool.cmp(&y.tool)));
+        scored.truncate(k);
+        scored
+    };
+    let mut result = NeighborsArtifact::new();
+    for (name, emb) in embeddings {
+        let outputs = match &emb.outputs {
+            Some(outputs) if outputs.len() == dim => unit(outputs),
+            _ => {
+                result.insert(name.clone(), Vec::new());
+                continue;
+            }
+        };
+        let targets: Vec<&str> = if new_set.contains(name.as_str()) {
+            unit_inputs.keys().copied().collect()
+        } else {
+            new_set.iter().copied().collect()
+        };
+        let mut scored: Vec<Neighbor> = targets
+            .into_iter()
+            .filter(|t| *t != name.as_str())
+            .filter_map(|t| {
+                let s = score(&outputs, unit_inputs.get(t)?);
+                (s > 0.0).then(|| Neighbor { tool: t.to_owned(), score: s })
+            })
+            .collect();
+        if !new_set.contains(name.as_str()) {
+            scored.extend(previous[name].iter().cloned());
+        }
+        result.insert(name.clone(), rank(scored));
+    }
+    result
+}
+
 /// `v` scaled to unit length (all zeros stays all zeros), so a dot product is the cosine even for
 /// vectors from a backend that does not normalise.
 fn unit(v: &[f32]) -> Vec<f32> {

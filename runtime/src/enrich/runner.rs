@@ -100,7 +100,7 @@ pub async fn run(
     let needed = passes_needed(set, options.only);
     let mut cache = Cache { store, warned: false };
     // What the embeddings were computed from; neighbours follow from them alone.
-    let mut embeddings_version = String::new();
+    let mut embedding_keys = BTreeMap::new();
     for &kind in set.schedule().order() {
         if !needed.contains(&kind) {
             continue;
@@ -133,7 +133,7 @@ pub async fn run(
                 let (all, version) =
                     embeddings(&tools, client.as_ref(), &mut cache, force, &mut report, &bar).await;
                 out.embeddings = Some(all);
-                embeddings_version = version;
+                embedding_keys = version;
             }
             EnrichmentDecl::Dataflow { max_neighbors, .. } => {
                 out.dataflow =
@@ -143,7 +143,7 @@ pub async fn run(
                 let embeddings = out.embeddings.as_ref().expect("scheduled after embeddings");
                 out.neighbors = Some(neighbors_pass(
                     embeddings,
-                    &embeddings_version,
+                    &embedding_keys,
                     *k,
                     &mut cache,
                     force,
@@ -490,11 +490,12 @@ async fn embeddings(
     force: bool,
     report: &mut PassReport,
     bar: &indicatif::ProgressBar,
-) -> (EmbeddingsArtifact, String) {
+) -> (EmbeddingsArtifact, BTreeMap<String, String>) {
     let model =
         client.map_or_else(|| embed::LEXICAL_MODEL_ID.to_owned(), |c| c.config().model_id());
     let keys: Vec<String> = tools.iter().map(|tool| embedding_item_key(&model, tool)).collect();
-    let version = core_enrich::fingerprint(&keys);
+    let version: BTreeMap<String, String> =
+        tools.iter().zip(&keys).map(|(t, k)| (t.name.clone(), k.clone())).collect();
     let fingerprint = core_enrich::fingerprint(
         ["embeddings", model.as_str(), EMBEDDING_FORMAT]
             .into_iter()
@@ -647,9 +648,17 @@ fn dataflow_pass(
 
 // ---- neighbors ------------------------------------------------------------------------------
 
+#[derive(Serialize, Deserialize)]
+struct StoredNeighbors {
+    /// Each tool's embedding item key (model, tool, text) when these neighbours were computed.
+    tools: BTreeMap<String, String>,
+    k: usize,
+    neighbors: NeighborsArtifact,
+}
+
 fn neighbors_pass(
     embeddings: &EmbeddingsArtifact,
-    embeddings_version: &str,
+    embedding_keys: &BTreeMap<String, String>,
     k: usize,
     cache: &mut Cache<'_>,
     force: bool,
@@ -659,21 +668,49 @@ fn neighbors_pass(
     // Neighbours follow from the vectors alone, and the vectors from the model and each tool's
     // text, which the embeddings' item keys name; hashing those is cheaper than the vectors.
     let k_text = k.to_string();
-    let fingerprint = core_enrich::fingerprint(["neighbors", k_text.as_str(), embeddings_version]);
+    let fingerprint = core_enrich::fingerprint(
+        ["neighbors", k_text.as_str()]
+            .into_iter()
+            .chain(embedding_keys.iter().flat_map(|(n, key)| [n.as_str(), key.as_str()])),
+    );
     if !force {
-        if let Some(all) = cache
+        if let Some(stored) = cache
             .artifact(kind, &fingerprint)
-            .and_then(|b| serde_json::from_slice::<NeighborsArtifact>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<StoredNeighbors>(&b).ok())
         {
             report.reused = embeddings.len();
-            return all;
+            return stored.neighbors;
         }
     }
-    let all = neighbors::compute_neighbors(embeddings, k);
-    report.computed = embeddings.len();
-    let bytes = serde_json::to_vec(&all).expect("neighbours serialise");
+    // Delta, as for dataflow: the last result covers a subset of these tools with the same
+    // vectors and the same k, so only pairs with a new tool are scored.
+    let previous = if force {
+        None
+    } else {
+        cache
+            .latest_artifact(kind)
+            .and_then(|b| serde_json::from_slice::<StoredNeighbors>(&b).ok())
+            .filter(|prev| {
+                prev.k == k && prev.tools.iter().all(|(n, key)| embedding_keys.get(n) == Some(key))
+            })
+    };
+    let all = match previous {
+        Some(prev) => {
+            let new: Vec<String> =
+                embedding_keys.keys().filter(|n| !prev.tools.contains_key(*n)).cloned().collect();
+            report.reused = prev.tools.len();
+            report.computed = new.len();
+            neighbors::extend_neighbors(&prev.neighbors, embeddings, &new, k)
+        }
+        None => {
+            report.computed = embeddings.len();
+            neighbors::compute_neighbors(embeddings, k)
+        }
+    };
+    let stored = StoredNeighbors { tools: embedding_keys.clone(), k, neighbors: all };
+    let bytes = serde_json::to_vec(&stored).expect("neighbours serialise");
     cache.write(kind, Vec::new(), Some((&fingerprint, bytes)));
-    all
+    stored.neighbors
 }
 
 #[cfg(test)]
