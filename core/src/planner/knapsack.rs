@@ -15,10 +15,13 @@
 //! 3. an incumbent: the better of the density greedy (over the sorted core) and the best single
 //!    item (with precedence: the best single chain), which is the ½-approximation;
 //! 4. depth-first branch and bound over the core in density order, include-branch first, pruned by
-//!    the fractional bound of the undecided items. Precedence is enforced when branching: including
-//!    an item includes its undecided ancestors (infeasible if one is excluded); an item whose
-//!    ancestor is excluded can never be included. The bound ignores precedence, which only makes it
-//!    weaker, never wrong.
+//!    the fractional bound of the undecided items. Without precedence this is the Horowitz–Sahni
+//!    scheme ([`search_free`]): a forward move takes every following item that fits (they do not
+//!    change the bound, so they need no node of their own), the bound comes from running sums by
+//!    binary search, and backtracking drops the last item taken. With precedence ([`Search`]),
+//!    it is enforced when branching: including an item includes its undecided ancestors
+//!    (infeasible if one is excluded); an item whose ancestor is excluded can never be included.
+//!    The bound ignores precedence, which only makes it weaker, never wrong.
 //!
 //! If the core is larger than the exact limit or the search visits more nodes than its budget, the
 //! incumbent is returned (the best plan the search found, never worse than step 3).
@@ -120,6 +123,12 @@ pub(crate) fn solve(
     let fallback = if has_precedence { PlanMethod::Heuristic } else { PlanMethod::ApproxHalf };
     let method = if m > limits.exact_limit {
         fallback
+    } else if !has_precedence {
+        if search_free(&v, &w, inst.capacity, limits.node_limit, &mut best, &mut best_value) {
+            PlanMethod::Exact
+        } else {
+            fallback
+        }
     } else {
         let mut search = Search {
             v: &v,
@@ -131,11 +140,7 @@ pub(crate) fn solve(
             best_value: &mut best_value,
             nodes: 0,
         };
-        if search.run(inst.capacity, limits.node_limit) {
-            PlanMethod::Exact
-        } else {
-            fallback
-        }
+        if search.run(inst.capacity, limits.node_limit) { PlanMethod::Exact } else { fallback }
     };
 
     let mut selected = vec![false; n];
@@ -338,6 +343,83 @@ fn incumbent(v: &[f64], w: &[u64], par: &[u32], cap: u64) -> (Vec<bool>, f64) {
         (chosen, single_value)
     } else {
         (greedy, greedy_value)
+    }
+}
+
+/// Branch and bound without precedence, over items in density order (Horowitz–Sahni): improves
+/// `best` (a selection by position, worth `best_value`) to an optimal one; `false` when more than
+/// `node_limit` bounds were computed first, `best` then being the best plan found so far.
+fn search_free(
+    v: &[f64],
+    w: &[u64],
+    capacity: u64,
+    node_limit: u64,
+    best: &mut [bool],
+    best_value: &mut f64,
+) -> bool {
+    let m = v.len();
+    // `sum_v[p]`, `sum_w[p]`: the items before position `p`.
+    let mut sum_v = Vec::with_capacity(m + 1);
+    let mut sum_w = Vec::with_capacity(m + 1);
+    let (mut sv, mut sw) = (0.0, 0u64);
+    sum_v.push(sv);
+    sum_w.push(sw);
+    for (&vi, &wi) in v.iter().zip(w) {
+        sv += vi;
+        sw += wi;
+        sum_v.push(sv);
+        sum_w.push(sw);
+    }
+    let mut taken = vec![false; m];
+    // The positions taken, in order: backtracking drops the last.
+    let mut stack: Vec<usize> = Vec::with_capacity(m);
+    let (mut value, mut room, mut j) = (0.0, capacity, 0usize);
+    let mut nodes = 0u64;
+    loop {
+        if j < m {
+            nodes += 1;
+            if nodes > node_limit {
+                return false;
+            }
+            // The Dantzig bound of the items from `j`: whole ones while they fit, then a part of
+            // the first that does not (none when all fit).
+            let limit = sum_w[j] + room;
+            let bound = if sum_w[m] <= limit {
+                value + (sum_v[m] - sum_v[j])
+            } else {
+                let t = j + sum_w[j..].partition_point(|&c| c <= limit) - 1;
+                value + (sum_v[t] - sum_v[j]) + v[t] * (limit - sum_w[t]) as f64 / w[t] as f64
+            };
+            if bound > *best_value + EPS {
+                // Forward: take what fits, in order; an item that does not fit is left out here
+                // and reconsidered when backtracking frees room.
+                while j < m {
+                    if w[j] <= room {
+                        room -= w[j];
+                        value += v[j];
+                        taken[j] = true;
+                        stack.push(j);
+                        j += 1;
+                    } else {
+                        j += 1;
+                        break;
+                    }
+                }
+                if j < m {
+                    continue;
+                }
+                if value > *best_value + EPS {
+                    *best_value = value;
+                    best.copy_from_slice(&taken);
+                }
+            }
+        }
+        // Backtrack: leave out the last item taken and go on after it.
+        let Some(i) = stack.pop() else { return true };
+        taken[i] = false;
+        room += w[i];
+        value -= v[i];
+        j = i + 1;
     }
 }
 

@@ -50,10 +50,6 @@
 
 mod knapsack;
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use serde::{Deserialize, Serialize};
 
 use crate::value_model::{FollowUpLink, ToolValueModel, ValueClass};
@@ -211,7 +207,7 @@ pub fn predicted_tokens(model: &ToolValueModel, tokens_per_kb: f64) -> u32 {
 /// field groups (`default_include = false`) with a field whose name contains a keyword, ignoring
 /// case. Blank keywords are ignored.
 pub fn intent_boost<K: AsRef<str>>(model: &ToolValueModel, keywords: &[K]) -> f64 {
-    Intent::new(keywords).boost(model)
+    Intent::new(keywords).boost(model, &mut FieldMemo::default())
 }
 
 /// Intent keywords prepared for matching: trimmed, lower-cased, and indexed by first byte.
@@ -235,20 +231,26 @@ impl Intent {
         Self { keywords, first }
     }
 
-    fn boost(&self, model: &ToolValueModel) -> f64 {
+    /// The boost of `model`; `memo` remembers the answers for fields seen before, since the same
+    /// field names recur across tools and links.
+    fn boost<'f>(&self, model: &'f ToolValueModel, memo: &mut FieldMemo<'f>) -> f64 {
         if self.keywords.is_empty() {
             return 1.0;
         }
         let sum: f64 = model
             .field_groups
             .values()
-            .filter(|g| !g.default_include && g.fields.iter().any(|f| self.matches(f)))
+            .filter(|g| {
+                !g.default_include && g.fields.iter().any(|f| memo.get_or(f, |f| self.matches(f)))
+            })
             .map(|g| if g.estimated_value.is_finite() { g.estimated_value.max(0.0) } else { 0.0 })
             .sum();
         (1.0 + sum).min(2.5)
     }
 
-    /// Whether `field` contains a keyword, ignoring case.
+    /// Whether `field` contains a keyword, ignoring case. Kept out of line: [`FieldMemo`] calls
+    /// it once per distinct field name, and the hot path stays small.
+    #[inline(never)]
     fn matches(&self, field: &str) -> bool {
         if !field.is_ascii() {
             let lower = field.to_lowercase();
@@ -273,6 +275,32 @@ impl Intent {
     }
 }
 
+/// Whether a field matched the intent, for the last field names seen: a small direct-mapped table
+/// keyed by the name's hash, so a repeated name costs a hash and a comparison instead of a search.
+struct FieldMemo<'f> {
+    /// `(hash, name, matched)`; an empty slot holds the empty name, which matches no keyword.
+    slots: [(u64, &'f str, bool); 64],
+}
+
+impl Default for FieldMemo<'_> {
+    fn default() -> Self {
+        Self { slots: [(0, "", false); 64] }
+    }
+}
+
+impl<'f> FieldMemo<'f> {
+    fn get_or(&mut self, field: &'f str, compute: impl FnOnce(&str) -> bool) -> bool {
+        let hash = hash_name(field.as_bytes());
+        let slot = &mut self.slots[(hash >> 58) as usize];
+        if slot.0 == hash && same(slot.1, field) {
+            return slot.2;
+        }
+        let found = compute(field);
+        *slot = (hash, field, found);
+        found
+    }
+}
+
 /// The cost-aware factor: ×0.5 for a median latency at or above the knee, ×0.5 for a price at or
 /// above the knee; 1 when `cost_aware` is off.
 pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
@@ -291,11 +319,7 @@ pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
 
 /// A link's probability as the planner uses it: clamped to 0..=1, NaN as 0.
 fn probability(link: &FollowUpLink) -> f64 {
-    if link.probability.is_nan() {
-        0.0
-    } else {
-        link.probability.clamp(0.0, 1.0)
-    }
+    if link.probability.is_nan() { 0.0 } else { link.probability.clamp(0.0, 1.0) }
 }
 
 /// Plans the pre-fetches for `candidates` after `recent_calls` (qualified names, most recent last),
@@ -308,14 +332,14 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
 ) -> Plan<'a> {
     let n = candidates.len();
     let intent = Intent::new(intent_keywords);
+    let mut memo = FieldMemo::default();
     let budget = u64::from(options.budget_tokens);
     // Few recent calls: a scan beats hashing. Lengths differ more often than not.
     let recent: Vec<&str> = recent_calls.iter().map(AsRef::as_ref).collect();
     let is_recent = |name: &str| recent.iter().any(|r| r.len() == name.len() && *r == name);
 
     // The kept link of each eligible target so far.
-    let mut by_target: FastMap<&'a str, u32> = FastMap::default();
-    by_target.reserve(n);
+    let mut by_target = TargetTable::with_capacity(n);
 
     // Value, cost and the per-candidate rules, then one link per target: the most valuable (then
     // most probable, then from the first source by name, then the first given). The rules are
@@ -324,10 +348,14 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
     let mut value = Vec::with_capacity(n);
     let mut cost = Vec::with_capacity(n);
     let mut reason: Vec<Option<DeclineReason>> = Vec::with_capacity(n);
+    let mut any_requires = false;
     for (i, c) in candidates.iter().enumerate() {
+        any_requires |= c.requires.is_some();
         let p = probability(c.link);
-        let v =
-            p * c.model.value_class.score() * intent.boost(c.model) * cost_factor(c.model, options);
+        let v = p
+            * c.model.value_class.score()
+            * intent.boost(c.model, &mut memo)
+            * cost_factor(c.model, options);
         value.push(v);
         let w = predicted_tokens(c.model, options.tokens_per_kb);
         cost.push(w);
@@ -341,13 +369,11 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         } else if p < options.min_followup_probability {
             Some(DeclineReason::BelowMinProbability)
         } else {
-            match by_target.entry(target) {
-                Entry::Vacant(e) => {
-                    e.insert(i as u32);
-                    None
-                }
-                Entry::Occupied(mut e) => {
-                    let j = *e.get() as usize;
+            let name_of = |j: u32| candidates[j as usize].link.tool.as_str();
+            match by_target.insert_or_get(target, i as u32, name_of) {
+                None => None,
+                Some(slot) => {
+                    let j = by_target.at(slot) as usize;
                     let better = v
                         .total_cmp(&value[j])
                         .then_with(|| p.total_cmp(&probability(candidates[j].link)))
@@ -355,7 +381,7 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
                         .is_gt();
                     if better {
                         reason[j] = Some(DeclineReason::DuplicateLink);
-                        e.insert(i as u32);
+                        by_target.replace(slot, i as u32);
                         None
                     } else {
                         Some(DeclineReason::DuplicateLink)
@@ -370,10 +396,11 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
     // eligible candidate has one; otherwise every parent is `NONE`.
     const MISSING: u32 = NONE - 1;
     let mut parent: Vec<u32> = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
+    let with_requires: &[Candidate<'a>] = if any_requires { candidates } else { &[] };
+    for (i, c) in with_requires.iter().enumerate() {
         if let (None, Some(required)) = (reason[i], c.requires) {
-            let p = match by_target.get(required) {
-                Some(&j) => j,
+            let p = match by_target.get(required, |j| candidates[j as usize].link.tool.as_str()) {
+                Some(j) => j,
                 None if is_recent(required) => continue,
                 None => MISSING,
             };
@@ -557,47 +584,159 @@ fn resolve_prerequisites(
     }
 }
 
-/// FxHash (rustc's hasher): tool names are short and come from providers and configuration, not
-/// from an adversary, so a fast non-keyed hash is the right trade on the hot path.
-#[derive(Default, Clone, Copy)]
-struct FxHasher {
-    hash: u64,
+/// The kept link of each target tool, by name: open addressing with linear probing, each slot
+/// holding a candidate index and 32 bits of its name's hash, so names are compared only on a hash
+/// match. Why not a `HashMap<&str, u32>`: the map hashes byte by byte and probes through the
+/// `Hash` machinery, and deduplicating took a quarter of a plan at a thousand candidates; target
+/// names are short, so [`hash_name`] reads them in at most three words.
+struct TargetTable {
+    /// `(candidate, tag)` per slot; `candidate` is [`NONE`] for an empty slot.
+    slots: Vec<(u32, u32)>,
+    mask: usize,
 }
 
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+impl TargetTable {
+    /// A table for at most `n` names, at most half full.
+    fn with_capacity(n: usize) -> Self {
+        let size = (n * 2).max(8).next_power_of_two();
+        Self { slots: vec![(NONE, 0); size], mask: size - 1 }
     }
-}
 
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+    /// Where `name` is or would go: `Ok(slot)` when present, `Err(slot)` of the empty slot.
+    fn find<'s>(
+        &self,
+        name: &str,
+        name_of: impl Fn(u32) -> &'s str,
+    ) -> (Result<usize, usize>, u32) {
+        let hash = hash_name(name.as_bytes());
+        let tag = hash as u32;
+        let mut slot = (hash >> 32) as usize & self.mask;
+        loop {
+            let (index, t) = self.slots[slot];
+            if index == NONE {
+                return (Err(slot), tag);
+            }
+            if t == tag && same(name_of(index), name) {
+                return (Ok(slot), tag);
+            }
+            slot = (slot + 1) & self.mask;
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
+    }
+
+    /// Inserts candidate `index` under `name` unless the name is there: `None` when inserted, else
+    /// the slot of the candidate already kept.
+    fn insert_or_get<'s>(
+        &mut self,
+        name: &str,
+        index: u32,
+        name_of: impl Fn(u32) -> &'s str,
+    ) -> Option<usize> {
+        match self.find(name, name_of) {
+            (Ok(slot), _) => Some(slot),
+            (Err(slot), tag) => {
+                self.slots[slot] = (index, tag);
+                None
+            }
         }
     }
 
-    #[inline]
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
+    /// The candidate kept in `slot`.
+    fn at(&self, slot: usize) -> u32 {
+        self.slots[slot].0
     }
 
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
+    /// Keeps candidate `index` in `slot` instead (a better link to the same target).
+    fn replace(&mut self, slot: usize, index: u32) {
+        self.slots[slot].0 = index;
+    }
+
+    /// The candidate kept for `name`.
+    fn get<'s>(&self, name: &str, name_of: impl Fn(u32) -> &'s str) -> Option<u32> {
+        self.find(name, name_of).0.ok().map(|slot| self.at(slot))
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A fast non-keyed hash of a short byte string: its first and last words (overlapping when
+/// shorter than 16 bytes), the words between, and its length, folded by 128-bit multiplication
+/// (the wyhash construction). Tool names come from providers and configuration, not from an
+/// adversary, and equal hashes are always confirmed by comparing the names.
+fn hash_name(s: &[u8]) -> u64 {
+    const K0: u64 = 0x9e37_79b9_7f4a_7c15;
+    const K1: u64 = 0x243f_6a88_85a3_08d3;
+    let n = s.len();
+    let (mut a, b) = if n >= 8 {
+        (word(&s[..8]), word(&s[n - 8..]))
+    } else if n >= 4 {
+        (u64::from(half(&s[..4])), u64::from(half(&s[n - 4..])))
+    } else if n > 0 {
+        (u64::from(s[0]) << 16 | u64::from(s[n / 2]) << 8 | u64::from(s[n - 1]), 0)
+    } else {
+        (0, 0)
+    };
+    let mut i = 8;
+    while i + 8 < n {
+        a = fold(a ^ K0, word(&s[i..i + 8]) ^ K1);
+        i += 8;
+    }
+    fold(a ^ K0, b ^ K1 ^ n as u64)
+}
+
+/// The eight bytes of `h` from `at` as a little-endian word, zero past the end. Built in
+/// registers from loads inside `h`: a copy into a padded buffer would stall the loads that follow
+/// it (store forwarding fails on unaligned reads across several stores).
+#[inline]
+fn load(h: &[u8], at: usize) -> u64 {
+    let n = h.len();
+    if at + 8 <= n {
+        word(&h[at..])
+    } else if at >= n {
+        0
+    } else if n >= 8 {
+        word(&h[n - 8..]) >> ((at + 8 - n) * 8)
+    } else {
+        let all = if n >= 4 {
+            // Two overlapping halves; the bytes they share are equal, so or-ing is exact.
+            u64::from(half(h)) | u64::from(half(&h[n - 4..])) << ((n - 4) * 8)
+        } else {
+            h.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b))
+        };
+        all >> (at * 8)
+    }
+}
+
+/// Whether two names are equal; short ones are compared a word at a time, without a call.
+#[inline]
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0..8 => load(a, 0) == load(b, 0),
+        8..=16 => word(a) == word(b) && word(&a[n - 8..]) == word(&b[n - 8..]),
+        _ => a == b,
+    }
+}
+
+/// Eight bytes as a little-endian word.
+#[inline]
+fn word(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))
+}
+
+/// Four bytes as a little-endian word.
+#[inline]
+fn half(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"))
+}
+
+/// The high and low halves of the 128-bit product, xored.
+#[inline]
+fn fold(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ (product >> 64) as u64
+}
 
 #[cfg(test)]
 mod tests;
