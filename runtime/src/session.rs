@@ -8,27 +8,30 @@
 //! With `[enrichment] enabled = true`, each successful call is followed by a plan of its likely
 //! follow-ups (the planner, under `prefetch_budget_tokens`), run in the background with the
 //! provider's own argument projection; the response waits at most `prefetch_timeout_ms` for them
-//! and says in one line what landed. Late results still land in the cache. [`Session::shutdown`]
-//! (or dropping the session) cancels and drains everything in flight.
+//! and says in one line what landed. Late results still land in the cache. A call whose
+//! pre-fetch is still running joins it instead of asking the provider again (it waits at most its
+//! own timeout, and calls the provider itself if the pre-fetch fails); a pre-fetched result is
+//! delivered whole the first time the agent asks for it. [`Session::shutdown`] (or dropping the
+//! session) cancels and drains everything in flight.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_core::planner::{self, predicted_tokens, PlannerOptions};
+use quiver_core::planner::{self, PlannerOptions, predicted_tokens};
 use quiver_core::response_projection::estimate_tokens;
-use quiver_core::response_projection::{project, Requested};
+use quiver_core::response_projection::{Requested, project};
 use quiver_core::session_cache::{
-    is_control_argument, tool_declares_fields, ttl_of, CallKey, SessionCache,
+    CallKey, SessionCache, is_control_argument, tool_declares_fields, ttl_of,
 };
-use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
+use quiver_core::telemetry::{CallEvent, EventKind, arguments_hash};
 use quiver_core::{Content, ToolResult};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-use crate::host::Host;
+use crate::host::{DEFAULT_CALL_TIMEOUT, Host};
 use crate::registry::RegisteredTool;
-use crate::speculation::may_prefetch;
+use crate::speculation::{Landing, Prefetches, may_prefetch};
 use crate::telemetry::now_ms;
 
 /// Results kept per session, by default.
@@ -37,14 +40,21 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 256;
 /// Recent calls the planner is told about (it skips pre-fetching what was just used).
 const RECENT_CALLS: usize = 8;
 
+/// How often a call waiting for its pre-fetch looks at its cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
 /// Tokens per KiB for predictions in telemetry: the planner's default.
 const TOKENS_PER_KB: f64 = 256.0;
 
 /// What a session call did besides calling the provider, for telemetry and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CallEffects {
-    /// Served from the session cache; the provider was not called.
+    /// Served without calling the provider: from the session cache, or by a pre-fetch of the
+    /// same call (see [`CallEffects::prefetch_hit`]).
     pub cache_hit: bool,
+    /// Served by a pre-fetch: one that had landed and that the agent had not seen yet, or one
+    /// still in flight that the call joined. The result is delivered whole.
+    pub prefetch_hit: bool,
     /// Stopped by `fail_fast_after_n`; the provider was not called.
     pub stopped: bool,
     /// Estimated tokens of the provider's structured result.
@@ -67,6 +77,8 @@ pub struct Session {
     /// Pre-fetches of each call, kept so the session can cancel and drain them; dropping the
     /// session drops the sets, which aborts their tasks.
     prefetches: tokio::sync::Mutex<Vec<JoinSet<Option<String>>>>,
+    /// The same pre-fetches by call, for joining them and delivering them whole once.
+    prefetched: Arc<Mutex<Prefetches>>,
     cancelled: Arc<AtomicBool>,
 }
 
@@ -80,6 +92,7 @@ impl Session {
             timeout: None,
             recent: Mutex::new(Vec::new()),
             prefetches: tokio::sync::Mutex::new(Vec::new()),
+            prefetched: Arc::new(Mutex::new(Prefetches::default())),
             cancelled: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -105,6 +118,7 @@ impl Session {
             while set.join_next().await.is_some() {}
         }
         sets.clear();
+        self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Calls `name` with `args` (which may carry a `fields` list asking for opt-in groups) and
@@ -138,7 +152,10 @@ impl Session {
         let schema = &tool.spec.input_schema;
         let key = CallKey::new(&qualified, &args, Some(schema));
         let now = Instant::now();
-        {
+        let mut served = None;
+        let in_flight = {
+            // Pre-fetches before the cache, as a landing pre-fetch locks them.
+            let mut prefetched = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(hint) = cache.should_stop(&key, model.fail_fast_after_n) {
                 self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
@@ -147,7 +164,11 @@ impl Session {
                 let result = ToolResult::text(hint).with_metadata("fail_fast", json!(true));
                 return (result, CallEffects { stopped: true, ..CallEffects::default() });
             }
-            if let Some(hit) = cache.get(&key, now, ttl_of(&model)) {
+            let hit = cache.get(&key, now, ttl_of(&model));
+            if let Some(hit) = hit.as_ref().filter(|_| prefetched.take_unseen(&key)) {
+                // Pre-fetched and never shown: the agent gets the whole result.
+                served = Some(ToolResult::clone(&hit.result));
+            } else if let Some(hit) = hit {
                 let result = ToolResult::text(hit.hint())
                     .with_metadata("cached_ref", json!(hit.reference.to_string()));
                 let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
@@ -159,22 +180,36 @@ impl Session {
                 });
                 return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
             }
+            if served.is_none() { prefetched.joinable(&key) } else { None }
+        };
+        if let Some(landing) = in_flight {
+            served = self.join(&key, landing, cancel.as_deref()).await;
         }
 
         let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
-        let rate_limit_host = self.host.rate_limit_host(tool, &args);
-        let result = {
-            // Main calls wait for their host's permit; they share it with pre-fetches.
-            let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
-            self.host
-                .call(name, provider_arguments(args, schema), self.timeout, &self.id, cancel)
-                .await
+        let prefetch_hit = served.is_some();
+        let result = match served {
+            Some(result) => result,
+            None => {
+                let rate_limit_host = self.host.rate_limit_host(tool, &args);
+                // Main calls wait for their host's permit; they share it with pre-fetches.
+                let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
+                self.host
+                    .call(name, provider_arguments(args, schema), self.timeout, &self.id, cancel)
+                    .await
+            }
         };
         self.remember(&qualified);
+        if !prefetch_hit {
+            // The provider answered the agent itself: an older pre-fetch of this call (one that
+            // expired from the cache before it was asked for) is no longer news.
+            self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).take_unseen(&key);
+        }
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.record_result(&key, &result);
-            if !result.is_error {
+            // A pre-fetched result is in the cache already, and pre-fetched tools change nothing.
+            if !result.is_error && !prefetch_hit {
                 // A call that changes something makes the cached reads it names stale.
                 cache.invalidate_from(&qualified, &model.invalidates);
                 cache.put(&key, result.clone(), now);
@@ -182,16 +217,20 @@ impl Session {
         }
         let latency_ms = now.elapsed().as_millis() as u64;
         let predicted = predicted_tokens(&model, TOKENS_PER_KB);
+        let served_effects =
+            CallEffects { cache_hit: prefetch_hit, prefetch_hit, ..CallEffects::default() };
         let Some(structured) = result.structured.clone() else {
             let tokens = estimate_tokens(&Value::String(result.text_content()));
             self.record(EventKind::Call, &qualified, Some(&key), |e| {
                 (e.latency_ms, e.is_error, e.predicted_cost_tokens) =
                     (latency_ms, result.is_error, Some(predicted));
-                (e.tokens_before, e.tokens_after) = (tokens, tokens);
+                (e.tokens_before, e.tokens_after, e.dedup_hit) = (tokens, tokens, prefetch_hit);
             });
-            return (result, CallEffects::default());
+            return (result, served_effects);
         };
-        let (started, landed) = if self.host.config().config.enrichment.enabled {
+        // A call served by a pre-fetch answers at once, like a cache hit: its own follow-ups are
+        // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
+        let (started, landed) = if self.host.config().config.enrichment.enabled && !prefetch_hit {
             self.prefetch(tool, &structured, intent).await
         } else {
             (0, Vec::new())
@@ -200,13 +239,14 @@ impl Session {
         self.record(EventKind::Call, &qualified, Some(&key), |e| {
             (e.latency_ms, e.predicted_cost_tokens) = (latency_ms, Some(predicted));
             (e.tokens_before, e.tokens_after) = (projected.tokens_before, projected.tokens_after);
+            e.dedup_hit = prefetch_hit;
         });
         let effects = CallEffects {
             tokens_before: projected.tokens_before,
             tokens_after: projected.tokens_after,
             prefetches_started: started,
             prefetches_landed: landed.len(),
-            ..CallEffects::default()
+            ..served_effects
         };
         let mut content = vec![Content::Text { text: projected.value.to_string() }];
         if let Some(note) = &projected.note {
@@ -222,6 +262,46 @@ impl Session {
             });
         }
         (ToolResult { content, structured: Some(projected.value), ..result }, effects)
+    }
+
+    /// Waits for the pre-fetch of `key` in flight, at most the call's own timeout: its result when
+    /// it lands, `None` when it fails, is aborted or takes too long, or when the call is cancelled
+    /// meanwhile (the caller then calls the provider itself, which sees the cancellation).
+    async fn join(
+        &self,
+        key: &CallKey,
+        mut landing: tokio::sync::watch::Receiver<Landing>,
+        cancel: Option<&AtomicBool>,
+    ) -> Option<ToolResult> {
+        let limit = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let cancelled = async {
+            match cancel {
+                // The flag has no waker: look at it now and then.
+                Some(flag) => {
+                    while !flag.load(Ordering::SeqCst) {
+                        tokio::time::sleep(CANCEL_POLL).await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let ended = landing.wait_for(|l| *l != Landing::Pending);
+        let result = tokio::select! {
+            ended = tokio::time::timeout(limit, ended) => match ended {
+                Ok(Ok(ended)) => match &*ended {
+                    Landing::Landed(result) => Some(result.clone()),
+                    Landing::Pending | Landing::Failed => None,
+                },
+                // Aborted (its sender is gone), or slower than the call may take.
+                Ok(Err(_)) | Err(_) => None,
+            },
+            () = cancelled => None,
+        };
+        if result.is_some() {
+            // Delivered here: a later call of the same key is a repeat.
+            self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).take_unseen(key);
+        }
+        result
     }
 
     /// Writes a telemetry event, when telemetry is on.
@@ -308,11 +388,14 @@ impl Session {
                 }
                 let arguments = Value::Object(arguments);
                 let key = CallKey::new(admitted.tool, &arguments, Some(&target.spec.input_schema));
-                let fresh = {
+                let known = {
+                    let prefetched = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
                     let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                    cache.get(&key, Instant::now(), ttl_of(&candidate.model)).is_some()
+                    prefetched.joinable(&key).is_some()
+                        || cache.get(&key, Instant::now(), ttl_of(&candidate.model)).is_some()
                 };
-                if fresh {
+                // Fresh in the cache or already on its way: nothing to fetch.
+                if known {
                     continue;
                 }
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
@@ -323,22 +406,31 @@ impl Session {
                 let label = format!("{}({arguments})", admitted.tool);
                 dispatched.push((label.clone(), key.clone(), admitted.cost_tokens));
                 let (host, cache) = (Arc::clone(&self.host), Arc::clone(&self.cache));
-                let cancelled = Arc::clone(&self.cancelled);
+                let (prefetched, cancelled) =
+                    (Arc::clone(&self.prefetched), Arc::clone(&self.cancelled));
                 let (tool, session, timeout) =
                     (admitted.tool.to_owned(), self.id.clone(), self.timeout);
+                let report =
+                    prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
                 set.spawn(async move {
                     let _permit = permit;
                     let result =
                         host.call(&tool, arguments, timeout, &session, Some(cancelled)).await;
-                    if result.is_error {
-                        return None;
+                    let landed = !result.is_error;
+                    {
+                        // Cache and registry change together, so a call sees either the
+                        // pre-fetch in flight or its result in the cache.
+                        let mut prefetched = prefetched.lock().unwrap_or_else(|e| e.into_inner());
+                        if landed {
+                            let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                            cache.put(&key, result.clone(), Instant::now());
+                        }
+                        prefetched.finish(&key, landed);
                     }
-                    cache.lock().unwrap_or_else(|e| e.into_inner()).put(
-                        &key,
-                        result,
-                        Instant::now(),
-                    );
-                    Some(label)
+                    // Nobody may be waiting; that is fine.
+                    let _ =
+                        report.send(if landed { Landing::Landed(result) } else { Landing::Failed });
+                    landed.then_some(label)
                 });
             }
         }

@@ -6,12 +6,19 @@
 //! here again, whatever the planner or the config said. Every call, main or speculative, of every
 //! provider, takes a permit of its rate-limit host ([`HostBudgets`]), so pre-fetches never push a
 //! service past the concurrency the user allows.
+//!
+//! A pre-fetch is worth most when the agent asks for its call while it is still running: the
+//! call then joins it ([`Prefetches::joinable`]) instead of sending the same request again, which
+//! saves both the wait and the request. A pre-fetched result the agent has not seen yet is
+//! delivered whole the first time it is asked for ([`Prefetches::take_unseen`]); only later
+//! repeats become the cache's short references.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use quiver_core::ToolValueModel;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use quiver_core::session_cache::CallKey;
+use quiver_core::{ToolResult, ToolValueModel};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 
 /// Concurrency per rate-limit host, shared by every provider and every session of a host.
 #[derive(Debug)]
@@ -62,11 +69,73 @@ pub fn may_prefetch(model: &ToolValueModel) -> bool {
     model.may_speculate()
 }
 
+/// What became of a pre-fetch, as the calls that join it see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Landing {
+    /// Still running.
+    Pending,
+    /// Landed; the result is also in the session cache.
+    Landed(ToolResult),
+    /// Failed or returned an error: whoever waits makes the call itself.
+    Failed,
+}
+
+/// A session's pre-fetches by call: those in flight, which a call of the same key joins, and
+/// those landed but not yet delivered to the agent.
+///
+/// When both this and the session cache are locked, this is locked first, so that a call looking
+/// for its key and a pre-fetch landing see each other's whole step.
+#[derive(Debug, Default)]
+pub struct Prefetches {
+    in_flight: HashMap<CallKey, watch::Receiver<Landing>>,
+    unseen: HashSet<CallKey>,
+}
+
+impl Prefetches {
+    /// Registers a pre-fetch of `key` about to start; its task reports through the sender.
+    pub fn start(&mut self, key: CallKey) -> watch::Sender<Landing> {
+        let (sender, receiver) = watch::channel(Landing::Pending);
+        self.in_flight.insert(key, receiver);
+        sender
+    }
+
+    /// The pre-fetch of `key` has ended; `landed` when its result went into the cache, where it
+    /// waits for the agent's first call as unseen.
+    pub fn finish(&mut self, key: &CallKey, landed: bool) {
+        self.in_flight.remove(key);
+        if landed {
+            self.unseen.insert(key.clone());
+        }
+    }
+
+    /// The pre-fetch of `key` still in flight, to wait for.
+    pub fn joinable(&self, key: &CallKey) -> Option<watch::Receiver<Landing>> {
+        self.in_flight.get(key).cloned()
+    }
+
+    /// Whether the cached result of `key` is a pre-fetch the agent has not seen; it counts as
+    /// seen from now on.
+    pub fn take_unseen(&mut self, key: &CallKey) -> bool {
+        self.unseen.remove(key)
+    }
+
+    /// Pre-fetches in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Forgets everything (the session's tasks are gone).
+    pub fn clear(&mut self) {
+        self.in_flight.clear();
+        self.unseen.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quiver_core::value_model::{resolve, LayerSource, ValueModelLayer};
     use quiver_core::SideEffectClass;
+    use quiver_core::value_model::{LayerSource, ValueModelLayer, resolve};
 
     #[test]
     fn only_pure_and_read_only_tools_without_a_veto_are_prefetched() {
@@ -108,5 +177,31 @@ mod tests {
         drop(a);
         assert!(budgets.try_acquire(Some("api.github.com")).is_ok());
         assert!(budgets.try_acquire(None).unwrap().is_none(), "no host, no permit needed");
+    }
+
+    #[tokio::test]
+    async fn a_call_joins_its_prefetch_and_sees_it_once() {
+        let key = CallKey::new("github.get_issue", &serde_json::json!({"number": 1}), None);
+        let mut prefetches = Prefetches::default();
+        let sender = prefetches.start(key.clone());
+        let mut joined = prefetches.joinable(&key).expect("in flight");
+        assert_eq!(prefetches.in_flight(), 1);
+        sender.send(Landing::Landed(ToolResult::text("issue 1"))).unwrap();
+        prefetches.finish(&key, true);
+        let landing = joined.wait_for(|l| *l != Landing::Pending).await.unwrap().clone();
+        assert_eq!(landing, Landing::Landed(ToolResult::text("issue 1")));
+        assert!(prefetches.joinable(&key).is_none(), "no longer in flight");
+        assert!(prefetches.take_unseen(&key), "delivered whole the first time");
+        assert!(!prefetches.take_unseen(&key), "a repeat after that");
+    }
+
+    #[tokio::test]
+    async fn an_aborted_prefetch_releases_whoever_waits() {
+        let key = CallKey::new("github.get_issue", &serde_json::json!({"number": 2}), None);
+        let mut prefetches = Prefetches::default();
+        let sender = prefetches.start(key.clone());
+        let mut joined = prefetches.joinable(&key).unwrap();
+        drop(sender);
+        assert!(joined.wait_for(|l| *l != Landing::Pending).await.is_err());
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
 use quiver_tests::plugins_dir;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -322,4 +322,92 @@ async fn telemetry_of_a_scripted_session_feeds_tune_analyze_and_holds_no_secrets
     assert!(!line.contains("prefetch_hit=-") && !line.contains("prefetch_hit=0.0%"), "{line}");
     assert!(line.contains("dedup=2"), "{line}");
     assert!(stdout.contains("github.get_pull_request"), "{stdout}");
+}
+
+/// A loopback GitHub whose list answers at once and whose pull requests take `delay`; the first
+/// request for pull request 1347 is answered with `first_status` when given.
+async fn slow_pulls(delay: Duration, first_status: Option<u16>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(reply(200, "pull_requests_list.json"))
+        .mount(&server)
+        .await;
+    if let Some(status) = first_status {
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/pulls/1347")))
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .set_body_json(json!({"message": "Server Error"}))
+                    .set_delay(delay),
+            )
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json").set_delay(delay))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_arrives_while_its_prefetch_runs_joins_it() {
+    let delay = Duration::from_millis(600);
+    let server = slow_pulls(delay, None).await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 50\n";
+    let host = host(&server, plugins.path(), extra);
+    let session = Session::new(Arc::clone(&host), "join");
+    let (listed, effects) = session
+        .call("github.list_pull_requests", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
+        .await;
+    assert!(!listed.is_error, "{listed:?}");
+    assert!(effects.prefetches_started >= 1 && effects.prefetches_landed == 0, "{effects:?}");
+
+    // The pre-fetch of this very call is on its way: the call waits for it, no second request.
+    let started = std::time::Instant::now();
+    let get = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let (pr, effects) = session.call("github.get_pull_request", get.clone(), &[]).await;
+    assert!(!pr.is_error, "{pr:?}");
+    assert!(effects.prefetch_hit && effects.cache_hit, "{effects:?}");
+    assert!(started.elapsed() < delay, "joined, not asked again: {:?}", started.elapsed());
+    // The agent never saw the pre-fetched result, so it gets it whole, not a reference.
+    assert_eq!(pr.structured.as_ref().unwrap()["number"], 1347, "{pr:?}");
+    assert!(!pr.text_content().contains("same result as"), "{}", pr.text_content());
+    assert_eq!(requests_to(&server, &format!("{REPO}/pulls/1347")).await, 1);
+
+    // Asked again, it is a repeat: a short reference.
+    let (again, effects) = session.call("github.get_pull_request", get, &[]).await;
+    assert!(effects.cache_hit && !effects.prefetch_hit, "{effects:?}");
+    assert!(again.text_content().starts_with("same result as"), "{}", again.text_content());
+    assert_eq!(requests_to(&server, &format!("{REPO}/pulls/1347")).await, 1);
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_whose_prefetch_fails_makes_the_call_itself() {
+    let delay = Duration::from_millis(300);
+    let server = slow_pulls(delay, Some(502)).await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 50\n";
+    let host = host(&server, plugins.path(), extra);
+    let session = Session::new(Arc::clone(&host), "fallback");
+    let (listed, effects) = session
+        .call("github.list_pull_requests", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
+        .await;
+    assert!(!listed.is_error, "{listed:?}");
+    assert!(effects.prefetches_started >= 1, "{effects:?}");
+
+    // The pre-fetch of pull request 1347 gets a 502; the call that joined it asks GitHub itself.
+    let get = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let (pr, effects) = session.call("github.get_pull_request", get, &[]).await;
+    assert!(!pr.is_error, "{pr:?}");
+    assert!(!effects.prefetch_hit && !effects.cache_hit, "{effects:?}");
+    assert_eq!(pr.structured.as_ref().unwrap()["number"], 1347, "{pr:?}");
+    assert_eq!(requests_to(&server, &format!("{REPO}/pulls/1347")).await, 2);
+    session.shutdown().await;
 }
