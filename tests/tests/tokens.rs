@@ -23,10 +23,10 @@ fn names(values: Option<&Value>) -> Vec<String> {
 /// title, state, labels, assignees, author, comment count and last update.
 fn check_issue_list(raw: &Value, projected: &Value) {
     let listed = projected["issues"].as_array().expect("issues");
-    let issues: Vec<&Value> =
-        raw.as_array().unwrap().iter().filter(|i| i.get("pull_request").is_none()).collect();
+    let (issues, pulls): (Vec<&Value>, Vec<&Value>) =
+        raw.as_array().unwrap().iter().partition(|i| i.get("pull_request").is_none());
     assert_eq!(listed.len(), issues.len(), "{projected}");
-    assert_eq!(projected["pull_requests_skipped"], 1, "{projected}");
+    assert_eq!(projected["pull_requests_skipped"], pulls.len(), "{projected}");
     for issue in issues {
         let got = listed.iter().find(|i| i["number"] == issue["number"]).expect("every issue");
         for key in ["title", "state", "comments", "updated_at"] {
@@ -49,7 +49,14 @@ fn check_discussion(raw: &Value, projected: &Value) {
         .filter(|d| d["notes"].as_array().unwrap().iter().any(|n| n["system"] == false))
         .collect();
     assert_eq!(threads.len(), human.len(), "{projected}");
-    assert_eq!(projected["unresolved"], 1, "{projected}");
+    let open = human
+        .iter()
+        .filter(|d| {
+            let notes = d["notes"].as_array().unwrap();
+            notes.iter().any(|n| n["resolvable"] == true && n["resolved"] != true)
+        })
+        .count();
+    assert_eq!(projected["unresolved"], open, "{projected}");
     for thread in human {
         let got = threads.iter().find(|d| d["id"] == thread["id"]).expect("every thread");
         let notes = thread["notes"].as_array().unwrap();
