@@ -17,12 +17,12 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use quiver_core::ToolSpec;
-use quiver_core::enrich::dataflow::{DataflowOptions, compute, extend};
+use criterion::{criterion_group, criterion_main, Criterion};
+use quiver_core::enrich::dataflow::{compute, extend, DataflowOptions};
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
 use quiver_core::enrich::neighbors::compute_neighbors;
-use serde_json::{Map, Value, json};
+use quiver_core::ToolSpec;
+use serde_json::{json, Map, Value};
 
 const NOUNS: &[&str] = &[
     "issue",

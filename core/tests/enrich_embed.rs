@@ -2,10 +2,10 @@
 //! run and whatever else was embedded, identifiers split the way tool names are written, and
 //! the alias table bridging the words developers use for the same thing.
 
-use quiver_core::ToolSpec;
 use quiver_core::enrich::embed::{
-    LEXICAL_DIMENSION, LEXICAL_MODEL_ID, LexicalEmbedder, ToolEmbedding, cosine, terms, tool_texts,
+    cosine, terms, tool_texts, LexicalEmbedder, ToolEmbedding, LEXICAL_DIMENSION, LEXICAL_MODEL_ID,
 };
+use quiver_core::ToolSpec;
 use serde_json::json;
 
 fn norm(v: &[f32]) -> f32 {

@@ -2,10 +2,10 @@
 //! `Option` as `anyOf`/`oneOf` with null or `type: [T, "null"]`, enums, arrays of referenced
 //! items, nesting past the depth cap; and the schema fingerprint caches key on.
 
-use expect_test::{Expect, expect};
+use expect_test::{expect, Expect};
+use quiver_core::enrich::params::{inputs, outputs, schema_fingerprint, Param};
 use quiver_core::ToolSpec;
-use quiver_core::enrich::params::{Param, inputs, outputs, schema_fingerprint};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 fn spec(input: Value, output: Option<Value>) -> ToolSpec {
     ToolSpec {

@@ -3,12 +3,12 @@
 //! the samplers repeat themselves for a seed whatever order the tools come in.
 
 use proptest::prelude::*;
-use quiver_core::ToolSpec;
-use quiver_core::enrich::dataflow::{DataflowIndex, DataflowOptions, compute, extend};
+use quiver_core::enrich::dataflow::{compute, extend, DataflowIndex, DataflowOptions};
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
 use quiver_core::enrich::neighbors::{compute_neighbors, extend_neighbors};
-use quiver_core::enrich::sample::{Strategy as Sampler, sample};
-use serde_json::{Map, Value, json};
+use quiver_core::enrich::sample::{sample, Strategy as Sampler};
+use quiver_core::ToolSpec;
+use serde_json::{json, Map, Value};
 
 const NOUNS: &[&str] = &[
     "issue",

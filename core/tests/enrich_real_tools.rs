@@ -9,14 +9,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use expect_test::{Expect, expect};
-use quiver_core::ToolSpec;
-use quiver_core::enrich::dataflow::{DataflowIndex, DataflowOptions, compute};
-use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, cosine};
+use expect_test::{expect, Expect};
+use quiver_core::enrich::dataflow::{compute, DataflowIndex, DataflowOptions};
+use quiver_core::enrich::embed::{cosine, EmbeddingsArtifact, LexicalEmbedder};
 use quiver_core::enrich::neighbors::compute_neighbors;
-use quiver_core::enrich::params::{ParamType, outputs};
-use quiver_core::enrich::sample::{Scenario, Strategy, sample};
-use serde_json::{Map, Value, json};
+use quiver_core::enrich::params::{outputs, ParamType};
+use quiver_core::enrich::sample::{sample, Scenario, Strategy};
+use quiver_core::ToolSpec;
+use serde_json::{json, Map, Value};
 
 fn dataflow(reg: &BTreeMap<String, ToolSpec>) -> DataflowIndex {
     let tools: Vec<(&str, &ToolSpec)> = reg.iter().map(|(n, s)| (n.as_str(), s)).collect();
@@ -338,12 +338,11 @@ fn samplers_draw_real_edges_and_repeat_with_their_seed() {
                 Strategy::Chain => {
                     assert!((2..=4).contains(&n), "{s:?}");
                     assert_eq!(s.feeds.len(), n - 1);
-                    assert!(
-                        s.feeds
-                            .iter()
-                            .enumerate()
-                            .all(|(i, f)| f.from_step == i && f.to_step == i + 1)
-                    );
+                    assert!(s
+                        .feeds
+                        .iter()
+                        .enumerate()
+                        .all(|(i, f)| f.from_step == i && f.to_step == i + 1));
                 }
                 Strategy::FanOut => {
                     assert!((3..=4).contains(&n), "{s:?}");

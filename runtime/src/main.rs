@@ -16,8 +16,8 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
-use quiver_runtime::host::{describe, unmatched_tool_sections};
 use quiver_runtime::config::LoadedConfig;
+use quiver_runtime::host::{describe, unmatched_tool_sections};
 use quiver_runtime::{telemetry, tune, Host, HostOptions, PluginStatus};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
@@ -427,7 +427,11 @@ fn tune(
 /// The telemetry files named, or those of the telemetry directory.
 fn telemetry_files(host: &Host, files: Vec<PathBuf>) -> (Vec<PathBuf>, PathBuf) {
     let dir = host.config().config.telemetry.directory();
-    if files.is_empty() { (telemetry::event_files(&dir), dir) } else { (files, dir) }
+    if files.is_empty() {
+        (telemetry::event_files(&dir), dir)
+    } else {
+        (files, dir)
+    }
 }
 
 fn tune_analyze(

@@ -18,20 +18,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_core::planner::{self, PlannerOptions, predicted_tokens};
+use quiver_core::planner::{self, predicted_tokens, PlannerOptions};
 use quiver_core::response_projection::estimate_tokens;
-use quiver_core::response_projection::{Requested, project};
+use quiver_core::response_projection::{project, Requested};
 use quiver_core::session_cache::{
-    CallKey, SessionCache, is_control_argument, tool_declares_fields, ttl_of,
+    is_control_argument, tool_declares_fields, ttl_of, CallKey, SessionCache,
 };
-use quiver_core::telemetry::{CallEvent, EventKind, arguments_hash};
+use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
 use quiver_core::{Content, ToolResult};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::host::{DEFAULT_CALL_TIMEOUT, Host};
+use crate::host::{Host, DEFAULT_CALL_TIMEOUT};
 use crate::registry::RegisteredTool;
-use crate::speculation::{Landing, Prefetches, may_prefetch};
+use crate::speculation::{may_prefetch, Landing, Prefetches};
 use crate::telemetry::now_ms;
 
 /// Results kept per session, by default.
@@ -180,7 +180,11 @@ impl Session {
                 });
                 return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
             }
-            if served.is_none() { prefetched.joinable(&key) } else { None }
+            if served.is_none() {
+                prefetched.joinable(&key)
+            } else {
+                None
+            }
         };
         if let Some(landing) = in_flight {
             served = self.join(&key, landing, cancel.as_deref()).await;

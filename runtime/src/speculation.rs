@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use quiver_core::session_cache::CallKey;
 use quiver_core::{ToolResult, ToolValueModel};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 /// Concurrency per rate-limit host, shared by every provider and every session of a host.
 #[derive(Debug)]
@@ -134,8 +134,8 @@ impl Prefetches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quiver_core::value_model::{resolve, LayerSource, ValueModelLayer};
     use quiver_core::SideEffectClass;
-    use quiver_core::value_model::{LayerSource, ValueModelLayer, resolve};
 
     #[test]
     fn only_pure_and_read_only_tools_without_a_veto_are_prefetched() {

@@ -45,9 +45,9 @@ use quiver_core::value_model::FollowUpLink;
 use serde_json::Value;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike};
 
-use crate::Host;
 use crate::config::LoadedConfig;
 use crate::telemetry;
+use crate::Host;
 
 /// A tool needs at least this many pre-fetches before R7 judges it (and all tools together this
 /// many before R7 turns speculation on).
@@ -1128,7 +1128,11 @@ pub fn propose_links(host: &Host, config: &ConfigFile, mined: Vec<MinedLink>) ->
 
 /// `get_issue` of provider `github` → `github.get_issue`; qualified names stay.
 fn qualify(provider: &str, tool: &str) -> String {
-    if tool.contains('.') { tool.to_owned() } else { format!("{provider}.{tool}") }
+    if tool.contains('.') {
+        tool.to_owned()
+    } else {
+        format!("{provider}.{tool}")
+    }
 }
 
 /// Writes the new links of `proposals` into `config`, grouped by tool; returns how many.

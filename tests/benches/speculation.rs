@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{criterion_group, criterion_main, Criterion};
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
 use serde_json::json;

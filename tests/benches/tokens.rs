@@ -11,8 +11,8 @@ mod payloads;
 
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use quiver_core::response_projection::{Requested, project};
+use criterion::{criterion_group, criterion_main, Criterion};
+use quiver_core::response_projection::{project, Requested};
 
 fn tokens(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();

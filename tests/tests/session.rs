@@ -9,7 +9,7 @@ use std::time::Duration;
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
 use quiver_tests::plugins_dir;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -5,7 +5,7 @@
 #[path = "../benches/common/tokens.rs"]
 mod payloads;
 
-use quiver_core::response_projection::{Requested, project};
+use quiver_core::response_projection::{project, Requested};
 use quiver_tests::plugins_dir;
 use serde_json::Value;
 

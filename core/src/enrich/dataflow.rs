@@ -61,7 +61,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::embed::{concepts_of, name_terms, terms};
-use super::params::{Param, ParamType, inputs, outputs};
+use super::params::{inputs, outputs, Param, ParamType};
 use crate::ToolSpec;
 
 /// One end of an edge, seen from the other end.

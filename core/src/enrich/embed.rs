@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{Param, inputs, outputs};
+use super::params::{inputs, outputs, Param};
 use crate::ToolSpec;
 
 /// Identifies the algorithm and dimension of [`LexicalEmbedder`]; it enters cache fingerprints and
@@ -120,7 +120,11 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         na += x * x;
         nb += y * y;
     }
-    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
 }
 
 /// How much a field says about a tool, relative to its description.
@@ -299,7 +303,11 @@ fn feature_hash(kind: u8, text: &str) -> u64 {
 fn importance(word: &str) -> f32 {
     static STEMMED: OnceLock<Vec<String>> = OnceLock::new();
     let common = STEMMED.get_or_init(|| COMMON.iter().map(|w| stem(w)).collect());
-    if common.iter().any(|c| c == word) { 0.35 } else { 1.0 }
+    if common.iter().any(|c| c == word) {
+        0.35
+    } else {
+        1.0
+    }
 }
 
 /// Words of text, split and normalised as the embedder sees them: identifiers split at `_`, `.`,

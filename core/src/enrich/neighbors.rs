@@ -172,5 +172,9 @@ pub fn extend_neighbors(
 /// vectors from a backend that does not normalise.
 fn unit(v: &[f32]) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 { v.iter().map(|x| x / norm).collect() } else { v.to_vec() }
+    if norm > 0.0 {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        v.to_vec()
+    }
 }

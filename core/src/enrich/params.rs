@@ -350,7 +350,11 @@ fn type_of(node: &Value) -> ParamType {
 
 fn uniform(mut types: impl Iterator<Item = ParamType>) -> ParamType {
     let Some(first) = types.next() else { return ParamType::Unknown };
-    if types.all(|t| t == first) { first } else { ParamType::Unknown }
+    if types.all(|t| t == first) {
+        first
+    } else {
+        ParamType::Unknown
+    }
 }
 
 fn json_type(value: &Value) -> ParamType {

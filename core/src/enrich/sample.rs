@@ -39,7 +39,7 @@ use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
 use super::dataflow::{DataflowEdge, DataflowIndex};
-use super::{ArtifactKey, DATAFLOW, ScheduleError, require_artifacts};
+use super::{require_artifacts, ArtifactKey, ScheduleError, DATAFLOW};
 
 /// Draws per requested scenario before a sampler concludes the graph has no more to give.
 const ATTEMPTS_PER_SCENARIO: usize = 30;

@@ -140,7 +140,11 @@ pub(crate) fn solve(
             best_value: &mut best_value,
             nodes: 0,
         };
-        if search.run(inst.capacity, limits.node_limit) { PlanMethod::Exact } else { fallback }
+        if search.run(inst.capacity, limits.node_limit) {
+            PlanMethod::Exact
+        } else {
+            fallback
+        }
     };
 
     let mut selected = vec![false; n];

@@ -319,7 +319,11 @@ pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
 
 /// A link's probability as the planner uses it: clamped to 0..=1, NaN as 0.
 fn probability(link: &FollowUpLink) -> f64 {
-    if link.probability.is_nan() { 0.0 } else { link.probability.clamp(0.0, 1.0) }
+    if link.probability.is_nan() {
+        0.0
+    } else {
+        link.probability.clamp(0.0, 1.0)
+    }
 }
 
 /// Plans the pre-fetches for `candidates` after `recent_calls` (qualified names, most recent last),

@@ -9,11 +9,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use quiver_core::ToolValueModel;
 use quiver_core::response_projection::estimate_tokens;
+use quiver_core::ToolValueModel;
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
