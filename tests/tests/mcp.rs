@@ -402,3 +402,39 @@ async fn tools_list_tokens_per_mode_with_all_five_providers() {
     assert!(search.2 * 10 < all.2, "search costs a fraction of all: {figures:?}");
     assert!(dynamic.2 * 10 < all.2, "dynamic starts at a fraction of all: {figures:?}");
 }
+
+/// A tool that declares no output schema is listed with the one `output_parameters` inferred,
+/// asked for once and then read from the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inferred_output_schemas_are_served_for_tools_that_declare_none() {
+    let lm = MockServer::start().await;
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m1",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": schema.to_string()}}],
+        })))
+        .mount(&lm)
+        .await;
+    let enrichments = format!(
+        "\n[[enrichments]]\ntype = \"output_parameters\"\n\
+         lm = {{ type = \"openai\", model = \"m1\", base_url = \"{}/v1\" }}\n",
+        lm.uri()
+    );
+    let setup = Setup::with_plugins(&["quiver-fixture-noop"], "http://127.0.0.1:9", &enrichments);
+    let client = rmcp_client(&setup, "all").await;
+    let tools = client.list_all_tools().await.unwrap();
+    let noop = tools.iter().find(|t| t.name == "noop_noop").expect("the noop tool is listed");
+    let served =
+        serde_json::to_value(noop.output_schema.as_deref().expect("an output schema")).unwrap();
+    assert_eq!(served["properties"]["ok"]["type"], "boolean", "{served}");
+    client.cancel().await.unwrap();
+    assert_eq!(lm.received_requests().await.unwrap().len(), 1, "asked once, then cached");
+    // A second server start reads the schema from the store.
+    let client = rmcp_client(&setup, "all").await;
+    assert!(client.list_all_tools().await.unwrap().iter().any(|t| t.output_schema.is_some()));
+    client.cancel().await.unwrap();
+    assert_eq!(lm.received_requests().await.unwrap().len(), 1);
+}

@@ -140,3 +140,59 @@ pub struct CatalogTool {
     /// found).
     pub spec: ToolSpec,
 }
+
+/// Output schemas the `output_parameters` enrichment inferred for the host's tools that declare
+/// none, by qualified name; empty when it is not declared. Cache first (run `quiver enrich` to
+/// warm it); a tool the model could not describe is logged and left out. Blocks: it runs on its
+/// own thread and runtime, so async callers may use it too.
+pub fn inferred_output_schemas(host: &crate::Host) -> BTreeMap<String, serde_json::Value> {
+    let declared = &host.config().config.enrichments;
+    if !declared.iter().any(|d| d.kind() == EnrichmentKind::OutputParameters) {
+        return BTreeMap::new();
+    }
+    let set = match EnrichmentSet::new(declared) {
+        Ok(set) => set,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return BTreeMap::new();
+        }
+    };
+    let catalog = host.catalog();
+    let lacking: std::collections::BTreeSet<String> =
+        catalog.iter().filter(|t| t.spec.output_schema.is_none()).map(|t| t.name.clone()).collect();
+    if lacking.is_empty() {
+        return BTreeMap::new();
+    }
+    let options =
+        RunOptions { force: false, only: Some(EnrichmentKind::OutputParameters), progress: false };
+    let enriched = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let store = store::ArtifactStore::open(&store::ArtifactStore::default_dir());
+                if let Err(e) = &store {
+                    tracing::warn!("{e}");
+                }
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                runtime
+                    .block_on(run(catalog, &set, store.as_ref(), &options))
+                    .map_err(|e| e.to_string())
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the enrichment thread panicked".into()))
+    });
+    match enriched {
+        Ok(enriched) => enriched
+            .tools
+            .into_iter()
+            .filter(|t| lacking.contains(&t.name))
+            .filter_map(|t| Some((t.name, t.spec.output_schema?)))
+            .collect(),
+        Err(e) => {
+            tracing::warn!("output schemas not inferred: {e}");
+            BTreeMap::new()
+        }
+    }
+}

@@ -90,8 +90,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The host's tools under `policy`.
-    pub fn new(host: &Host, policy: &Policy) -> Self {
+    /// The host's tools under `policy`; `inferred` holds output schemas the `output_parameters`
+    /// enrichment found for tools that declare none.
+    pub fn new(
+        host: &Host,
+        policy: &Policy,
+        inferred: &std::collections::BTreeMap<String, Value>,
+    ) -> Self {
         let mut tools = Vec::new();
         for tool in host.tools() {
             let qualified = tool.name.to_string();
@@ -102,7 +107,12 @@ impl Catalog {
                 group: tool.spec.group.clone(),
                 description: tool.spec.description.clone(),
                 input_schema: tool.spec.input_schema.clone(),
-                output_schema: tool.spec.output_schema.clone().map(relax_output_schema),
+                output_schema: tool
+                    .spec
+                    .output_schema
+                    .clone()
+                    .or_else(|| inferred.get(&qualified).cloned())
+                    .map(relax_output_schema),
                 class,
                 refusal: None,
                 confirm: false,

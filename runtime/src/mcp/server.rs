@@ -69,7 +69,8 @@ impl QuiverServer {
         let config = host.config().config.selector.clone();
         let mode = options.mode.unwrap_or(config.mode);
         let policy = Policy::new(&config)?;
-        let catalog = Catalog::new(&host, &policy);
+        let inferred = crate::enrich::inferred_output_schemas(&host);
+        let catalog = Catalog::new(&host, &policy, &inferred);
         let listing = Listing::new(mode, &config, &catalog)?;
         let instructions = catalog.instructions(mode);
         let session_id = session_id.into();
