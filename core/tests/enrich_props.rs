@@ -61,13 +61,13 @@ fn tool(
         json!({"type": ["integer", "null"], "description": format!("Only those of this {other}.")}),
     );
     inputs.insert("page".into(), json!({"type": ["integer", "null"]}));
-    if variant % 2 == 0 {
+    if variant.is_multiple_of(2) {
         inputs.insert(
             "labels".into(),
             json!({"type": ["array", "null"], "items": {"type": "string"}}),
         );
     }
-    if variant % 3 == 0 {
+    if variant.is_multiple_of(3) {
         inputs.insert("include_closed".into(), json!({"type": "boolean"}));
     }
     let item = json!({"type": "object", "properties": {
