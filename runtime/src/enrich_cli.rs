@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use quiver_core::enrich::dataflow::DataflowIndex;
 use quiver_core::enrich::sample::{self, Strategy};
 use quiver_core::enrich::{EnrichmentKind, DATAFLOW};
@@ -79,24 +79,7 @@ fn run_enrichments(
     set: &EnrichmentSet,
     options: &RunOptions,
 ) -> anyhow::Result<Enriched> {
-    for e in host.source_errors() {
-        tracing::warn!("{e}");
-    }
-    let store = ArtifactStore::open(&ArtifactStore::default_dir());
-    if let Err(e) = &store {
-        tracing::warn!("{e}");
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let enriched = runtime.block_on(quiver_runtime::enrich::run(
-        host.catalog(),
-        set,
-        store.as_ref(),
-        options,
-    ))?;
-    Ok(enriched)
+    Ok(quiver_runtime::enrich::run_for_host(host, set, options)?)
 }
 
 pub(crate) fn enrich(host: &Host, args: EnrichArgs) -> anyhow::Result<ExitCode> {

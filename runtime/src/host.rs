@@ -200,13 +200,15 @@ impl Host {
                         let clash = self.registry.tool(&qualified).is_some()
                             || self.static_tools.iter().any(|t| t.name == tool.name);
                         if clash {
-                            self.source_errors.push(SourceError {
+                            let e = SourceError {
                                 path: tool.path.clone(),
                                 message: format!(
                                     "tool `{qualified}` is already defined; give the source \
                                      another `name`"
                                 ),
-                            });
+                            };
+                            tracing::warn!("{e}");
+                            self.source_errors.push(e);
                             continue;
                         }
                         self.static_tools.push(tool);

@@ -34,7 +34,6 @@ use quiver_core::select::{EmbeddingStatus, SelectIndex, SelectOptions};
 
 pub use quiver_core::select::{Bundle, Fusion, Ranked};
 
-use crate::enrich::store::ArtifactStore;
 use crate::enrich::{CatalogTool, EnrichmentSet, RunOptions};
 use crate::Host;
 
@@ -174,9 +173,6 @@ pub enum SelectorError {
     /// Occurs when the embeddings pass cannot run (a misconfigured endpoint).
     #[error(transparent)]
     Enrich(#[from] crate::enrich::EnrichError),
-    /// Occurs when no thread or async runtime can be started for the enrichment run.
-    #[error("cannot run the embeddings enrichment: {0}")]
-    Runtime(String),
 }
 
 /// A selector over the host's catalog, with the `embeddings` artifact when the config's
@@ -193,32 +189,9 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
     if let Err(e) = Selector::require_embeddings(&set) {
         tracing::warn!("{e}; the selector ranks on words only");
     } else {
-        for e in host.source_errors() {
-            tracing::warn!("{e}");
-        }
-        let catalog = std::mem::take(&mut tools);
-        let enriched = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let store = ArtifactStore::open(&ArtifactStore::default_dir());
-                    if let Err(e) = &store {
-                        tracing::warn!("{e}");
-                    }
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(|e| SelectorError::Runtime(e.to_string()))?;
-                    let options = RunOptions {
-                        force: false,
-                        only: Some(EnrichmentKind::Embeddings),
-                        progress: false,
-                    };
-                    let run = crate::enrich::run(catalog, &set, store.as_ref(), &options);
-                    Ok::<_, SelectorError>(runtime.block_on(run)?)
-                })
-                .join()
-                .map_err(|_| SelectorError::Runtime("the enrichment thread panicked".into()))?
-        })?;
+        let options =
+            RunOptions { force: false, only: Some(EnrichmentKind::Embeddings), progress: false };
+        let enriched = crate::enrich::run_for_host(host, &set, &options)?;
         if let Some(warning) = &enriched.store_warning {
             tracing::debug!("embeddings computed without the cache: {warning}");
         }

@@ -141,10 +141,37 @@ pub struct CatalogTool {
     pub spec: ToolSpec,
 }
 
+/// Runs `set` over the host's catalog with the default store (cache first; in memory, with a
+/// warning, when the store cannot be opened). Blocks: the run gets a thread and an async runtime
+/// of its own, so callers inside a tokio runtime may use it too.
+pub fn run_for_host(
+    host: &crate::Host,
+    set: &EnrichmentSet,
+    options: &RunOptions,
+) -> Result<Enriched, EnrichError> {
+    let catalog = host.catalog();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let store = store::ArtifactStore::open(&store::ArtifactStore::default_dir());
+                if let Err(e) = &store {
+                    tracing::warn!("{e}");
+                }
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| EnrichError::Runtime(e.to_string()))?;
+                runtime.block_on(run(catalog, set, store.as_ref(), options))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(EnrichError::Runtime("the enrichment thread panicked".into())))
+    })
+}
+
 /// Output schemas the `output_parameters` enrichment inferred for the host's tools that declare
 /// none, by qualified name; empty when it is not declared. Cache first (run `quiver enrich` to
-/// warm it); a tool the model could not describe is logged and left out. Blocks: it runs on its
-/// own thread and runtime, so async callers may use it too.
+/// warm it); a tool the model could not describe is logged and left out. Blocks, like
+/// [`run_for_host`].
 pub fn inferred_output_schemas(host: &crate::Host) -> BTreeMap<String, serde_json::Value> {
     let declared = &host.config().config.enrichments;
     if !declared.iter().any(|d| d.kind() == EnrichmentKind::OutputParameters) {
@@ -157,33 +184,18 @@ pub fn inferred_output_schemas(host: &crate::Host) -> BTreeMap<String, serde_jso
             return BTreeMap::new();
         }
     };
-    let catalog = host.catalog();
-    let lacking: std::collections::BTreeSet<String> =
-        catalog.iter().filter(|t| t.spec.output_schema.is_none()).map(|t| t.name.clone()).collect();
+    let lacking: std::collections::BTreeSet<String> = host
+        .catalog()
+        .into_iter()
+        .filter(|t| t.spec.output_schema.is_none())
+        .map(|t| t.name)
+        .collect();
     if lacking.is_empty() {
         return BTreeMap::new();
     }
     let options =
         RunOptions { force: false, only: Some(EnrichmentKind::OutputParameters), progress: false };
-    let enriched = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let store = store::ArtifactStore::open(&store::ArtifactStore::default_dir());
-                if let Err(e) = &store {
-                    tracing::warn!("{e}");
-                }
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                runtime
-                    .block_on(run(catalog, &set, store.as_ref(), &options))
-                    .map_err(|e| e.to_string())
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the enrichment thread panicked".into()))
-    });
-    match enriched {
+    match run_for_host(host, &set, &options) {
         Ok(enriched) => enriched
             .tools
             .into_iter()

@@ -73,6 +73,9 @@ pub enum EnrichError {
     /// The declared set is invalid.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// No thread or async runtime could be started for the run.
+    #[error("cannot run the enrichments: {0}")]
+    Runtime(String),
     /// A model endpoint is misconfigured.
     #[error("enrichment '{kind}': {message}")]
     Endpoint {
