@@ -22,69 +22,10 @@ use quiver_core::select::{SelectIndex, SelectOptions};
 use quiver_core::ToolSpec;
 use serde_json::{json, Map};
 
-const NOUNS: &[&str] = &[
-    "issue",
-    "pull_request",
-    "merge_request",
-    "pipeline",
-    "job",
-    "run",
-    "project",
-    "repository",
-    "task",
-    "list",
-    "folder",
-    "space",
-    "board",
-    "sprint",
-    "comment",
-    "note",
-    "discussion",
-    "user",
-    "team",
-    "member",
-    "release",
-    "tag",
-    "branch",
-    "commit",
-    "file",
-    "build",
-    "deployment",
-    "environment",
-    "incident",
-    "alert",
-    "service",
-    "ticket",
-    "invoice",
-    "customer",
-    "order",
-    "product",
-    "meeting",
-    "transcript",
-    "document",
-    "page",
-    "label",
-    "milestone",
-    "webhook",
-    "secret",
-    "runner",
-    "artifact",
-    "package",
-    "version",
-    "epic",
-    "story",
-    "review",
-    "approval",
-    "check",
-    "workflow",
-    "schedule",
-    "dashboard",
-    "report",
-    "metric",
-    "log",
-    "event",
-];
-const VERBS: &[&str] = &["get", "list", "search", "create", "update", "delete", "close", "retry"];
+#[path = "common/synthetic.rs"]
+mod synthetic;
+use synthetic::{Rng, NOUNS, VERBS};
+
 const GROUPS: &[&str] = &["code", "planning", "ci", "people", "ops"];
 
 const QUERIES: &[&str] = &[
@@ -99,23 +40,6 @@ const QUERIES: &[&str] = &[
     "rerun the flaky deployment",
     "comments on the incident",
 ];
-
-/// splitmix64: a deterministic registry without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-}
 
 fn tool(i: usize, rng: &mut Rng) -> (String, ToolSpec) {
     let provider = format!("prov{}", i % 20);

@@ -8,79 +8,15 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use quiver_core::ToolSpec;
 use quiver_runtime::enrich::store::{ArtifactStore, StoreError};
 use quiver_runtime::enrich::{run, CatalogTool, EnrichmentSet, RunOptions};
-use serde_json::json;
 
-const NOUNS: [&str; 24] = [
-    "issue",
-    "comment",
-    "user",
-    "project",
-    "repository",
-    "branch",
-    "commit",
-    "label",
-    "milestone",
-    "pipeline",
-    "job",
-    "release",
-    "tag",
-    "file",
-    "page",
-    "sprint",
-    "task",
-    "board",
-    "meeting",
-    "transcript",
-    "team",
-    "invoice",
-    "customer",
-    "ticket",
-];
-const VERBS: [&str; 6] = ["list", "get", "create", "update", "search", "delete"];
-
-/// Tool `i` of a registry: a verb on a noun of some service, five inputs, an output with an
-/// array of items for list/search tools and an object otherwise.
-fn tool(i: usize) -> CatalogTool {
-    let noun = NOUNS[i % NOUNS.len()];
-    let other = NOUNS[(i / NOUNS.len() + 7) % NOUNS.len()];
-    let verb = VERBS[(i / 3) % VERBS.len()];
-    let service = format!("svc{}", i % 40);
-    let item = json!({"type": "object", "properties": {
-        "id": {"type": "integer", "description": format!("the {noun} id")},
-        format!("{other}_id"): {"type": "integer", "description": format!("the {other} it belongs to")},
-        "title": {"type": "string", "description": format!("the {noun} title")},
-        "url": {"type": "string", "description": "web address"},
-        "state": {"type": "string", "description": "open or closed"},
-    }});
-    let output = if verb == "list" || verb == "search" {
-        json!({"type": "object", "properties": {format!("{noun}s"): {"type": "array", "items": item}}})
-    } else {
-        item
-    };
-    CatalogTool {
-        name: format!("{service}.{verb}_{noun}_{i}"),
-        spec: ToolSpec {
-            name: format!("{verb}_{noun}_{i}"),
-            group: None,
-            description: format!("{verb} a {noun} of a {other} in {service}"),
-            input_schema: json!({"type": "object", "properties": {
-                format!("{noun}_id"): {"type": "integer", "description": format!("which {noun}")},
-                format!("{other}_id"): {"type": "integer", "description": format!("the {other}")},
-                "query": {"type": "string", "description": "words to match"},
-                "state": {"type": "string", "description": "filter by state"},
-                "per_page": {"type": "integer", "description": "page size"},
-            }}),
-            output_schema: Some(output),
-            sensitive_params: Vec::new(),
-        },
-    }
-}
+// The registry the core enrichment benchmark uses, so the figures compare.
+#[path = "../../core/benches/common/synthetic.rs"]
+mod synthetic;
 
 fn registry(n: usize) -> Vec<CatalogTool> {
-    (0..n).map(tool).collect()
+    synthetic::registry(n).into_iter().map(|(name, spec)| CatalogTool { name, spec }).collect()
 }
 
 fn bench(c: &mut Criterion) {
