@@ -698,6 +698,30 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         problems += 1;
         println!("config: [tools.\"{section}\"] matches no tool");
     }
+    let sources: usize = host.static_tools().len();
+    if !host.config().config.sources.is_empty() {
+        println!("tool sources: {sources} tools described (enrichments and selection see them)");
+    }
+    for e in host.source_errors() {
+        problems += 1;
+        println!("{e}");
+    }
+    match quiver_runtime::enrich::EnrichmentSet::new(&host.config().config.enrichments) {
+        Ok(set) => {
+            let names: Vec<&str> = set.schedule().order().iter().map(|k| k.name()).collect();
+            println!("enrichments: {}", names.join(" -> "));
+        }
+        Err(e) => {
+            problems += 1;
+            println!("enrichments: {e}");
+        }
+    }
+    let store_dir = quiver_runtime::enrich::store::ArtifactStore::default_dir();
+    match quiver_runtime::enrich::store::ArtifactStore::open(&store_dir) {
+        Ok(_) => println!("enrichment store: {} (ok)", store_dir.display()),
+        // Not a problem: quiver works without the cache, only slower to start.
+        Err(e) => println!("enrichment store: {e}"),
+    }
     println!(
         "{}",
         if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") }

@@ -77,6 +77,8 @@ pub fn quiver(args: &[&str], env: &[(&str, &str)]) -> Output {
     // No ./quiver.toml or user config from the machine running the tests.
     let empty = tempfile::tempdir().expect("temp dir");
     command.current_dir(empty.path()).env("XDG_CONFIG_HOME", empty.path());
+    // Nor the machine's data dir: a test that does not name one writes under the temp dir.
+    command.env("QUIVER_DATA_DIR", empty.path().join("data"));
     command.envs(env.iter().copied());
     command.output().expect("run quiver")
 }

@@ -129,6 +129,35 @@ fn doctor_reports_tokens_without_printing_them() {
     let (stdout, _) = texts(&out);
     assert!(stdout.contains("$GITHUB_TOKEN is not set"), "{stdout}");
     assert!(stdout.contains("config: none found"), "{stdout}");
+    assert!(stdout.contains("enrichments: embeddings -> dataflow -> neighbors"), "{stdout}");
+    assert!(stdout.contains("enrichment store: ") && stdout.contains("(ok)"), "{stdout}");
+}
+
+#[test]
+fn doctor_names_broken_tool_sources_and_enrichment_declarations() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.json"), r#"[{"name": "a", "description": "A."}]"#)
+        .unwrap();
+    std::fs::write(dir.path().join("bad.json"), "{not json").unwrap();
+    let config = write_config(
+        dir.path(),
+        "[[sources]]\npath = \"good.json\"\n[[sources]]\npath = \"bad.json\"\n\
+         [[enrichments]]\ntype = \"neighbors\"\n",
+    );
+    let out = quiver(
+        &["doctor", "--config", &config, "--plugins", plugins.path().to_str().unwrap()],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("tool sources: 1 tools described"), "{stdout}");
+    assert!(stdout.contains("bad.json: is not JSON"), "{stdout}");
+    assert!(
+        stdout.contains("enrichments: enrichment 'neighbors' depends on the 'embeddings'"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2 problem(s)"), "{stdout}");
 }
 
 #[test]
