@@ -225,7 +225,7 @@ fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
 
 fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        let tools: Vec<Value> = host
+        let mut tools: Vec<Value> = host
             .tools()
             .map(|t| {
                 let mut d = describe(t);
@@ -235,6 +235,17 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                 d
             })
             .collect();
+        // Tools of [[sources]] files: described for enrichments and selection, not served.
+        tools.extend(host.static_tools().iter().map(|t| {
+            serde_json::json!({
+                "name": t.name.to_string(),
+                "description": t.spec.description,
+                "input_schema": t.spec.input_schema,
+                "output_schema": t.spec.output_schema,
+                "source": t.path.display().to_string(),
+                "served": false,
+            })
+        }));
         println!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -248,6 +259,10 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
             let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
             (t.name.to_string(), effect, summary)
         })
+        .chain(host.static_tools().iter().map(|t| {
+            let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
+            (t.name.to_string(), "described only".to_owned(), summary)
+        }))
         .collect();
     if rows.is_empty() {
         eprintln!("quiver: no tools; `quiver plugins` shows what loaded and why not");

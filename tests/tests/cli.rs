@@ -158,6 +158,20 @@ fn doctor_names_broken_tool_sources_and_enrichment_declarations() {
         "{stdout}"
     );
     assert!(stdout.contains("2 problem(s)"), "{stdout}");
+
+    // The described tool is listed as such, and calling it says why it cannot run.
+    let args = ["--config", &config, "--plugins", plugins.path().to_str().unwrap()];
+    let (stdout, _) = texts(&quiver(&[&["tools", "list"][..], &args].concat(), &[]));
+    let line =
+        stdout.lines().find(|l| l.starts_with("good.a ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("described only"), "{line}");
+    let out = quiver(&[&["call", "good.a"][..], &args].concat(), &[]);
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(
+        format!("{stdout}{stderr}").contains("is described by the static source"),
+        "{stdout}{stderr}"
+    );
 }
 
 #[test]
