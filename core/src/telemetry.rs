@@ -102,6 +102,29 @@ pub struct CallEvent {
     pub cited_in_next_n_turns: Option<bool>,
 }
 
+impl CallEvent {
+    /// An event of `kind` for `tool` in `session` at `ts_ms`, every measurement unset; callers
+    /// fill in what they observed.
+    pub fn new(ts_ms: u64, session: &str, tool: &str, kind: EventKind) -> Self {
+        Self {
+            ts_ms,
+            session: session.to_owned(),
+            tool: tool.to_owned(),
+            args_hash: String::new(),
+            kind,
+            predicted_cost_tokens: None,
+            decline_reason: None,
+            tokens_before: 0,
+            tokens_after: 0,
+            latency_ms: 0,
+            dedup_hit: false,
+            is_error: false,
+            landed_in_time: None,
+            cited_in_next_n_turns: None,
+        }
+    }
+}
+
 /// A stable, irreversible identity of a call's arguments: the first 16 hex digits of the SHA-256
 /// of the tool and its canonical arguments (control arguments left out, keys sorted).
 pub fn arguments_hash(key: &CallKey) -> String {
@@ -258,20 +281,11 @@ mod tests {
 
     fn event(kind: EventKind, tool: &str, args: serde_json::Value) -> CallEvent {
         CallEvent {
-            ts_ms: 0,
-            session: "s".into(),
-            tool: tool.into(),
             args_hash: arguments_hash(&CallKey::new(tool, &args, None)),
-            kind,
-            predicted_cost_tokens: None,
-            decline_reason: None,
             tokens_before: 100,
             tokens_after: 80,
             latency_ms: 5,
-            dedup_hit: false,
-            is_error: false,
-            landed_in_time: None,
-            cited_in_next_n_turns: None,
+            ..CallEvent::new(0, "s", tool, kind)
         }
     }
 

@@ -318,20 +318,8 @@ impl Session {
     ) {
         let Some(sink) = self.host.telemetry() else { return };
         let mut event = CallEvent {
-            ts_ms: now_ms(),
-            session: self.id.clone(),
-            tool: tool.to_owned(),
             args_hash: key.map(arguments_hash).unwrap_or_default(),
-            kind,
-            predicted_cost_tokens: None,
-            decline_reason: None,
-            tokens_before: 0,
-            tokens_after: 0,
-            latency_ms: 0,
-            dedup_hit: false,
-            is_error: false,
-            landed_in_time: None,
-            cited_in_next_n_turns: None,
+            ..CallEvent::new(now_ms(), &self.id, tool, kind)
         };
         fill(&mut event);
         sink.record(&event);

@@ -1256,20 +1256,10 @@ mod tests {
     #[test]
     fn r7_needs_ten_prefetches_and_disables_below_half() {
         let event = |tool: &str, used: bool| CallEvent {
-            ts_ms: 0,
-            session: "s".into(),
-            tool: tool.into(),
             args_hash: "h".into(),
-            kind: EventKind::Prefetch,
-            predicted_cost_tokens: None,
-            decline_reason: None,
-            tokens_before: 0,
-            tokens_after: 0,
-            latency_ms: 0,
-            dedup_hit: false,
-            is_error: false,
             landed_in_time: Some(true),
             cited_in_next_n_turns: Some(used),
+            ..CallEvent::new(0, "s", tool, EventKind::Prefetch)
         };
         let mut events: Vec<CallEvent> = (0..10).map(|i| event("a.x", i < 4)).collect();
         events.extend((0..9).map(|_| event("a.y", false)));

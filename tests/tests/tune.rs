@@ -10,7 +10,7 @@ use quiver_core::telemetry::{CallEvent, EventKind};
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::telemetry::TelemetrySink;
 use quiver_runtime::{Host, Session};
-use quiver_tests::{plugins_dir, quiver, texts};
+use quiver_tests::{plugins_dir, quiver, recorded_reply, texts};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -22,20 +22,13 @@ fn claude_fixture() -> PathBuf {
 
 fn event(session: &str, kind: EventKind, tool: &str, args_hash: &str) -> CallEvent {
     CallEvent {
-        ts_ms: 1_762_240_000_000,
-        session: session.into(),
-        tool: tool.into(),
         args_hash: args_hash.into(),
-        kind,
         predicted_cost_tokens: Some(900),
-        decline_reason: None,
         tokens_before: 1200,
         tokens_after: 800,
         latency_ms: 140,
-        dedup_hit: false,
-        is_error: false,
         landed_in_time: (kind == EventKind::Prefetch).then_some(true),
-        cited_in_next_n_turns: None,
+        ..CallEvent::new(1_762_240_000_000, session, tool, kind)
     }
 }
 
@@ -403,11 +396,7 @@ fn from_logs_apply_seeds_and_links_without_touching_hand_written_sections() {
 }
 
 fn recorded(name: &str) -> ResponseTemplate {
-    let body = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name),
-    )
-    .unwrap();
-    ResponseTemplate::new(200).set_body_raw(body, "application/json")
+    recorded_reply(200, "github", name)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -25,22 +25,7 @@ pub const TURN_GAP_MS: u64 = 30_000;
 /// Writes one escape-hatch event (no arguments, only names), when telemetry is on.
 pub fn record(host: &Host, session: &str, kind: EventKind, tool: &str) {
     let Some(sink) = host.telemetry() else { return };
-    sink.record(&CallEvent {
-        ts_ms: now_ms(),
-        session: session.to_owned(),
-        tool: tool.to_owned(),
-        args_hash: String::new(),
-        kind,
-        predicted_cost_tokens: None,
-        decline_reason: None,
-        tokens_before: 0,
-        tokens_after: 0,
-        latency_ms: 0,
-        dedup_hit: false,
-        is_error: false,
-        landed_in_time: None,
-        cited_in_next_n_turns: None,
-    });
+    sink.record(&CallEvent::new(now_ms(), session, tool, kind));
 }
 
 /// Escape-hatch uses over `quiver serve` sessions.
@@ -169,22 +154,7 @@ mod tests {
     use super::*;
 
     fn event(session: &str, ts_ms: u64, kind: EventKind, tool: &str) -> CallEvent {
-        CallEvent {
-            ts_ms,
-            session: session.into(),
-            tool: tool.into(),
-            args_hash: String::new(),
-            kind,
-            predicted_cost_tokens: None,
-            decline_reason: None,
-            tokens_before: 0,
-            tokens_after: 0,
-            latency_ms: 0,
-            dedup_hit: false,
-            is_error: false,
-            landed_in_time: None,
-            cited_in_next_n_turns: None,
-        }
+        CallEvent::new(ts_ms, session, tool, kind)
     }
 
     #[test]
