@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
+use quiver_tests::recorded;
 use serde_json::json;
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -21,18 +22,13 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const REPO: &str = "/repos/octocat/Hello-World";
 const LATENCY: Duration = Duration::from_millis(150);
 
-fn recorded(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name))
-        .unwrap()
-}
-
 fn speculation(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let reply = |file: &str| {
             ResponseTemplate::new(200)
-                .set_body_raw(recorded(file), "application/json")
+                .set_body_raw(recorded("github", file), "application/json")
                 .set_delay(LATENCY)
         };
         Mock::given(method("GET"))

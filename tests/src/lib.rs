@@ -22,6 +22,27 @@ pub fn target_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
 }
 
+/// Every bundled provider's package.
+pub const ALL_PROVIDERS: [&str; 5] = [
+    "quiver-provider-github",
+    "quiver-provider-gitlab",
+    "quiver-provider-jira",
+    "quiver-provider-clickup",
+    "quiver-provider-fireflies",
+];
+
+/// A recorded API response from `tests/data/<provider>/<file>`.
+pub fn recorded(provider: &str, file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(provider).join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A loopback reply with `status` and a recorded JSON body.
+pub fn recorded_reply(status: u16, provider: &str, file: &str) -> wiremock::ResponseTemplate {
+    wiremock::ResponseTemplate::new(status)
+        .set_body_raw(recorded(provider, file), "application/json")
+}
+
 /// The `quiver` binary.
 pub fn quiver_bin() -> PathBuf {
     let path = target_dir().join(format!("quiver{}", std::env::consts::EXE_SUFFIX));

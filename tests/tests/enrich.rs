@@ -4,18 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use quiver_tests::{plugins_dir, quiver, quiver_bin, texts};
+use quiver_tests::{plugins_dir, quiver, quiver_bin, texts, ALL_PROVIDERS};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-const ALL_PROVIDERS: [&str; 5] = [
-    "quiver-provider-github",
-    "quiver-provider-gitlab",
-    "quiver-provider-jira",
-    "quiver-provider-clickup",
-    "quiver-provider-fireflies",
-];
 
 /// A config, a plugins dir and a data dir for one test.
 struct Setup {

@@ -1,25 +1,17 @@
 //! The GitHub provider through the real binary and the real plugin: `quiver call github.…`
 //! against a loopback server answering with GitHub's recorded REST shapes.
 
-use std::path::Path;
 use std::process::Output;
 
-use quiver_tests::{plugins_dir, quiver, texts};
+use quiver_tests::{plugins_dir, quiver, recorded_reply, texts};
 use serde_json::Value;
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const TOKEN: &str = "ghp_e2eTokenThatMustNeverBePrinted0123";
 
-fn recorded(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn json_reply(status: u16, file: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status)
-        .insert_header("content-type", "application/json")
-        .set_body_string(recorded(file))
+    recorded_reply(status, "github", file)
 }
 
 /// A plugins dir with the GitHub plugin and a config pointing it at `server`.

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use quiver_core::response_projection::estimate_tokens;
-use quiver_tests::{plugins_dir, quiver, quiver_bin, texts};
+use quiver_tests::{plugins_dir, quiver, quiver_bin, recorded_reply, texts, ALL_PROVIDERS};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
@@ -21,15 +21,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 /// How long the fake takes to answer the call that gets cancelled.
 const SLOW: Duration = Duration::from_secs(30);
 
-fn recorded(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn json_reply(status: u16, file: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status)
-        .insert_header("content-type", "application/json")
-        .set_body_string(recorded(file))
+    recorded_reply(status, "github", file)
 }
 
 /// A loopback GitHub: issue 1347, a slow issue 1, and issue creation.
@@ -372,14 +365,7 @@ async fn rmcp_client_initializes_lists_and_calls() {
 /// The figure for the README: what `tools/list` costs in each mode with all five providers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_tokens_per_mode_with_all_five_providers() {
-    let providers = [
-        "quiver-provider-github",
-        "quiver-provider-gitlab",
-        "quiver-provider-jira",
-        "quiver-provider-clickup",
-        "quiver-provider-fireflies",
-    ];
-    let setup = Setup::with_plugins(&providers, "http://127.0.0.1:9", "");
+    let setup = Setup::with_plugins(&ALL_PROVIDERS, "http://127.0.0.1:9", "");
     let mut figures = Vec::new();
     for mode in ["all", "search", "dynamic"] {
         let client = rmcp_client(&setup, mode).await;

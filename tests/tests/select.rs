@@ -9,18 +9,10 @@ use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
 use quiver_runtime::enrich::{EnrichmentDecl, EnrichmentSet};
 use quiver_runtime::selector::{Selector, SelectorOptions};
 use quiver_runtime::{Host, HostOptions};
-use quiver_tests::{plugins_dir, quiver, texts};
+use quiver_tests::{plugins_dir, quiver, texts, ALL_PROVIDERS};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-const ALL_PROVIDERS: [&str; 5] = [
-    "quiver-provider-github",
-    "quiver-provider-gitlab",
-    "quiver-provider-jira",
-    "quiver-provider-clickup",
-    "quiver-provider-fireflies",
-];
 
 /// A config, a plugins dir and a data dir for one test.
 struct Setup {

@@ -8,20 +8,15 @@ use std::time::Duration;
 
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
-use quiver_tests::plugins_dir;
+use quiver_tests::{plugins_dir, recorded_reply};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const REPO: &str = "/repos/octocat/Hello-World";
 
-fn recorded(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/github").join(name))
-        .unwrap()
-}
-
 fn reply(status: u16, file: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(recorded(file), "application/json")
+    recorded_reply(status, "github", file)
 }
 
 fn host(server: &MockServer, plugins: &Path, extra: &str) -> Arc<Host> {

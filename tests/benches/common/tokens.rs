@@ -13,6 +13,7 @@ use quiver_core::response_projection::estimate_tokens;
 use quiver_core::ToolValueModel;
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::{Host, Session};
+use quiver_tests::recorded;
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -47,11 +48,6 @@ impl Measured {
     pub(crate) fn saved_by_projection(&self) -> f64 {
         100.0 * (1.0 - self.projected_tokens as f64 / self.provider_tokens as f64)
     }
-}
-
-fn recorded(provider: &str, file: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(provider).join(file);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 async fn serve(route: &str, body: &str) -> MockServer {
