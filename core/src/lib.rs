@@ -25,6 +25,8 @@
 //! - [`select`]: tool selection — BM25 with identifier splitting fused with embedding similarity,
 //!   recent-call boosts, CORE tools, bundle expansion, a threshold and a cap; recall on an
 //!   evaluation set.
+//! - [`secrets`]: credentials masked in every form they travel in (raw, base64 of
+//!   `user:token`, percent-encoded) and echoed credential headers masked whole.
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
 //!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
 //!   with a reason for every candidate left out.
@@ -54,6 +56,7 @@ pub mod manifest;
 pub mod planner;
 pub mod projection;
 pub mod response_projection;
+pub mod secrets;
 pub mod select;
 pub mod session_cache;
 pub mod telemetry;

@@ -538,6 +538,9 @@ fn call_provider(
         }
         RResult::RErr(e) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
     };
+    // A provider should mask what a server echoed, but the host does not rely on it: an error
+    // never carries a credential it knows, in any encoding.
+    let result = scrub_error(result);
     tracing::info!(
         tool = %tool.name,
         call = %call_id,
@@ -545,6 +548,22 @@ fn call_provider(
         is_error = result.is_error,
         "done"
     );
+    result
+}
+
+/// An error result with its text scrubbed of every registered credential; successes unchanged.
+fn scrub_error(mut result: ToolResult) -> ToolResult {
+    if result.is_error {
+        for content in &mut result.content {
+            if let quiver_core::tool::Content::Text { text } = content {
+                *text = logging::scrub(text);
+            }
+        }
+        if let Some(structured) = result.structured.take() {
+            let text = logging::scrub(&structured.to_string());
+            result.structured = Some(serde_json::from_str(&text).unwrap_or(Value::Null));
+        }
+    }
     result
 }
 
@@ -561,7 +580,11 @@ fn provider_config_json(provider: &str, section: &ProviderConfig) -> Value {
         json.insert("token".into(), Value::String(token));
     }
     if let Some(token) = json.get("token").and_then(Value::as_str) {
-        logging::register_secret(token);
+        // Basic auth (Jira Cloud) sends base64(user:token): mask that form too.
+        let user = ["email", "username", "user"]
+            .iter()
+            .find_map(|key| json.get(*key).and_then(Value::as_str));
+        logging::register_credential(token, user);
     }
     json.insert("token_env".into(), Value::String(token_env));
     Value::Object(json)

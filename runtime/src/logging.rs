@@ -2,12 +2,13 @@
 //! masked everywhere.
 //!
 //! Two defences keep tokens out of logs: arguments are previewed with sensitive parameters masked
-//! ([`preview_args`]), and every line a plugin logs is scrubbed of the token values the host handed
-//! out ([`register_secret`]).
+//! ([`preview_args`]), and every line a plugin logs and every error a call returns is scrubbed of
+//! the credentials the host handed out, in every encoding ([`register_secret`], [`scrub`]).
 
 use std::sync::RwLock;
 
 use abi_stable::std_types::RStr;
+use quiver_core::secrets::SecretMask;
 use quiver_plugin_abi::{LogLevel, LogSink};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
@@ -16,25 +17,31 @@ use tracing_subscriber::EnvFilter;
 /// Longest argument preview in a log line, in characters.
 pub const PREVIEW_CHARS: usize = 160;
 
-const MASK: &str = "***";
+const MASK: &str = quiver_core::secrets::MASK;
 
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+static SECRETS: RwLock<Option<SecretMask>> = RwLock::new(None);
 
-/// Remembers a secret value (a token) so it is masked in any plugin log line.
+/// Remembers a secret value (a token) so it is masked, in every form it travels in, in any log
+/// line, error or tool result the host passes on.
 pub fn register_secret(secret: &str) {
-    // Short values would mask ordinary words; real tokens are long.
-    if secret.len() >= 6 {
-        let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
-        if !secrets.iter().any(|s| s == secret) {
-            secrets.push(secret.to_owned());
-        }
-    }
+    register_credential(secret, None);
 }
 
-/// `text` with every registered secret replaced by `***`.
+/// [`register_secret`] for a credential sent with Basic auth: `base64(user:secret)` is masked
+/// too.
+pub fn register_credential(secret: &str, user: Option<&str>) {
+    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    secrets.get_or_insert_with(SecretMask::default).add_credential(secret, user);
+}
+
+/// `text` with every form of every registered secret, and every echoed credential header value,
+/// replaced by `***`.
 pub fn scrub(text: &str) -> String {
     let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    secrets.iter().fold(text.to_owned(), |acc, s| acc.replace(s.as_str(), MASK))
+    match secrets.as_ref() {
+        Some(mask) => mask.mask(text),
+        None => quiver_core::secrets::mask_credential_headers(text),
+    }
 }
 
 /// Installs the stderr subscriber. `RUST_LOG` wins; otherwise `default` (`warn` for the CLI).
@@ -150,7 +157,8 @@ mod tests {
     #[test]
     fn registered_secrets_are_scrubbed_from_any_text() {
         register_secret("ghp_supersecretvalue");
-        assert_eq!(scrub("Authorization: token ghp_supersecretvalue"), "Authorization: token ***");
+        assert_eq!(scrub("token ghp_supersecretvalue"), "token ***");
+        assert_eq!(scrub("Authorization: token ghp_supersecretvalue"), "Authorization: ***");
         let preview = preview_args(&json!({"q": "ghp_supersecretvalue"}), &[]);
         assert!(!preview.contains("supersecret"), "{preview}");
     }

@@ -682,7 +682,15 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
                 let section = config.provider(provider);
                 let env = section.token_env(provider);
                 let in_config = section.settings.contains_key("token");
+                let short = quiver_core::secrets::SHORT_SECRET_CHARS;
                 let token = match std::env::var(&env) {
+                    Ok(v) if !v.trim().is_empty() && v.trim().chars().count() < short => {
+                        problems += 1;
+                        format!(
+                            "token: ${env} is set but looks too short to be a real token                              ({} characters; API tokens are far longer) — check its value",
+                            v.trim().chars().count()
+                        )
+                    }
                     Ok(v) if !v.trim().is_empty() => format!("token: ${env} is set"),
                     _ if in_config => {
                         "token: set in the config file (keep that file private)".into()

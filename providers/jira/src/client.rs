@@ -9,7 +9,7 @@ use std::time::Duration;
 use gouqi::{ClientCore, Credentials};
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    error_chain, format_unix_time, human_duration, mask_secret, set_token_hint, unix_now,
+    error_chain, format_unix_time, human_duration, mask_credential, set_token_hint, unix_now,
     RateLimit as Signal, RetryBudget,
 };
 use reqwest::header::HeaderMap;
@@ -428,7 +428,14 @@ impl Client {
 
     /// An error whose message never contains the token, whatever Jira echoed.
     pub(crate) fn error(&self, kind: ToolErrorKind, message: String) -> ToolError {
-        ToolError::new(kind, mask_secret(message, self.settings.token.as_deref()))
+        ToolError::new(
+            kind,
+            mask_credential(
+                message,
+                self.settings.token.as_deref(),
+                self.settings.email.as_deref(),
+            ),
+        )
     }
 }
 

@@ -304,15 +304,16 @@ pub fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// `message` with every occurrence of `secret` replaced by `***`: for errors that quote what a
-/// server echoed back.
+/// `message` with `secret` masked in every form a server may echo it in (raw, base64, percent-
+/// encoded) and the value of every echoed credential header (`Authorization`, `PRIVATE-TOKEN`,
+/// `Cookie`…) masked whole: for errors that quote what a server sent back.
 pub fn mask_secret(message: String, secret: Option<&str>) -> String {
-    match secret {
-        Some(secret) if !secret.is_empty() && message.contains(secret) => {
-            message.replace(secret, "***")
-        }
-        _ => message,
-    }
+    mask_credential(message, secret, None)
+}
+
+/// [`mask_secret`] for Basic auth: `base64(user:secret)` is masked too.
+pub fn mask_credential(message: String, secret: Option<&str>, user: Option<&str>) -> String {
+    quiver_core::secrets::SecretMask::for_credential(secret, user).mask(&message)
 }
 
 /// "set GITLAB_TOKEN (the variable named by [providers.gitlab] token_env)": how to fix a missing
@@ -454,6 +455,13 @@ mod tests {
         assert_eq!(human_duration(Duration::from_secs(11_100)), "3 h 5 min");
         assert_eq!(format_unix_time(1_715_000_000), "2024-05-06T12:53:20Z");
         assert_eq!(mask_secret("bad token tok_123".into(), Some("tok_123")), "bad token ***");
+        let basic = "echo: Authorization: Basic bWVAeC5pbzp0b2tfMTIzNDU2Nzg=";
+        assert_eq!(mask_secret(basic.into(), None), "echo: Authorization: ***");
+        let bare = "echo bWVAeC5pbzp0b2tfMTIzNDU2Nzg= end";
+        assert_eq!(
+            mask_credential(bare.into(), Some("tok_12345678"), Some("me@x.io")),
+            "echo *** end"
+        );
         assert_eq!(
             set_token_hint("gitlab", "GL_TOKEN"),
             "set GL_TOKEN (the variable named by [providers.gitlab] token_env)"
