@@ -84,6 +84,30 @@ fn providers_never_depend_on_the_runtime() {
 }
 
 #[test]
+fn the_host_library_compiles_neither_the_server_nor_the_command_line() {
+    let root = workspace_root();
+    let host = dependencies(&root.join("runtime/host/Cargo.toml"));
+    for dep in ["clap", "quiver-server", "quiver-cli", "toml_edit"] {
+        assert!(!host.contains(&dep.to_owned()), "quiver-runtime must not depend on {dep}");
+    }
+    let server = dependencies(&root.join("runtime/server/Cargo.toml"));
+    assert!(server.contains(&"quiver-runtime".to_owned()), "{server:?}");
+    for dep in ["clap", "quiver-cli", "abi_stable", "quiver-plugin-abi", "libloading"] {
+        assert!(!server.contains(&dep.to_owned()), "quiver-server must not depend on {dep}");
+    }
+    // Only the binary parses flags.
+    for entry in std::fs::read_dir(root).unwrap().flatten() {
+        let manifest = entry.path().join("Cargo.toml");
+        if manifest.is_file() && !entry.path().ends_with("xtask") {
+            assert!(
+                !dependencies(&manifest).contains(&"clap".to_owned()),
+                "{manifest:?} uses clap"
+            );
+        }
+    }
+}
+
+#[test]
 fn readme_names_the_two_commands_and_ci_runs_the_test_one() {
     let root = workspace_root();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();

@@ -35,7 +35,7 @@ commands:
   help                 print this message";
 
 /// The host package and the binary it ships.
-const HOST_PACKAGE: &str = "quiver-runtime";
+const HOST_PACKAGE: &str = "quiver-cli";
 const HOST_BIN: &str = "quiver";
 
 fn main() -> ExitCode {

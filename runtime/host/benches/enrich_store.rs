@@ -12,7 +12,7 @@ use quiver_runtime::enrich::store::{ArtifactStore, StoreError};
 use quiver_runtime::enrich::{run, CatalogTool, EnrichmentSet, RunOptions};
 
 // The registry the core enrichment benchmark uses, so the figures compare.
-#[path = "../../core/benches/common/synthetic.rs"]
+#[path = "../../../core/benches/common/synthetic.rs"]
 mod synthetic;
 
 fn registry(n: usize) -> Vec<CatalogTool> {

@@ -8,7 +8,7 @@
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use quiver_core::SideEffectClass;
 
-use crate::config::SelectorConfig;
+use quiver_runtime::config::SelectorConfig;
 
 /// Why a `[selector]` pattern cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,8 @@ use std::fmt;
 
 use quiver_core::telemetry::{CallEvent, EventKind};
 
-use crate::host::Host;
-use crate::telemetry::now_ms;
+use quiver_runtime::host::Host;
+use quiver_runtime::telemetry::now_ms;
 
 /// Sessions of `quiver serve` are named with this prefix.
 pub const SESSION_PREFIX: &str = "mcp-";

@@ -45,24 +45,24 @@ use quiver_core::value_model::FollowUpLink;
 use serde_json::Value;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike};
 
-use crate::config::LoadedConfig;
-use crate::telemetry;
-use crate::Host;
+use quiver_runtime::config::LoadedConfig;
+use quiver_runtime::telemetry;
+use quiver_runtime::Host;
 
 /// A tool needs at least this many pre-fetches before R7 judges it (and all tools together this
 /// many before R7 turns speculation on).
-pub const R7_MIN_PREFETCHES: u64 = 10;
+pub(crate) const R7_MIN_PREFETCHES: u64 = 10;
 /// A tool whose pre-fetch hit rate is below this gets `speculate = false`.
-pub const R7_DISABLE_BELOW: f64 = 0.5;
+pub(crate) const R7_DISABLE_BELOW: f64 = 0.5;
 /// Speculation is turned on when the overall hit rate reaches this and no tool was disabled.
-pub const R7_ENABLE_AT: f64 = 0.6;
+pub(crate) const R7_ENABLE_AT: f64 = 0.6;
 /// Default minimum number of A→B transitions before a link is proposed.
-pub const DEFAULT_MIN_SUPPORT: u64 = 3;
+pub(crate) const DEFAULT_MIN_SUPPORT: u64 = 3;
 
 /// Why tuning could not read or write the config.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TuneError {
+pub(crate) enum TuneError {
     /// Occurs when the config exists but cannot be read.
     #[error("cannot read config {path}: {source}")]
     Read {
@@ -125,16 +125,16 @@ pub enum TuneError {
 
 /// Pre-fetches and how many of them the agent then asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HitCount {
+pub(crate) struct HitCount {
     /// Pre-fetches dispatched.
-    pub prefetches: u64,
+    pub(crate) prefetches: u64,
     /// Of those, the ones the agent asked for within the citation window.
-    pub used: u64,
+    pub(crate) used: u64,
 }
 
 impl HitCount {
     /// `used / prefetches`, or `None` without pre-fetches.
-    pub fn rate(&self) -> Option<f64> {
+    pub(crate) fn rate(&self) -> Option<f64> {
         (self.prefetches > 0).then(|| self.used as f64 / self.prefetches as f64)
     }
 }
@@ -152,20 +152,20 @@ impl fmt::Display for HitCount {
 
 /// What R7 concludes from a set of events.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct R7Verdict {
+pub(crate) struct R7Verdict {
     /// Hits per tool that had pre-fetches.
-    pub per_tool: BTreeMap<String, HitCount>,
+    pub(crate) per_tool: BTreeMap<String, HitCount>,
     /// All pre-fetches together.
-    pub overall: HitCount,
+    pub(crate) overall: HitCount,
     /// Tools to give `speculate = false`, sorted.
-    pub disable: Vec<String>,
+    pub(crate) disable: Vec<String>,
     /// Whether to set `[enrichment] enabled = true`.
-    pub enable: bool,
+    pub(crate) enable: bool,
 }
 
 /// Applies R7 to events whose citations are annotated
 /// ([`quiver_core::telemetry::annotate_citations`]).
-pub fn r7(events: &[CallEvent]) -> R7Verdict {
+pub(crate) fn r7(events: &[CallEvent]) -> R7Verdict {
     let mut verdict = R7Verdict::default();
     for event in events.iter().filter(|e| e.kind == EventKind::Prefetch) {
         let used = u64::from(event.cited_in_next_n_turns == Some(true));
@@ -192,19 +192,19 @@ pub fn r7(events: &[CallEvent]) -> R7Verdict {
 
 /// One line R7 wanted to write, and what became of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct R7Change {
+pub(crate) struct R7Change {
     /// The section, as TOML spells its header: `tools."github.get_issue"`, `enrichment`.
-    pub section: String,
+    pub(crate) section: String,
     /// The key and value R7 wants: `speculate = false`.
-    pub setting: String,
+    pub(crate) setting: String,
     /// The evidence.
-    pub evidence: HitCount,
+    pub(crate) evidence: HitCount,
     /// What happened to the file.
-    pub outcome: FlagChange,
+    pub(crate) outcome: FlagChange,
 }
 
 /// Writes R7's verdict into `config`; `force` replaces hand-written opposites.
-pub fn apply_r7(
+pub(crate) fn apply_r7(
     config: &mut ConfigFile,
     verdict: &R7Verdict,
     force: bool,
@@ -241,7 +241,7 @@ pub fn apply_r7(
 /// Which file tuning edits: `--config`, else `$QUIVER_CONFIG`, else the file discovery finds
 /// (`./quiver.toml`, `$XDG_CONFIG_HOME/quiver/config.toml`), else the user config
 /// `$XDG_CONFIG_HOME/quiver/config.toml` (`~/.config/quiver/config.toml`), to be created.
-pub fn config_target(explicit: Option<&Path>) -> PathBuf {
+pub(crate) fn config_target(explicit: Option<&Path>) -> PathBuf {
     if let Some(path) = explicit {
         return path.to_owned();
     }
@@ -261,7 +261,7 @@ pub fn config_target(explicit: Option<&Path>) -> PathBuf {
 
 /// What setting one key did to the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FlagChange {
+pub(crate) enum FlagChange {
     /// The key was added.
     Added,
     /// The key held the opposite and `force` replaced it.
@@ -274,13 +274,13 @@ pub enum FlagChange {
 
 impl FlagChange {
     /// Whether the file changed.
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         matches!(self, FlagChange::Added | FlagChange::Replaced)
     }
 }
 
 /// A config file opened for editing; nothing is written until [`ConfigFile::save`].
-pub struct ConfigFile {
+pub(crate) struct ConfigFile {
     path: PathBuf,
     existed: bool,
     original: String,
@@ -289,7 +289,7 @@ pub struct ConfigFile {
 
 impl ConfigFile {
     /// Opens `path`; a missing file is an empty document, created on [`ConfigFile::save`].
-    pub fn open(path: &Path) -> Result<Self, TuneError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, TuneError> {
         let (existed, original) = match std::fs::read_to_string(path) {
             Ok(text) => (true, text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, String::new()),
@@ -302,17 +302,17 @@ impl ConfigFile {
     }
 
     /// The file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Whether the file existed when opened.
-    pub fn existed(&self) -> bool {
+    pub(crate) fn existed(&self) -> bool {
         self.existed
     }
 
     /// The file's text with the edits made so far.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let text = self.doc.to_string();
         if self.existed {
             text
@@ -323,13 +323,13 @@ impl ConfigFile {
     }
 
     /// Whether an edit changed the text.
-    pub fn is_changed(&self) -> bool {
+    pub(crate) fn is_changed(&self) -> bool {
         self.text() != self.original
     }
 
     /// Writes the edited text, after checking that quiver's config reader accepts it. Creates
     /// the file (and its directory) when it did not exist.
-    pub fn save(&self) -> Result<(), TuneError> {
+    pub(crate) fn save(&self) -> Result<(), TuneError> {
         let text = self.text();
         LoadedConfig::parse(&self.path, &text)
             .map_err(|e| TuneError::Invalid { path: self.path.clone(), message: e.to_string() })?;
@@ -343,18 +343,18 @@ impl ConfigFile {
     }
 
     /// The `[tools."…"]` section named exactly `tool`, if the file has one.
-    pub fn tool_section(&self, tool: &str) -> Option<&dyn TableLike> {
+    pub(crate) fn tool_section(&self, tool: &str) -> Option<&dyn TableLike> {
         self.doc.get("tools")?.as_table_like()?.get(tool)?.as_table_like()
     }
 
     /// Whether the file has a section for exactly `tool`.
-    pub fn has_tool_section(&self, tool: &str) -> bool {
+    pub(crate) fn has_tool_section(&self, tool: &str) -> bool {
         self.doc.get("tools").and_then(Item::as_table_like).is_some_and(|t| t.contains_key(tool))
     }
 
     /// Adds an empty `[tools."tool"]` headed by `# note`, unless the file has that section;
     /// returns whether it was added.
-    pub fn seed_tool(&mut self, tool: &str, note: &str) -> Result<bool, TuneError> {
+    pub(crate) fn seed_tool(&mut self, tool: &str, note: &str) -> Result<bool, TuneError> {
         if self.has_tool_section(tool) {
             return Ok(false);
         }
@@ -363,7 +363,7 @@ impl ConfigFile {
     }
 
     /// Sets `key = value` in the section of `tool` (created headed by `# note` when missing).
-    pub fn set_tool_flag(
+    pub(crate) fn set_tool_flag(
         &mut self,
         tool: &str,
         key: &str,
@@ -384,7 +384,7 @@ impl ConfigFile {
 
     /// Sets `key = value` in top-level section `[name]` (created headed by `# note` when
     /// missing).
-    pub fn set_section_flag(
+    pub(crate) fn set_section_flag(
         &mut self,
         name: &str,
         key: &str,
@@ -407,7 +407,7 @@ impl ConfigFile {
     }
 
     /// The hand-written `follow_up` of `tool`'s own section: `None` when the section sets none.
-    pub fn follow_up_len(&self, tool: &str) -> Option<usize> {
+    pub(crate) fn follow_up_len(&self, tool: &str) -> Option<usize> {
         let item = self.tool_section(tool)?.get("follow_up")?;
         match item {
             Item::Value(toml_edit::Value::Array(a)) => Some(a.len()),
@@ -419,7 +419,7 @@ impl ConfigFile {
     /// Adds follow-up links to `tool`'s section. When the section sets no `follow_up` yet, the
     /// list written is `current` (the links in effect, which a user `follow_up` would otherwise
     /// replace whole) followed by `new`; otherwise `new` is appended to the list there.
-    pub fn add_follow_ups(
+    pub(crate) fn add_follow_ups(
         &mut self,
         tool: &str,
         current: &[FollowUpLink],
@@ -607,7 +607,7 @@ fn link_table(link: &FollowUpLink) -> InlineTable {
 }
 
 /// `github.get_issue` → `"github.get_issue"`, as a TOML key.
-pub fn quoted(key: &str) -> String {
+pub(crate) fn quoted(key: &str) -> String {
     toml_edit::Key::new(key).display_repr().into_owned()
 }
 
@@ -621,15 +621,15 @@ fn one_line(e: &impl fmt::Display) -> String {
 
 /// One call observed in a log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ObservedCall {
+pub(crate) struct ObservedCall {
     /// Tool name: qualified (`github.get_issue`) for quiver tools, as written otherwise (`Read`).
-    pub tool: String,
+    pub(crate) tool: String,
     /// Argument hash (telemetry).
-    pub args_hash: Option<String>,
+    pub(crate) args_hash: Option<String>,
     /// Arguments (transcripts).
-    pub input: Option<Value>,
+    pub(crate) input: Option<Value>,
     /// The result as JSON, when it was JSON and not an error (transcripts).
-    pub output: Option<Value>,
+    pub(crate) output: Option<Value>,
 }
 
 impl ObservedCall {
@@ -646,29 +646,29 @@ impl ObservedCall {
 
 /// The calls of one session, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallSequence {
+pub(crate) struct CallSequence {
     /// Where it came from: `file#session`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// The calls.
-    pub calls: Vec<ObservedCall>,
+    pub(crate) calls: Vec<ObservedCall>,
 }
 
 /// What reading telemetry for mining found.
 #[derive(Debug, Clone, Default)]
-pub struct TelemetryScan {
+pub(crate) struct TelemetryScan {
     /// One sequence per (file, session).
-    pub sequences: Vec<CallSequence>,
+    pub(crate) sequences: Vec<CallSequence>,
     /// Events read.
-    pub events: usize,
+    pub(crate) events: usize,
     /// Agent calls per tool (for seeding).
-    pub calls_per_tool: BTreeMap<String, u64>,
+    pub(crate) calls_per_tool: BTreeMap<String, u64>,
     /// Lines and files that could not be read, as `file:line: reason`.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
 }
 
 /// Agent calls from telemetry files, one sequence per session of each file. Pre-fetches and
 /// declines are the host's doing, not the agent's, and are left out.
-pub fn telemetry_sequences(files: &[PathBuf]) -> TelemetryScan {
+pub(crate) fn telemetry_sequences(files: &[PathBuf]) -> TelemetryScan {
     let mut scan = TelemetryScan::default();
     for file in files {
         let (events, problems) = telemetry::read_events(std::slice::from_ref(file));
@@ -700,12 +700,12 @@ pub fn telemetry_sequences(files: &[PathBuf]) -> TelemetryScan {
 }
 
 /// Where Claude Code keeps its transcripts: `~/.claude/projects`.
-pub fn default_claude_dir() -> Option<PathBuf> {
+pub(crate) fn default_claude_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude").join("projects"))
 }
 
 /// Every `.jsonl` file under `dir`, at any depth (subagent transcripts included), sorted.
-pub fn transcript_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn transcript_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(dir) = pending.pop() {
@@ -725,17 +725,17 @@ pub fn transcript_files(dir: &Path) -> Vec<PathBuf> {
 
 /// What reading Claude Code transcripts found.
 #[derive(Debug, Clone, Default)]
-pub struct TranscriptScan {
+pub(crate) struct TranscriptScan {
     /// One sequence per (file, session, main thread or sidechain).
-    pub sequences: Vec<CallSequence>,
+    pub(crate) sequences: Vec<CallSequence>,
     /// Files read.
-    pub files: usize,
+    pub(crate) files: usize,
     /// `tool_use` blocks read.
-    pub tool_calls: usize,
+    pub(crate) tool_calls: usize,
     /// Lines that were not JSON objects (a torn last line, a partial write), skipped.
-    pub skipped_lines: usize,
+    pub(crate) skipped_lines: usize,
     /// Files that could not be opened, as `file: reason`.
-    pub unreadable: Vec<String>,
+    pub(crate) unreadable: Vec<String>,
 }
 
 /// Reads Claude Code transcripts (read-only). Each line is a JSON object; `assistant` lines carry
@@ -744,7 +744,7 @@ pub struct TranscriptScan {
 /// `is_error`). Other line types (`summary`, `system`, snapshots) are ignored; lines that are
 /// not JSON objects are counted and skipped. `name` maps a transcript tool name to the name
 /// links use (see [`canonical_tool_name`]).
-pub fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String) -> TranscriptScan {
+pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String) -> TranscriptScan {
     let mut scan = TranscriptScan::default();
     for file in files {
         let reader = match File::open(file) {
@@ -857,7 +857,7 @@ fn result_json(content: &Value) -> Option<Value> {
 /// the qualified name of the quiver tool whose MCP name is `<tool>` (`mcp__quiver__github_get_issue`
 /// → `github.get_issue`); any other name (Claude's `Read`, `Grep`, other MCP servers' tools)
 /// stays as it is.
-pub fn canonical_tool_name(host: &Host, raw: &str) -> String {
+pub(crate) fn canonical_tool_name(host: &Host, raw: &str) -> String {
     let local = raw
         .strip_prefix("mcp__")
         .and_then(|rest| rest.split_once("__"))
@@ -872,37 +872,37 @@ pub fn canonical_tool_name(host: &Host, raw: &str) -> String {
 
 /// Which field of A's result fed which argument of B.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MinedProjection {
+pub(crate) struct MinedProjection {
     /// Path into A's result, e.g. `$.issues[*].number`.
-    pub path: String,
+    pub(crate) path: String,
     /// B's argument.
-    pub arg: String,
+    pub(crate) arg: String,
     /// Transitions where the value matched.
-    pub matched: u64,
+    pub(crate) matched: u64,
     /// Transitions where both values were known.
-    pub observed: u64,
+    pub(crate) observed: u64,
 }
 
 /// A follow-up link seen in the logs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MinedLink {
+pub(crate) struct MinedLink {
     /// A.
-    pub from: String,
+    pub(crate) from: String,
     /// B.
-    pub to: String,
+    pub(crate) to: String,
     /// A→B transitions.
-    pub transitions: u64,
+    pub(crate) transitions: u64,
     /// Calls of A.
-    pub from_calls: u64,
+    pub(crate) from_calls: u64,
     /// `transitions / from_calls`, rounded to two decimals.
-    pub probability: f64,
+    pub(crate) probability: f64,
     /// The field that fed B, when the values show one.
-    pub projection: Option<MinedProjection>,
+    pub(crate) projection: Option<MinedProjection>,
 }
 
 /// Counts transitions A→B (B the next call after A in its session, repeats and self-loops left
 /// out) and keeps those with at least `min_support` of them, most likely first per tool.
-pub fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<MinedLink> {
+pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<MinedLink> {
     type Pair = (String, String);
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
     let mut transitions: BTreeMap<Pair, u64> = BTreeMap::new();
@@ -1058,7 +1058,7 @@ fn scalar_paths<'v>(value: &'v Value, path: String, out: &mut Vec<(String, &'v V
 
 /// What `from-logs` makes of a mined link for this host.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LinkStatus {
+pub(crate) enum LinkStatus {
     /// A new link, written by `--apply`.
     New(FollowUpLink),
     /// The tool already links to the target (with this probability); left alone.
@@ -1072,17 +1072,21 @@ pub enum LinkStatus {
 
 /// A mined link and what to do with it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LinkProposal {
+pub(crate) struct LinkProposal {
     /// The evidence.
-    pub mined: MinedLink,
+    pub(crate) mined: MinedLink,
     /// The decision.
-    pub status: LinkStatus,
+    pub(crate) status: LinkStatus,
 }
 
 /// Decides for each mined link whether it is new for this host. A projection whose argument the
 /// target's input schema does not know is dropped (the values matched, but the call could not
 /// take them).
-pub fn propose_links(host: &Host, config: &ConfigFile, mined: Vec<MinedLink>) -> Vec<LinkProposal> {
+pub(crate) fn propose_links(
+    host: &Host,
+    config: &ConfigFile,
+    mined: Vec<MinedLink>,
+) -> Vec<LinkProposal> {
     mined
         .into_iter()
         .map(|mut mined| {
@@ -1136,7 +1140,7 @@ fn qualify(provider: &str, tool: &str) -> String {
 }
 
 /// Writes the new links of `proposals` into `config`, grouped by tool; returns how many.
-pub fn apply_links(
+pub(crate) fn apply_links(
     host: &Host,
     config: &mut ConfigFile,
     proposals: &[LinkProposal],
@@ -1167,7 +1171,7 @@ pub fn apply_links(
 
 /// The proposals as TOML a user can paste, each headed by its evidence; links that are not new
 /// appear as comments only.
-pub fn proposals_toml(proposals: &[LinkProposal]) -> String {
+pub(crate) fn proposals_toml(proposals: &[LinkProposal]) -> String {
     let mut out = String::new();
     for proposal in proposals {
         let m = &proposal.mined;

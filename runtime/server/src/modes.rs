@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::catalog::{Catalog, ExposedTool};
-use super::policy::{Patterns, PolicyError};
-use crate::config::{SelectorConfig, ServeMode};
+use crate::catalog::{Catalog, ExposedTool};
+use crate::policy::{Patterns, PolicyError};
+use quiver_runtime::config::{SelectorConfig, ServeMode};
 
 /// The meta tool of `search` mode that finds tools.
 pub const FIND_TOOLS: &str = "find_tools";

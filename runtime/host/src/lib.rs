@@ -1,5 +1,6 @@
-//! The quiver host: it loads provider plugins, creates providers from the config, registers their
-//! tools under qualified names and runs calls; the `quiver` binary is its command line.
+//! The quiver host library: it loads provider plugins, creates providers from the config, registers
+//! their tools under qualified names and runs calls through sessions. Agent frameworks embed it;
+//! the MCP server (`quiver-server`) and the `quiver` binary (`quiver-cli`) are built on it.
 //!
 //! - [`loader`]: finds plugin files and loads each one separately (pre-flight with libloading,
 //!   then abi_stable's layout check); every failure is kept as (file, reason).
@@ -13,7 +14,6 @@
 //!   endpoint, embeddings, dataflow edges, neighbours), cached in the sled store ([`enrich::store`]).
 //! - [`selector`]: the tool selector — ranks the catalog for a query (BM25 fused with embedding
 //!   similarity) and chooses the tools to show a model this turn.
-//! - [`mcp`]: `quiver serve`, the MCP server over stdio (modes `all`, `search`, `dynamic`).
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -32,6 +32,9 @@
 //! `quiver-plugin-abi` and the domain types of `quiver-core`, and converts between them (JSON in
 //! `RStr`/`RString`). It never depends on `quiver-plugin-sdk` or on a provider crate: providers
 //! reach it only as dylibs. `unsafe` appears only in [`loader`], each block with a `SAFETY:` note.
+//!
+//! **Architecture Invariant**: no clap, no MCP server, no command line: a framework that embeds
+//! the host compiles none of them.
 #![deny(missing_docs)]
 
 pub mod config;
@@ -39,14 +42,12 @@ pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
-pub mod mcp;
 pub mod registry;
 pub mod selector;
 pub mod session;
 pub mod sources;
 pub mod speculation;
 pub mod telemetry;
-pub mod tune;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

@@ -1,4 +1,4 @@
-//! `quiver serve`: the host's tools as an MCP server over stdio (rmcp), in one of three modes.
+//! quiver's MCP server (`quiver serve`): the host's tools over stdio (rmcp), in one of three modes.
 //!
 //! - `all` lists every enabled tool, in qualified-name order.
 //! - `search` lists a small CORE set plus `find_tools(query, k)` and `call_tool(name, arguments)`.
@@ -13,10 +13,15 @@
 //!
 //! In every mode the `[selector]` policy applies ([`policy`]): `allow`/`deny` globs, `read_only`
 //! (tools that are not `pure`/`read_only` are hidden and refused) and `confirm` (refused until
-//! repeated with `"_confirm": true`). Every call runs through a [`Session`](crate::Session), one
+//! repeated with `"_confirm": true`). Every call runs through a [`Session`](quiver_runtime::Session), one
 //! per connection: cache, projection, speculation and telemetry apply as they do for the library.
 //!
 //! **Architecture Invariant**: stdout carries MCP messages only; logs go to stderr.
+//!
+//! **Architecture Invariant**: built on the host library (`quiver-runtime`) alone: no clap, no
+//! command line, no FFI types; the `quiver` binary depends on this crate, never the reverse.
+
+#![deny(missing_docs)]
 
 pub mod annotations;
 pub mod catalog;

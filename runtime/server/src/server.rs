@@ -21,14 +21,14 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::catalog::{Catalog, ExposedTool};
-use super::escape;
-use super::modes::{Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, LOAD_TOOLS};
-use super::policy::Policy;
-use crate::config::ServeMode;
-use crate::host::Host;
-use crate::selector::{selector_for_host, Selector, SelectorOptions};
-use crate::session::Session;
+use crate::catalog::{Catalog, ExposedTool};
+use crate::escape;
+use crate::modes::{Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, LOAD_TOOLS};
+use crate::policy::Policy;
+use quiver_runtime::config::ServeMode;
+use quiver_runtime::host::Host;
+use quiver_runtime::selector::{selector_for_host, Selector, SelectorOptions};
+use quiver_runtime::session::Session;
 
 /// How often a long call reports progress, when the client asked for progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -69,7 +69,7 @@ impl QuiverServer {
         let config = host.config().config.selector.clone();
         let mode = options.mode.unwrap_or(config.mode);
         let policy = Policy::new(&config)?;
-        let inferred = crate::enrich::inferred_output_schemas(&host);
+        let inferred = quiver_runtime::enrich::inferred_output_schemas(&host);
         let catalog = Catalog::new(&host, &policy, &inferred);
         let listing = Listing::new(mode, &config, &catalog)?;
         let instructions = catalog.instructions(mode);

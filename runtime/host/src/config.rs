@@ -84,7 +84,7 @@ pub struct Config {
 }
 
 /// How `quiver serve` presents tools to an MCP client.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServeMode {
     /// Every enabled tool, listed from the start.

@@ -6,6 +6,7 @@
 mod enrich_cli;
 mod select_cli;
 mod serve_cli;
+mod tune;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::host::{describe, unmatched_tool_sections};
-use quiver_runtime::{telemetry, tune, Host, HostOptions, PluginStatus};
+use quiver_runtime::{telemetry, Host, HostOptions, PluginStatus};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
 
@@ -482,7 +483,7 @@ fn tune_analyze(
     println!("# {} events from {} file(s)", events.len(), files.len());
     println!("# enrichment: {total}");
     // `quiver serve` sessions: how often the listed tools were not enough.
-    for line in quiver_runtime::mcp::escape::EscapeSummary::from_events(&events).lines() {
+    for line in quiver_server::escape::EscapeSummary::from_events(&events).lines() {
         println!("{line}");
     }
     println!(

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 use quiver_core::{SideEffectClass, ToolName};
 use serde_json::{json, Map, Value};
 
-use super::annotations::annotations;
-use super::policy::{Policy, Refusal};
-use crate::config::ServeMode;
-use crate::enrich::CatalogTool;
-use crate::host::Host;
+use crate::annotations::annotations;
+use crate::policy::{Policy, Refusal};
+use quiver_runtime::config::ServeMode;
+use quiver_runtime::enrich::CatalogTool;
+use quiver_runtime::host::Host;
 
 /// The longest name MCP clients accept (`^[a-zA-Z0-9_-]{1,64}$`).
 pub const MAX_NAME_LEN: usize = 64;
