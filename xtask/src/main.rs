@@ -24,7 +24,8 @@ commands:
   bundle [--out DIR]   release build of the quiver binary and every provider cdylib, copied
                        with a manifest.json into DIR (default: <workspace>/dist)
   test [ARGS...]       build the workspace (binary, providers, fault fixtures), install the
-                       MCP Python SDK (pip) when python3 lacks it, then
+                       MCP Python SDK (pip) when python3 lacks it, fetch the MCP
+                       reference servers into npm's cache, then
                        `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
@@ -129,6 +130,7 @@ fn test(args: &[String]) -> Result<()> {
     // alone builds neither, so build the whole workspace first.
     run(cargo(&root).args(["build", "--workspace"]))?;
     install_python_mcp()?;
+    fetch_npm_servers()?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
@@ -139,19 +141,38 @@ fn test(args: &[String]) -> Result<()> {
 /// machine has python3 and pip but not the SDK, so install it when `import mcp` fails.
 fn install_python_mcp() -> Result<()> {
     let python = "python3";
+    // 2.x: the fault server of the upstream tests is an `MCPServer` (1.x called it FastMCP).
     let probe = Command::new(python)
-        .args(["-c", "import mcp"])
+        .args(["-c", "from mcp.server.mcpserver import MCPServer"])
         .output()
         .context("cannot run `python3`; the MCP tests need CPython 3.10+ with pip")?;
     if probe.status.success() {
         return Ok(());
     }
     let mut install = Command::new(python);
-    install.args(["-m", "pip", "install", "--quiet", "mcp"]);
+    install.args(["-m", "pip", "install", "--quiet", "--upgrade", "mcp>=2"]);
     run(&mut install).with_context(|| {
         format!(
-            "cannot install the MCP Python SDK; run `{python} -m pip install mcp` yourself and \
-             retry"
+            "cannot install the MCP Python SDK; run `{python} -m pip install 'mcp>=2'` yourself \
+             and retry"
+        )
+    })
+}
+
+/// The official MCP reference servers the upstream tests run with `npx -y`, as a user would.
+const NPM_SERVERS: [&str; 2] =
+    ["@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"];
+
+/// Puts the reference servers into npm's cache, so the tests' `npx -y` starts them without a
+/// download racing the tests' start-up timeouts; fails, saying what to install, without npm.
+fn fetch_npm_servers() -> Result<()> {
+    let mut add = Command::new("npm");
+    add.args(["cache", "add"]).args(NPM_SERVERS);
+    run(&mut add).with_context(|| {
+        format!(
+            "cannot fetch the MCP reference servers with npm; install Node.js with npm and run \
+             `npm cache add {}`",
+            NPM_SERVERS.join(" ")
         )
     })
 }

@@ -19,6 +19,7 @@ use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::host::{describe, unmatched_tool_sections};
+use quiver_runtime::upstream::UpstreamState;
 use quiver_runtime::{telemetry, Host, HostOptions, PluginStatus};
 use serde_json::Value;
 use tracing::level_filters::LevelFilter;
@@ -180,6 +181,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let options = HostOptions { config: cli.config, plugins_dir: cli.plugins };
     let host = Host::open(&options)?;
+    // Upstream MCP servers start with quiver, in parallel, each bounded by its start timeout;
+    // their clients live on the command's runtime, which calls and the server share.
+    if !host.upstreams().all().is_empty() {
+        runtime()?.block_on(host.start_upstreams());
+    }
     for section in unmatched_tool_sections(&host) {
         tracing::warn!("config section [tools.\"{section}\"] matches no tool this host serves");
     }
@@ -203,6 +209,42 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The one async runtime of a command: upstream clients run on it, and so do calls and the
+/// server that use them.
+pub(crate) fn runtime() -> anyhow::Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(runtime);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    Ok(RUNTIME.get_or_init(|| runtime))
+}
+
+/// One line per upstream: `ready     everything: stdio: npx …, 13 tools (2026-07-28)`.
+fn print_upstreams(host: &Host) -> usize {
+    let mut failed = 0;
+    for report in host.upstream_reports() {
+        let name = &report.name;
+        let transport = &report.transport;
+        match &report.state {
+            UpstreamState::Ready => println!(
+                "ready     upstream {name}: {transport}, {} tools (protocol {})",
+                report.tools,
+                report.protocol.as_deref().unwrap_or("?")
+            ),
+            UpstreamState::Disabled => {
+                println!("disabled  upstream {name}: {transport} (enabled = false in the config)")
+            }
+            UpstreamState::Starting => println!("starting  upstream {name}: {transport}"),
+            UpstreamState::Failed { reason } => {
+                failed += 1;
+                println!("failed    upstream {name}: {transport}: {reason}")
+            }
+        }
+    }
+    failed
+}
+
 fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
     let (dir, source) = host.plugins_dir();
     println!("plugins directory: {} ({source})", dir.display());
@@ -221,6 +263,7 @@ fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::Failed { reason } => println!("failed    {file}: {reason}"),
         }
     }
+    print_upstreams(host);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -228,6 +271,7 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         let mut tools: Vec<Value> = host
             .tools()
+            .iter()
             .map(|t| {
                 let mut d = describe(t);
                 d["side_effect_class"] =
@@ -252,6 +296,7 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
     }
     let rows: Vec<(String, String, String)> = host
         .tools()
+        .iter()
         .map(|t| {
             let effect = serde_json::to_value(host.value_model(t).model.side_effect_class)
                 .ok()
@@ -280,7 +325,7 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let Some(tool) = host.tool(name) else {
         bail!("no tool `{name}`; `quiver tools list` shows the tools this host serves");
     };
-    let resolved = host.value_model(tool);
+    let resolved = host.value_model(&tool);
     if json {
         let provenance: serde_json::Map<String, Value> = resolved
             .provenance
@@ -288,7 +333,7 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
             .map(|(k, v)| (k.clone(), Value::String(v.to_string())))
             .collect();
         let out = serde_json::json!({
-            "tool": describe(tool),
+            "tool": describe(&tool),
             "value_model": resolved.model,
             "provenance": provenance,
         });
@@ -300,7 +345,7 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     if let Some(group) = &tool.spec.group {
         println!("  group: {group}");
     }
-    println!("  served by: {}", tool.provider.path.display());
+    println!("  served by: {}", tool.served_by());
     println!();
     println!("effective value model (field = value  [layer that set it]):");
     let flat: BTreeMap<String, Value> =
@@ -344,9 +389,8 @@ fn call(
     if !args.is_object() {
         bail!("--args must be a JSON object, got {args}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let timeout = timeout_ms.map(Duration::from_millis);
-    let result = runtime.block_on(host.call(name, args, timeout, "cli", None));
+    let result = runtime()?.block_on(host.call(name, args, timeout, "cli", None));
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else if !result.is_error {
@@ -430,6 +474,10 @@ fn tune(
         LoadedConfig::discover(None)?
     };
     let host = Host::with_config(loaded, plugins);
+    // Links between upstream tools are written only for tools the host serves: start them.
+    if !host.upstreams().all().is_empty() {
+        runtime()?.block_on(host.start_upstreams());
+    }
     match command {
         TuneCommand::Analyze { files, within, apply, force } => {
             tune_analyze(&host, &target, files, within, apply, force)
@@ -722,6 +770,8 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         problems += 1;
         println!("config: [tools.\"{section}\"] matches no tool");
     }
+    let failed_upstreams = print_upstreams(host);
+    problems += failed_upstreams;
     let sources: usize = host.static_tools().len();
     if !host.config().config.sources.is_empty() {
         println!("tool sources: {sources} tools described (enrichments and selection see them)");

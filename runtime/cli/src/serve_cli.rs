@@ -35,12 +35,45 @@ impl From<ModeArg> for ServeMode {
     }
 }
 
+/// Resolves on SIGTERM or SIGINT, naming it.
+async fn terminated() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
 /// Serves until the client closes stdin; stdout carries only MCP messages.
 pub(crate) fn serve(host: Host, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let options = ServeOptions { mode: args.mode.map(ServeMode::from) };
-    runtime.block_on(serve_stdio(Arc::new(host), options))?;
-    // Provider calls still blocking on their threads must not hold the exit.
-    runtime.shutdown_background();
+    let host = Arc::new(host);
+    let served = crate::runtime()?.block_on(async {
+        tokio::select! {
+            served = serve_stdio(Arc::clone(&host), options) => served,
+            signal = terminated() => {
+                tracing::info!("{signal}: stopping");
+                Ok(())
+            }
+        }
+    });
+    // The client is gone: no upstream child outlives the server. (Provider calls still blocking
+    // on their threads do not hold the exit: the runtime is never dropped.)
+    host.upstreams().kill_all();
+    served?;
     Ok(ExitCode::SUCCESS)
 }

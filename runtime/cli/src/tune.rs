@@ -1100,7 +1100,7 @@ pub(crate) fn propose_links(
             if config.follow_up_len(&from_name) == Some(0) {
                 return LinkProposal { status: LinkStatus::KeptEmpty, mined };
             }
-            let effective = host.value_model(from).model.follow_up;
+            let effective = host.value_model(&from).model.follow_up;
             if let Some(existing) =
                 effective.iter().find(|l| qualify(&from.name.provider, &l.tool) == to_name)
             {
@@ -1160,7 +1160,7 @@ pub(crate) fn apply_links(
         let current = if config.follow_up_len(&name).is_some() {
             Vec::new()
         } else {
-            host.value_model(registered).model.follow_up
+            host.value_model(&registered).model.follow_up
         };
         let note = "follow-up links mined by quiver tune from-logs";
         config.add_follow_ups(&name, &current, &new, note)?;

@@ -41,6 +41,15 @@ pub enum ConfigError {
         /// TOML's message, with line, column and the offending line.
         message: String,
     },
+    /// Occurs when an `[[upstreams]]` entry is unusable (no transport, a bad name, a name that a
+    /// source or another upstream has).
+    #[error("invalid config {path}: {message}")]
+    Upstream {
+        /// The file.
+        path: PathBuf,
+        /// Which entry and why.
+        message: String,
+    },
     /// Occurs when a `[tools."…"]` section is unusable (bad glob, probability out of range).
     #[error("invalid config {path}: {source}")]
     Tools {
@@ -78,6 +87,9 @@ pub struct Config {
     /// function definitions) that enrichments and selection see beside the plugins' tools.
     #[serde(default)]
     pub sources: Vec<crate::sources::SourceConfig>,
+    /// `[[upstreams]]`: other MCP servers whose tools quiver serves through its pipeline.
+    #[serde(default)]
+    pub upstreams: Vec<crate::upstream::UpstreamConfig>,
     /// `[selector]`: which tools `quiver serve` shows, and which it refuses or asks to confirm.
     #[serde(default)]
     pub selector: SelectorConfig,
@@ -249,6 +261,8 @@ impl LoadedConfig {
         })?;
         let user_layers = UserLayers::new(config.tools.clone())
             .map_err(|source| ConfigError::Tools { path: path.to_owned(), source })?;
+        check_upstreams(&config)
+            .map_err(|message| ConfigError::Upstream { path: path.to_owned(), message })?;
         Ok(Self { path: Some(path.to_owned()), config, user_layers })
     }
 
@@ -291,6 +305,30 @@ impl LoadedConfig {
             .cloned()
             .unwrap_or(ProviderConfig { enabled: true, ..ProviderConfig::default() })
     }
+}
+
+/// Each `[[upstreams]]` entry usable, names unique, and none named like a `[[sources]]` file.
+fn check_upstreams(config: &Config) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for upstream in &config.upstreams {
+        if let Some(problem) = upstream.problem() {
+            return Err(problem);
+        }
+        if !seen.insert(upstream.name.as_str()) {
+            return Err(format!(
+                "two [[upstreams]] are named `{}`; names prefix their tools, so give each its own",
+                upstream.name
+            ));
+        }
+        if config.sources.iter().any(|s| s.source_name() == upstream.name) {
+            return Err(format!(
+                "[[upstreams]] `{0}` and a [[sources]] file share the name `{0}`; a source only \
+                 describes tools an upstream serves, so remove the source or rename one of them",
+                upstream.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -352,5 +390,24 @@ mod tests {
     fn an_unknown_top_level_key_is_an_error() {
         let err = parse("plugin_dir = \"x\"\n").unwrap_err().to_string();
         assert!(err.contains("plugin_dir"), "{err}");
+    }
+
+    #[test]
+    fn upstreams_need_a_transport_a_unique_name_and_no_source_of_that_name() {
+        let ok = parse("[[upstreams]]\nname = \"fs\"\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\n");
+        assert_eq!(ok.unwrap().config.upstreams[0].args, ["-y", "x"]);
+        let twice = parse("[[upstreams]]\nname = \"fs\"\ncommand = \"a\"\n[[upstreams]]\nname = \"fs\"\ncommand = \"b\"\n");
+        assert!(twice.unwrap_err().to_string().contains("two [[upstreams]] are named `fs`"));
+        let clash = parse("[[sources]]\npath = \"tools.json\"\nname = \"fs\"\n[[upstreams]]\nname = \"fs\"\ncommand = \"a\"\n");
+        let message = clash.unwrap_err().to_string();
+        assert!(
+            message.contains("[[upstreams]] `fs` and a [[sources]] file share the name"),
+            "{message}"
+        );
+        let unknown = parse("[[upstreams]]\nname = \"fs\"\ncomand = \"a\"\n");
+        assert!(unknown.unwrap_err().to_string().contains("comand"));
+        let http =
+            parse("[[upstreams]]\nname = \"remote\"\nurl = \"https://mcp.example.com/mcp\"\n");
+        assert!(http.unwrap_err().to_string().contains("not supported by this quiver yet"));
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RResult, RStr};
@@ -17,10 +17,11 @@ use crate::config::{ConfigError, LoadedConfig, ProviderConfig};
 use crate::enrich::CatalogTool;
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
-use crate::registry::{RegisteredTool, Registry};
+use crate::registry::{RegisteredTool, Registry, ToolOrigin};
 use crate::sources::{SourceError, StaticTool};
 use crate::speculation::HostBudgets;
 use crate::telemetry::TelemetrySink;
+use crate::upstream::{UpstreamReport, Upstreams};
 
 /// How to open a host.
 #[derive(Debug, Clone, Default)]
@@ -113,6 +114,9 @@ pub struct Host {
     telemetry: Option<TelemetrySink>,
     static_tools: Vec<StaticTool>,
     source_errors: Vec<SourceError>,
+    upstreams: Upstreams,
+    /// The upstreams' tools as registry entries, rebuilt when an upstream's tools change.
+    upstream_tools: Mutex<(u64, Arc<Vec<Arc<RegisteredTool>>>)>,
 }
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
@@ -179,6 +183,8 @@ impl Host {
             telemetry,
             static_tools: Vec::new(),
             source_errors: Vec::new(),
+            upstreams: Upstreams::new(&[]),
+            upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
         };
         for plugin in loaded {
             let status = host.start(&plugin);
@@ -186,7 +192,72 @@ impl Host {
         }
         host.reports.sort_by(|a, b| a.path.cmp(&b.path));
         host.load_sources();
+        host.upstreams = Upstreams::new(&host.upstream_configs());
         host
+    }
+
+    /// `[[upstreams]]` entries that can run: an upstream named like a loaded plugin's provider
+    /// is left out, with a warning, since their tools would share names.
+    fn upstream_configs(&self) -> Vec<crate::upstream::UpstreamConfig> {
+        let mut out = Vec::new();
+        for upstream in &self.config.config.upstreams {
+            if let Some(plugin) = self.registry.provider(&upstream.name) {
+                let e = SourceError {
+                    path: self.config.path.clone().unwrap_or_default(),
+                    message: format!(
+                        "[[upstreams]] `{}` has the name of the provider served by {}; give the \
+                         upstream another `name`",
+                        upstream.name,
+                        plugin.path.display()
+                    ),
+                };
+                tracing::warn!("{e}");
+                continue;
+            }
+            out.push(upstream.clone());
+        }
+        out
+    }
+
+    /// Starts every enabled upstream MCP server in parallel and waits until each has connected
+    /// or failed (each bounded by its `start_timeout_s`); they are supervised in the background
+    /// from then on. Needs a tokio runtime; a second call does nothing.
+    pub async fn start_upstreams(&self) {
+        self.upstreams.start().await;
+    }
+
+    /// Every upstream and where it stands, in config order.
+    pub fn upstream_reports(&self) -> Vec<UpstreamReport> {
+        self.upstreams.reports()
+    }
+
+    /// The supervised upstreams (to follow their changes, or stop them).
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// The upstreams' tools as registry entries, sorted by qualified name.
+    fn upstream_tools(&self) -> Arc<Vec<Arc<RegisteredTool>>> {
+        let version = self.upstreams.version();
+        let mut cached = self.upstream_tools.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 != version {
+            let mut tools: Vec<Arc<RegisteredTool>> = Vec::new();
+            for upstream in self.upstreams.all() {
+                for tool in upstream.tools() {
+                    tools.push(Arc::new(RegisteredTool {
+                        name: tool.name,
+                        spec: tool.spec,
+                        origin: ToolOrigin::Upstream {
+                            upstream: Arc::clone(upstream),
+                            annotations: tool.annotations,
+                        },
+                    }));
+                }
+            }
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+            *cached = (version, Arc::new(tools));
+        }
+        Arc::clone(&cached.1)
     }
 
     /// Reads `[[sources]]`; a broken file is reported and skipped, the others still load.
@@ -237,8 +308,8 @@ impl Host {
     /// qualified name.
     pub fn catalog(&self) -> Vec<CatalogTool> {
         let mut all: Vec<CatalogTool> = self
-            .registry
             .tools()
+            .into_iter()
             .map(|t| CatalogTool { name: t.name.to_string(), spec: t.spec.clone() })
             .chain(
                 self.static_tools
@@ -344,29 +415,59 @@ impl Host {
         &self.config
     }
 
-    /// The registered tools, sorted by qualified name.
-    pub fn tools(&self) -> impl Iterator<Item = &RegisteredTool> {
-        self.registry.tools()
+    /// Every tool served now — the plugins' and the upstreams' that are up — sorted by
+    /// qualified name.
+    pub fn tools(&self) -> Vec<Arc<RegisteredTool>> {
+        let upstream = self.upstream_tools();
+        let mut all: Vec<Arc<RegisteredTool>> =
+            self.registry.tools().cloned().chain(upstream.iter().cloned()).collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// One tool by qualified name (`github.get_issue`) or MCP name (`github_get_issue`).
-    pub fn tool(&self, name: &str) -> Option<&RegisteredTool> {
-        self.registry.tool(name)
+    pub fn tool(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if let Some(tool) = self.registry.tool(name) {
+            return Some(Arc::clone(tool));
+        }
+        self.upstream_tools()
+            .iter()
+            .find(|t| t.name.to_string() == name || t.name.mcp_name() == name)
+            .cloned()
     }
 
     /// The effective value model of a tool: built-in prior < provider < user `*` < user globs <
     /// user exact, with the layer that set each field.
+    ///
+    /// For an upstream tool the provider layer comes from its annotations, which are hints from a
+    /// server quiver does not control: they may set the class shown and valued, but the tool is
+    /// pre-fetched only when the user's config says it is `pure` or `read_only`.
     pub fn value_model(&self, tool: &RegisteredTool) -> ResolvedValueModel {
         let (rule, prior) = prior_for(&tool.name.tool);
-        let provider = tool.provider.value_model(&tool.name.tool);
+        let provider = match &tool.origin {
+            ToolOrigin::Plugin(provider) => provider.value_model(&tool.name.tool),
+            ToolOrigin::Upstream { annotations, .. } => {
+                crate::upstream::annotation_layer(annotations.as_ref())
+            }
+        };
         let qualified = tool.name.to_string();
         let mut layers: Vec<(LayerSource, &ValueModelLayer)> =
             vec![(LayerSource::BuiltIn(rule), &prior)];
         if let Some(layer) = &provider {
             layers.push((LayerSource::Provider(tool.name.provider.clone()), layer));
         }
-        layers.extend(self.config.user_layers.layers_for(&qualified));
-        resolve(&layers)
+        let user = self.config.user_layers.layers_for(&qualified);
+        let user_says_class = user.iter().any(|(_, l)| l.side_effect_class.is_some());
+        layers.extend(user);
+        let mut resolved = resolve(&layers);
+        if matches!(tool.origin, ToolOrigin::Upstream { .. }) && !user_says_class {
+            resolved.model.speculate = Some(false);
+            resolved.provenance.insert(
+                "speculate".into(),
+                LayerSource::BuiltIn("upstream:no-prefetch-without-user-class".into()),
+            );
+        }
+        resolved
     }
 
     /// The follow-ups of `recent` calls as planner candidates: each link of each recent tool's
@@ -376,21 +477,21 @@ impl Host {
     pub fn follow_up_candidates(&self, recent: &[String]) -> Vec<FollowUpCandidate> {
         let mut out = Vec::new();
         for from in recent {
-            let Some(source) = self.registry.tool(from) else { continue };
-            for link in self.value_model(source).model.follow_up {
+            let Some(source) = self.tool(from) else { continue };
+            for link in self.value_model(&source).model.follow_up {
                 let target = if link.tool.contains('.') {
                     link.tool.clone()
                 } else {
                     format!("{}.{}", source.name.provider, link.tool)
                 };
-                let Some(target_tool) = self.registry.tool(&target) else {
+                let Some(target_tool) = self.tool(&target) else {
                     tracing::debug!(from = %source.name, target, "follow-up to a tool this host does not serve");
                     continue;
                 };
                 out.push(FollowUpCandidate {
                     from: source.name.to_string(),
                     link: FollowUpLink { tool: target, ..link },
-                    model: self.value_model(target_tool).model,
+                    model: self.value_model(&target_tool).model,
                 });
             }
         }
@@ -404,9 +505,21 @@ impl Host {
         prev_result: &Value,
         link: &FollowUpLink,
     ) -> Result<Vec<Map<String, Value>>, String> {
+        let provider = match &prev_tool.origin {
+            ToolOrigin::Plugin(provider) => provider,
+            // An upstream knows nothing of links: the link's own path applies.
+            ToolOrigin::Upstream { .. } => {
+                return match (&link.projection, &link.projection_arg) {
+                    (Some(path), Some(arg)) => {
+                        quiver_core::projection::project(prev_result, path, arg)
+                            .map_err(|e| format!("projection {path}: {e}"))
+                    }
+                    _ => Ok(Vec::new()),
+                };
+            }
+        };
         let link_json = serde_json::to_string(link).map_err(|e| e.to_string())?;
-        let out = prev_tool
-            .provider
+        let out = provider
             .instance
             .project_args(
                 RStr::from(prev_tool.name.tool.as_str()),
@@ -425,7 +538,14 @@ impl Host {
         if let Some(host) = configured.iter().rev().find_map(|(_, l)| l.rate_limit_host.clone()) {
             return Some(host);
         }
-        let answer = tool.provider.instance.rate_limit_host(
+        let provider = match &tool.origin {
+            ToolOrigin::Plugin(provider) => provider,
+            // One upstream server is one budget.
+            ToolOrigin::Upstream { upstream, .. } => {
+                return Some(format!("upstream:{}", upstream.name()));
+            }
+        };
+        let answer = provider.instance.rate_limit_host(
             RStr::from(tool.name.tool.as_str()),
             RStr::from(args.to_string().as_str()),
         );
@@ -448,11 +568,27 @@ impl Host {
         session: &str,
         cancel: Option<Arc<AtomicBool>>,
     ) -> ToolResult {
-        let Some(tool) = self.registry.tool(name) else {
+        let Some(tool) = self.tool(name) else {
             return ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name));
         };
-        let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let cancelled = cancel.unwrap_or_default();
+        if let ToolOrigin::Upstream { upstream, .. } = &tool.origin {
+            tracing::info!(
+                tool = %tool.name,
+                args = %logging::preview_args(&args, &tool.spec.sensitive_params),
+                "call"
+            );
+            let started = Instant::now();
+            let result = upstream.call(&tool.name.tool, args, timeout, cancelled).await;
+            tracing::info!(
+                tool = %tool.name,
+                ms = started.elapsed().as_millis() as u64,
+                is_error = result.is_error,
+                "done"
+            );
+            return scrub_error(result);
+        }
+        let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let (tool_for_thread, flag, session) =
             (tool.clone(), Arc::clone(&cancelled), session.to_owned());
         // The provider blocks (it runs its own runtime), so it must not run on an async worker.
@@ -485,9 +621,13 @@ impl Host {
         timeout: Option<Duration>,
         session: &str,
     ) -> ToolResult {
-        match self.registry.tool(name) {
+        match self.tool(name) {
+            Some(tool) if matches!(tool.origin, ToolOrigin::Upstream { .. }) => ToolResult::error(
+                ToolErrorKind::Internal,
+                format!("`{name}` is an upstream MCP tool; call it with Host::call"),
+            ),
             Some(tool) => call_provider(
-                tool,
+                &tool,
                 args,
                 timeout.unwrap_or(DEFAULT_CALL_TIMEOUT),
                 session,
@@ -521,7 +661,13 @@ fn call_provider(
         ..ToolContext::default()
     };
     let context_json = serde_json::to_string(&ctx).expect("a context is JSON");
-    let answer = tool.provider.instance.call(
+    let Some(provider) = tool.plugin() else {
+        return ToolResult::error(
+            ToolErrorKind::Internal,
+            format!("`{}` is not a plugin tool", tool.name),
+        );
+    };
+    let answer = provider.instance.call(
         RStr::from(tool.name.tool.as_str()),
         RStr::from(args.to_string().as_str()),
         RStr::from(context_json.as_str()),
@@ -618,7 +764,7 @@ pub fn describe(tool: &RegisteredTool) -> Value {
 
 /// Every config section that names an exact tool the registry does not have, for warnings.
 pub fn unmatched_tool_sections(host: &Host) -> Vec<String> {
-    let known: BTreeSet<String> = host.tools().map(|t| t.name.to_string()).collect();
+    let known: BTreeSet<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     host.config
         .user_layers
         .exact_names()

@@ -14,6 +14,8 @@
 //!   endpoint, embeddings, dataflow edges, neighbours), cached in the sled store ([`enrich::store`]).
 //! - [`selector`]: the tool selector — ranks the catalog for a query (BM25 fused with embedding
 //!   similarity) and chooses the tools to show a model this turn.
+//! - [`upstream`]: other MCP servers (`[[upstreams]]`), each a supervised client whose tools are
+//!   served beside the plugins' through the same pipeline.
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -48,6 +50,7 @@ pub mod session;
 pub mod sources;
 pub mod speculation;
 pub mod telemetry;
+pub mod upstream;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

@@ -1,4 +1,5 @@
-//! The registry of qualified tools: `github.get_issue` → the provider instance that serves it.
+//! The registry of qualified tools: `github.get_issue` → the plugin's provider instance, or
+//! `everything.echo` → the upstream MCP server, that serves it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -6,6 +7,21 @@ use std::sync::Arc;
 use quiver_core::{ToolName, ToolSpec};
 
 use crate::host::ProviderHandle;
+use crate::upstream::Upstream;
+
+/// What serves a tool.
+#[derive(Clone)]
+pub enum ToolOrigin {
+    /// A plugin's provider instance.
+    Plugin(Arc<ProviderHandle>),
+    /// An upstream MCP server, with the annotations it declared for the tool (hints only).
+    Upstream {
+        /// The supervised client.
+        upstream: Arc<Upstream>,
+        /// `annotations` from its `tools/list`.
+        annotations: Option<serde_json::Value>,
+    },
+}
 
 /// A tool the host serves.
 #[derive(Clone)]
@@ -14,8 +30,28 @@ pub struct RegisteredTool {
     pub name: ToolName,
     /// Its spec as the provider declared it.
     pub spec: ToolSpec,
-    /// The provider instance that serves it.
-    pub provider: Arc<ProviderHandle>,
+    /// What serves it.
+    pub origin: ToolOrigin,
+}
+
+impl RegisteredTool {
+    /// The plugin provider serving it, when a plugin does.
+    pub fn plugin(&self) -> Option<&Arc<ProviderHandle>> {
+        match &self.origin {
+            ToolOrigin::Plugin(provider) => Some(provider),
+            ToolOrigin::Upstream { .. } => None,
+        }
+    }
+
+    /// Where it comes from, for `tools show`: a plugin file or an upstream's transport.
+    pub fn served_by(&self) -> String {
+        match &self.origin {
+            ToolOrigin::Plugin(provider) => provider.path.display().to_string(),
+            ToolOrigin::Upstream { upstream, .. } => {
+                format!("upstream `{}` ({})", upstream.name(), upstream.config().transport())
+            }
+        }
+    }
 }
 
 /// Why a provider's tools could not be registered.
@@ -42,7 +78,7 @@ pub enum RegistryError {
 /// Tools by qualified name, and the providers that serve them.
 #[derive(Default)]
 pub struct Registry {
-    tools: BTreeMap<String, RegisteredTool>,
+    tools: BTreeMap<String, Arc<RegisteredTool>>,
     providers: BTreeMap<String, Arc<ProviderHandle>>,
 }
 
@@ -53,7 +89,7 @@ impl Registry {
         provider: Arc<ProviderHandle>,
         specs: &[ToolSpec],
     ) -> Result<usize, RegistryError> {
-        let mut staged: BTreeMap<String, RegisteredTool> = BTreeMap::new();
+        let mut staged: BTreeMap<String, Arc<RegisteredTool>> = BTreeMap::new();
         for spec in specs {
             if spec.name.is_empty() || spec.name.contains('.') {
                 return Err(RegistryError::InvalidName {
@@ -62,11 +98,11 @@ impl Registry {
                 });
             }
             let name = ToolName::new(provider.name.clone(), spec.name.clone());
-            let tool = RegisteredTool {
+            let tool = Arc::new(RegisteredTool {
                 name: name.clone(),
                 spec: spec.clone(),
-                provider: Arc::clone(&provider),
-            };
+                origin: ToolOrigin::Plugin(Arc::clone(&provider)),
+            });
             if staged.insert(name.to_string(), tool).is_some() {
                 return Err(RegistryError::DuplicateTool {
                     provider: provider.name.clone(),
@@ -86,12 +122,12 @@ impl Registry {
     }
 
     /// Every tool, sorted by qualified name.
-    pub fn tools(&self) -> impl Iterator<Item = &RegisteredTool> {
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
         self.tools.values()
     }
 
     /// A tool by qualified name (`github.get_issue`) or by MCP name (`github_get_issue`).
-    pub fn tool(&self, name: &str) -> Option<&RegisteredTool> {
+    pub fn tool(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
         self.tools.get(name).or_else(|| self.tools.values().find(|t| t.name.mcp_name() == name))
     }
 

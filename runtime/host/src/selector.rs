@@ -200,10 +200,11 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
     }
     let links: Vec<(String, String, f32)> = host
         .tools()
+        .into_iter()
         .flat_map(|tool| {
             let from = tool.name.to_string();
             let provider = tool.name.provider.clone();
-            host.value_model(tool).model.follow_up.into_iter().map(move |link| {
+            host.value_model(&tool).model.follow_up.into_iter().map(move |link| {
                 let to = if link.tool.contains('.') {
                     link.tool
                 } else {

@@ -148,7 +148,7 @@ impl Session {
             );
         };
         let qualified = tool.name.to_string();
-        let model = self.host.value_model(tool).model;
+        let model = self.host.value_model(&tool).model;
         let schema = &tool.spec.input_schema;
         let key = CallKey::new(&qualified, &args, Some(schema));
         let now = Instant::now();
@@ -195,7 +195,7 @@ impl Session {
         let result = match served {
             Some(result) => result,
             None => {
-                let rate_limit_host = self.host.rate_limit_host(tool, &args);
+                let rate_limit_host = self.host.rate_limit_host(&tool, &args);
                 // Main calls wait for their host's permit; they share it with pre-fetches.
                 let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
                 self.host
@@ -235,7 +235,7 @@ impl Session {
         // A call served by a pre-fetch answers at once, like a cache hit: its own follow-ups are
         // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
         let (started, landed) = if self.host.config().config.enrichment.enabled && !prefetch_hit {
-            self.prefetch(tool, &structured, intent).await
+            self.prefetch(&tool, &structured, intent).await
         } else {
             (0, Vec::new())
         };
@@ -391,7 +391,7 @@ impl Session {
                     continue;
                 }
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
-                let host_name = self.host.rate_limit_host(target, &arguments);
+                let host_name = self.host.rate_limit_host(&target, &arguments);
                 let Ok(permit) = self.host.host_budgets().try_acquire(host_name.as_deref()) else {
                     continue;
                 };

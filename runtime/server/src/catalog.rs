@@ -100,7 +100,7 @@ impl Catalog {
         let mut tools = Vec::new();
         for tool in host.tools() {
             let qualified = tool.name.to_string();
-            let class = host.value_model(tool).model.side_effect_class;
+            let class = host.value_model(&tool).model.side_effect_class;
             tools.push(ExposedTool {
                 mcp_name: String::new(),
                 provider: tool.name.provider.clone(),
@@ -119,7 +119,7 @@ impl Catalog {
                 qualified,
             });
         }
-        let names: Vec<ToolName> = host.tools().map(|t| t.name.clone()).collect();
+        let names: Vec<ToolName> = host.tools().iter().map(|t| t.name.clone()).collect();
         for (tool, name) in tools.iter_mut().zip(unique_mcp_names(&names)) {
             tool.mcp_name = name;
             tool.refusal = policy.refusal(&tool.qualified, &tool.mcp_name, tool.class);

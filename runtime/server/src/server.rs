@@ -29,6 +29,7 @@ use quiver_runtime::config::ServeMode;
 use quiver_runtime::host::Host;
 use quiver_runtime::selector::{selector_for_host, Selector, SelectorOptions};
 use quiver_runtime::session::Session;
+use quiver_runtime::upstream::{ProgressSink, CALL_PROGRESS};
 
 /// How often a long call reports progress, when the client asked for progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -50,7 +51,11 @@ struct Inner {
     host: Arc<Host>,
     session: Session,
     session_id: String,
-    catalog: Catalog,
+    /// The catalog and the upstream change count it was built at: rebuilt when an upstream's
+    /// tools change (a restart, a `list_changed`), so the list follows them.
+    catalog: Mutex<(u64, Arc<Catalog>)>,
+    policy: Policy,
+    inferred: std::collections::BTreeMap<String, Value>,
     listing: Mutex<Listing>,
     instructions: String,
     max_tools: usize,
@@ -70,16 +75,30 @@ impl QuiverServer {
         let mode = options.mode.unwrap_or(config.mode);
         let policy = Policy::new(&config)?;
         let inferred = quiver_runtime::enrich::inferred_output_schemas(&host);
+        let version = host.upstreams().version();
         let catalog = Catalog::new(&host, &policy, &inferred);
         let listing = Listing::new(mode, &config, &catalog)?;
-        let instructions = catalog.instructions(mode);
+        let mut instructions = catalog.instructions(mode);
+        let down: Vec<String> = host
+            .upstream_reports()
+            .into_iter()
+            .filter(|r| matches!(r.state, quiver_runtime::upstream::UpstreamState::Failed { .. }))
+            .map(|r| format!("- {}: unavailable ({})", r.name, r.state))
+            .collect();
+        if !down.is_empty() {
+            instructions
+                .push_str("\nUpstream servers not serving now (restarted automatically):\n");
+            instructions.push_str(&down.join("\n"));
+        }
         let session_id = session_id.into();
         Ok(Self {
             inner: Arc::new(Inner {
                 session: Session::new(Arc::clone(&host), session_id.clone()),
                 session_id,
                 host,
-                catalog,
+                catalog: Mutex::new((version, Arc::new(catalog))),
+                policy,
+                inferred,
                 listing: Mutex::new(listing),
                 instructions,
                 max_tools: config.max_tools.max(1),
@@ -90,7 +109,20 @@ impl QuiverServer {
 
     /// The tools `tools/list` returns now, as MCP JSON (for token measurements and tests).
     pub fn list_json(&self) -> Value {
-        json!({ "tools": self.listing().tools(&self.inner.catalog) })
+        let catalog = self.catalog();
+        json!({ "tools": self.listing().tools(&catalog) })
+    }
+
+    /// The catalog as of the upstreams' latest change.
+    fn catalog(&self) -> Arc<Catalog> {
+        let inner = &self.inner;
+        let version = inner.host.upstreams().version();
+        let mut cached = inner.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 != version {
+            let catalog = Catalog::new(&inner.host, &inner.policy, &inner.inferred);
+            *cached = (version, Arc::new(catalog));
+        }
+        Arc::clone(&cached.1)
     }
 
     /// The server's instructions.
@@ -140,8 +172,7 @@ impl QuiverServer {
     }
 
     /// The enabled tools best matching `query`, at most `k`.
-    async fn rank(&self, query: &str, k: usize) -> Vec<&ExposedTool> {
-        let catalog = &self.inner.catalog;
+    async fn rank<'c>(&self, catalog: &'c Catalog, query: &str, k: usize) -> Vec<&'c ExposedTool> {
         let Some(selector) = self.selector().await else {
             return fallback_rank(catalog, query, k);
         };
@@ -198,8 +229,9 @@ impl QuiverServer {
             .unwrap_or(DEFAULT_K)
             .clamp(1, self.inner.max_tools);
         escape::record(&self.inner.host, &self.inner.session_id, EventKind::FindTools, FIND_TOOLS);
+        let catalog = self.catalog();
         let found: Vec<Value> = self
-            .rank(query, k)
+            .rank(&catalog, query, k)
             .await
             .into_iter()
             .map(|t| {
@@ -225,7 +257,7 @@ impl QuiverServer {
                  tool name",
             );
         };
-        let catalog = &self.inner.catalog;
+        let catalog = self.catalog();
         let bundles = catalog.bundles();
         let tools: Vec<String> = if let Some(bundle) = bundles.iter().find(|b| b.name == wanted) {
             bundle.tools.clone()
@@ -235,8 +267,12 @@ impl QuiverServer {
             }
             vec![tool.qualified.clone()]
         } else {
-            let suggestions: Vec<String> =
-                self.rank(wanted, 3).await.into_iter().map(|t| t.mcp_name.clone()).collect();
+            let suggestions: Vec<String> = self
+                .rank(&catalog, wanted, 3)
+                .await
+                .into_iter()
+                .map(|t| t.mcp_name.clone())
+                .collect();
             let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
             names.sort_by(|a, b| {
                 strsim::jaro_winkler(wanted, b).total_cmp(&strsim::jaro_winkler(wanted, a))
@@ -282,9 +318,20 @@ impl QuiverServer {
         context: &RequestContext<RoleServer>,
         via_call_tool: bool,
     ) -> CallToolResult {
-        let catalog = &self.inner.catalog;
+        let catalog = self.catalog();
         let Some(tool) = catalog.get(name) else {
-            return error_result(unknown_tool_message(catalog, name, self.listing().mode()));
+            // A tool of an upstream that is down is not "unknown": say why it is missing.
+            let down = self.inner.host.upstream_reports().into_iter().find(|r| {
+                name.strip_prefix(r.name.as_str()).is_some_and(|rest| rest.starts_with(['_', '.']))
+                    && r.state != quiver_runtime::upstream::UpstreamState::Ready
+            });
+            if let Some(report) = down {
+                return error_result(format!(
+                    "upstream `{}` is unavailable ({}); its tools return once it restarts",
+                    report.name, report.state
+                ));
+            }
+            return error_result(unknown_tool_message(&catalog, name, self.listing().mode()));
         };
         if let Some(refusal) = tool.refusal {
             return error_result(refusal.message(&tool.qualified));
@@ -297,7 +344,7 @@ impl QuiverServer {
                 tool.mcp_name
             ));
         }
-        let listed = self.listing().is_listed(catalog, &tool.qualified);
+        let listed = self.listing().is_listed(&catalog, &tool.qualified);
         if !listed {
             let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
             escape::record(&self.inner.host, &self.inner.session_id, kind, &tool.qualified);
@@ -315,14 +362,39 @@ impl QuiverServer {
         context: &RequestContext<RoleServer>,
     ) -> ToolResult {
         let cancel = Arc::new(AtomicBool::new(false));
-        let call = self.inner.session.call_cancellable(
-            &tool.qualified,
-            arguments,
-            &[],
-            Some(Arc::clone(&cancel)),
+        let token = context.meta.get_progress_token();
+        // An upstream reports its own progress: forward it to the client that asked, instead of
+        // heartbeats (two counters would not rise together).
+        let upstream = self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
+        let forward: ProgressSink = {
+            let (peer, token) = (context.peer.clone(), token.clone());
+            Arc::new(move |progress, total, message| {
+                let Some(token) = token.clone() else { return };
+                let peer = peer.clone();
+                let mut param = ProgressNotificationParam::new(token, progress);
+                if let Some(total) = total {
+                    param = param.with_total(total);
+                }
+                if let Some(message) = message {
+                    param = param.with_message(message);
+                }
+                tokio::spawn(async move {
+                    if let Err(e) = peer.notify_progress(param).await {
+                        tracing::debug!("could not forward progress: {e}");
+                    }
+                });
+            })
+        };
+        let call = CALL_PROGRESS.scope(
+            forward,
+            self.inner.session.call_cancellable(
+                &tool.qualified,
+                arguments,
+                &[],
+                Some(Arc::clone(&cancel)),
+            ),
         );
         tokio::pin!(call);
-        let token = context.meta.get_progress_token();
         let mut ticks =
             tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
         let mut seconds = 0u32;
@@ -333,7 +405,7 @@ impl QuiverServer {
                     tracing::info!(tool = %tool.qualified, "cancelled by the client");
                     cancel.store(true, Ordering::SeqCst);
                 }
-                _ = ticks.tick(), if token.is_some() => {
+                _ = ticks.tick(), if token.is_some() && !upstream => {
                     seconds += 1;
                     let Some(token) = token.clone() else { continue };
                     let progress = ProgressNotificationParam::new(token, f64::from(seconds))
@@ -350,7 +422,9 @@ impl QuiverServer {
 impl ServerHandler for QuiverServer {
     fn get_info(&self) -> InitializeResult {
         let mut capabilities = ServerCapabilities::builder().enable_tools();
-        if self.listing().mode() == ServeMode::Dynamic {
+        // Upstream tools come and go (restarts, their own list changes): say so in every mode.
+        let upstreams = !self.inner.host.upstreams().all().is_empty();
+        if self.listing().mode() == ServeMode::Dynamic || upstreams {
             capabilities = capabilities.enable_tool_list_changed();
         }
         InitializeResult::new(capabilities.build())
@@ -383,10 +457,30 @@ pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Resu
     let server = QuiverServer::new(host, &options, session_id)?;
     let running = server.clone().serve(rmcp::transport::stdio()).await?;
     tracing::info!("serving MCP on stdio");
+    let watcher = tokio::spawn(follow_upstream_changes(server.clone(), running.peer().clone()));
     let ended = running.waiting().await;
+    watcher.abort();
     server.shutdown().await;
     ended?;
     Ok(())
+}
+
+/// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists.
+async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServer>) {
+    let mut changes = server.inner.host.upstreams().subscribe();
+    let mut listed = server.list_json();
+    while changes.changed().await.is_ok() {
+        // A restart changes state twice in a row; let it settle before comparing.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = server.list_json();
+        if now != listed {
+            listed = now;
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!("could not send tools/list_changed: {e}");
+                return;
+            }
+        }
+    }
 }
 
 /// A result whose text and (for tools with an output schema) `structuredContent` mirror each

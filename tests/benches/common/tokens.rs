@@ -105,7 +105,7 @@ pub(crate) async fn measure(plugins: &Path) -> Vec<Measured> {
             projected_tokens: effects.tokens_after,
             projected: result.structured.expect("structured result"),
             provider: provider.structured.expect("structured result"),
-            model: host.value_model(registered).model,
+            model: host.value_model(&registered).model,
         });
     }
     session.shutdown().await;

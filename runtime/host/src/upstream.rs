@@ -1,0 +1,1009 @@
+//! Upstream MCP servers: other servers' tools served beside the plugins', through the same
+//! pipeline.
+//!
+//! Each `[[upstreams]]` entry gets one supervised client ([`Upstream`]) on its own task: it starts
+//! the server (a child process speaking MCP over stdio), negotiates the newest protocol revision
+//! both sides know (`server/discover` on 2026-07-28, `initialize` for older servers), lists its
+//! tools and lists them again when the server says they changed. A server that fails to start,
+//! crashes or hangs is reported with its reason (the state is data `doctor`, `plugins` and the
+//! MCP server read), its tools answer with a clear error, and it is restarted with exponential
+//! backoff; the other upstreams and the plugins keep serving.
+//!
+//! Child processes never outlive quiver: each runs in its own process group, killed when its
+//! client is dropped, when quiver exits ([`Upstreams::kill_all`], also from a panic hook) and when
+//! the client of `quiver serve` disconnects (the server exits, and with it every child). A
+//! `kill -9` of quiver itself cannot be caught: its children then see their stdin close, which
+//! ends every well-behaved stdio server.
+//!
+//! **Environment**: a child inherits quiver's environment *minus* every variable that looks like
+//! a credential (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_KEY`, …), so the GitHub token quiver
+//! holds does not reach a filesystem server; `env = [...]` passes named variables through (their
+//! values are masked in every log), `set_env` sets literal ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use quiver_core::{Content, ToolErrorKind, ToolName, ToolResult, ToolSpec};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientConfig, ClientNotification, ClientRequest, Implementation, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, RequestId, ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, Peer, RoleClient};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{watch, Notify};
+
+use crate::logging;
+
+/// How long an upstream may take to start and list its tools, unless `start_timeout_s` says.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// First wait before restarting a failed upstream; doubled after each failure.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Lines of an upstream's stderr kept for its failure reason.
+const STDERR_TAIL_LINES: usize = 3;
+/// Longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// `[[upstreams]]`: one MCP server quiver starts (stdio) and serves the tools of.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Its tools are served as `NAME.tool` (MCP name `NAME_tool`).
+    pub name: String,
+    /// stdio: the program quiver starts.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables passed through from quiver's environment; their values are secrets.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Literal, non-secret variables.
+    #[serde(default)]
+    pub set_env: BTreeMap<String, String>,
+    /// Streamable HTTP: the server's URL.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Streamable HTTP: `Authorization: Bearer <value of this variable>`.
+    #[serde(default)]
+    pub bearer_env: Option<String>,
+    /// Streamable HTTP: extra headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The longest one call may take, in seconds (60).
+    #[serde(default = "default_timeout_s")]
+    pub timeout_s: u64,
+    /// The longest start-up (process start, handshake, first tool list) may take (30).
+    #[serde(default = "default_start_timeout_s")]
+    pub start_timeout_s: u64,
+    /// `false` keeps it configured but not started.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_timeout_s() -> u64 {
+    60
+}
+
+fn default_start_timeout_s() -> u64 {
+    DEFAULT_START_TIMEOUT.as_secs()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl UpstreamConfig {
+    /// Why this entry cannot be used, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        let name = &self.name;
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Some(format!(
+                "[[upstreams]] name `{name}` must be letters, digits, `_` or `-` (it prefixes \
+                 every tool name)"
+            ));
+        }
+        match (&self.command, &self.url) {
+            (Some(_), Some(_)) => Some(format!(
+                "[[upstreams]] `{name}` sets both `command` and `url`; keep `command` for a server \
+                 quiver starts, or `url` for a remote one"
+            )),
+            (None, None) => Some(format!(
+                "[[upstreams]] `{name}` needs `command` (a server quiver starts) or `url` (a \
+                 remote server)"
+            )),
+            (None, Some(_)) => Some(format!(
+                "[[upstreams]] `{name}`: Streamable HTTP upstreams (`url`) are not supported by \
+                 this quiver yet; run the server over stdio with `command`"
+            )),
+            (Some(command), None) if command.trim().is_empty() => {
+                Some(format!("[[upstreams]] `{name}` has an empty `command`"))
+            }
+            (Some(_), None) if self.timeout_s == 0 || self.start_timeout_s == 0 => Some(format!(
+                "[[upstreams]] `{name}`: timeout_s and start_timeout_s must be at least 1"
+            )),
+            _ => None,
+        }
+    }
+
+    /// `stdio: npx -y @modelcontextprotocol/server-everything` or `http: URL`, for reports.
+    pub fn transport(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(command), _) => {
+                let mut line = format!("stdio: {command}");
+                for arg in &self.args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                logging::scrub(&line)
+            }
+            (None, Some(url)) => format!("http: {url}"),
+            (None, None) => "none".into(),
+        }
+    }
+}
+
+/// Where an upstream stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamState {
+    /// `enabled = false`.
+    Disabled,
+    /// Starting, or restarting after a failure.
+    Starting,
+    /// Serving its tools.
+    Ready,
+    /// Not serving, and why (it is restarted with backoff).
+    Failed {
+        /// One line, secrets masked.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for UpstreamState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamState::Disabled => f.write_str("disabled in the config"),
+            UpstreamState::Starting => f.write_str("starting"),
+            UpstreamState::Ready => f.write_str("ready"),
+            UpstreamState::Failed { reason } => write!(f, "failed — {reason}"),
+        }
+    }
+}
+
+/// One upstream as `quiver plugins`, `doctor` and the server's instructions show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamReport {
+    /// Its name.
+    pub name: String,
+    /// `stdio: …` or `http: …`.
+    pub transport: String,
+    /// Where it stands.
+    pub state: UpstreamState,
+    /// How many tools it serves now.
+    pub tools: usize,
+    /// The protocol revision negotiated, once connected.
+    pub protocol: Option<String>,
+    /// How many times it was restarted.
+    pub restarts: u32,
+}
+
+/// A tool an upstream serves, as the registry sees it.
+#[derive(Debug, Clone)]
+pub struct UpstreamTool {
+    /// `upstream.tool`.
+    pub name: ToolName,
+    /// Name, description and schemas as the upstream declared them.
+    pub spec: ToolSpec,
+    /// The upstream's `annotations` (hints, not promises).
+    pub annotations: Option<Value>,
+}
+
+/// Receives an upstream's progress for one call: (progress, total, message).
+pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
+
+tokio::task_local! {
+    /// The progress sink of the call running in this task, set by the MCP server around a call
+    /// so an upstream's progress notifications reach the client that asked.
+    pub static CALL_PROGRESS: ProgressSink;
+}
+
+type Client = rmcp::service::RunningService<RoleClient, UpstreamHandler>;
+
+struct Live {
+    state: UpstreamState,
+    tools: Vec<UpstreamTool>,
+    peer: Option<Peer<RoleClient>>,
+    protocol: Option<String>,
+    restarts: u32,
+    /// The child's process group, to kill it whatever happens to the client.
+    pgid: Option<u32>,
+    /// The last lines of the child's stderr (masked), for failure reasons.
+    stderr_tail: std::collections::VecDeque<String>,
+}
+
+/// One supervised upstream client.
+pub struct Upstream {
+    config: UpstreamConfig,
+    live: Mutex<Live>,
+    progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    relist: Notify,
+    /// Set after the first start attempt ends (ready or failed), for [`Upstreams::start`].
+    first_attempt: watch::Sender<bool>,
+    stop: AtomicBool,
+    stopped: Notify,
+    changed: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Upstream {
+    fn new(config: UpstreamConfig, changed: Arc<dyn Fn() + Send + Sync>) -> Self {
+        let state = if config.enabled { UpstreamState::Starting } else { UpstreamState::Disabled };
+        Self {
+            config,
+            live: Mutex::new(Live {
+                state,
+                tools: Vec::new(),
+                peer: None,
+                protocol: None,
+                restarts: 0,
+                pgid: None,
+                stderr_tail: std::collections::VecDeque::new(),
+            }),
+            progress: Mutex::new(HashMap::new()),
+            relist: Notify::new(),
+            first_attempt: watch::channel(false).0,
+            stop: AtomicBool::new(false),
+            stopped: Notify::new(),
+            changed,
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Where it stands now.
+    pub fn report(&self) -> UpstreamReport {
+        let live = self.live();
+        UpstreamReport {
+            name: self.config.name.clone(),
+            transport: self.config.transport(),
+            state: live.state.clone(),
+            tools: live.tools.len(),
+            protocol: live.protocol.clone(),
+            restarts: live.restarts,
+        }
+    }
+
+    /// The tools it serves now (none while it is down).
+    pub fn tools(&self) -> Vec<UpstreamTool> {
+        self.live().tools.clone()
+    }
+
+    fn set_state(&self, state: UpstreamState) {
+        let changed = {
+            let mut live = self.live();
+            if let UpstreamState::Failed { reason } = &state {
+                tracing::warn!(upstream = %self.config.name, "{reason}");
+                live.peer = None;
+                live.tools.clear();
+            }
+            let changed = live.state != state;
+            live.state = state;
+            changed
+        };
+        if changed {
+            (self.changed)();
+        }
+    }
+
+    /// Supervises the upstream until quiver stops: start, serve, restart with backoff.
+    async fn supervise(self: Arc<Self>) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            // A restart keeps showing the last failure until it succeeds: "starting" would hide
+            // why the upstream keeps going down.
+            if !matches!(self.live().state, UpstreamState::Failed { .. }) {
+                self.set_state(UpstreamState::Starting);
+            }
+            let start_timeout = Duration::from_secs(self.config.start_timeout_s);
+            let started = tokio::time::timeout(start_timeout, self.connect()).await;
+            match started {
+                Ok(Ok(client)) => {
+                    let _ = self.first_attempt.send(true);
+                    backoff = FIRST_BACKOFF;
+                    let reason = self.serve(client).await;
+                    if self.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let reason = self.with_stderr_tail(reason).await;
+                    self.set_state(UpstreamState::Failed { reason });
+                }
+                Ok(Err(reason)) => {
+                    let reason = self.with_stderr_tail(reason).await;
+                    self.set_state(UpstreamState::Failed { reason });
+                }
+                Err(_) => {
+                    self.kill();
+                    self.set_state(UpstreamState::Failed {
+                        reason: format!(
+                            "did not start within {} s (start_timeout_s); it was stopped",
+                            start_timeout.as_secs()
+                        ),
+                    });
+                }
+            }
+            // After the state is set, so whoever waits for the first attempt sees its outcome.
+            let _ = self.first_attempt.send(true);
+            self.kill();
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.stopped.notified() => return,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            self.live().restarts += 1;
+        }
+    }
+
+    /// Starts the process, negotiates the protocol and lists the tools.
+    async fn connect(self: &Arc<Self>) -> Result<Client, String> {
+        let command = self.config.command.clone().unwrap_or_default();
+        let mut cmd = tokio::process::Command::new(&command);
+        cmd.args(&self.config.args);
+        for (key, _) in std::env::vars_os() {
+            if let Some(key) = key.to_str() {
+                if looks_like_credential(key) {
+                    cmd.env_remove(key);
+                }
+            }
+        }
+        for var in &self.config.env {
+            match std::env::var(var) {
+                Ok(value) => {
+                    logging::register_secret(&value);
+                    cmd.env(var, value);
+                }
+                Err(_) => tracing::warn!(
+                    upstream = %self.config.name,
+                    "`{var}` (listed in env) is not set; the server starts without it"
+                ),
+            }
+        }
+        cmd.envs(&self.config.set_env);
+        let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        wrapped.wrap(process_wrap::tokio::KillOnDrop);
+        let (transport, stderr) = TokioChildProcess::builder(wrapped)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                let fix = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (is it installed and on PATH?)"
+                } else {
+                    ""
+                };
+                format!("cannot start `{}`: {e}{fix}", logging::scrub(&command))
+            })?;
+        self.live().pgid = transport.id();
+        self.live().stderr_tail.clear();
+        if let Some(stderr) = stderr {
+            let upstream = Arc::downgrade(self);
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let Some(upstream) = upstream.upgrade() else { return };
+                    let line = logging::scrub(&line);
+                    tracing::debug!(target: "quiver::upstream", upstream = %upstream.config.name, "{line}");
+                    let mut live = upstream.live();
+                    if live.stderr_tail.len() == STDERR_TAIL_LINES {
+                        live.stderr_tail.pop_front();
+                    }
+                    live.stderr_tail.push_back(line.chars().take(300).collect());
+                }
+            });
+        }
+        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let client = handler
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .map_err(|e| format!("the MCP handshake failed: {}", logging::scrub(&e.to_string())))?;
+        let protocol = client.peer().peer_info().map(|info| info.protocol_version.to_string());
+        self.list(client.peer()).await?;
+        {
+            let mut live = self.live();
+            live.protocol = protocol;
+            live.peer = Some(client.peer().clone());
+        }
+        self.set_state(UpstreamState::Ready);
+        tracing::info!(upstream = %self.config.name, tools = self.live().tools.len(), "upstream ready");
+        Ok(client)
+    }
+
+    /// Lists the tools (every page) and swaps them in.
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let listed = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {}", logging::scrub(&e.to_string())))?;
+        let mut tools = Vec::with_capacity(listed.len());
+        for tool in listed {
+            let json = serde_json::to_value(&tool).unwrap_or(Value::Null);
+            let name = tool.name.to_string();
+            if name.is_empty() || name.contains('.') {
+                tracing::warn!(upstream = %self.config.name, "skipping tool `{name}`: names are non-empty and have no dots");
+                continue;
+            }
+            let spec = ToolSpec {
+                name: name.clone(),
+                group: None,
+                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                input_schema: json
+                    .get("inputSchema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+                output_schema: json.get("outputSchema").cloned().filter(Value::is_object),
+                sensitive_params: Vec::new(),
+            };
+            tools.push(UpstreamTool {
+                name: ToolName::new(self.config.name.clone(), name),
+                spec,
+                annotations: json.get("annotations").cloned(),
+            });
+        }
+        tools.sort_by(|a, b| a.name.tool.cmp(&b.name.tool));
+        self.live().tools = tools;
+        (self.changed)();
+        Ok(())
+    }
+
+    /// Serves until the connection ends; returns why it ended.
+    async fn serve(self: &Arc<Self>, client: Client) -> String {
+        let peer = client.peer().clone();
+        // 2026-07-28 servers send list changes only on a listen stream that asked for them.
+        let modern = peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize());
+        let mut subscription = if modern {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            peer.listen(filter).await.ok()
+        } else {
+            None
+        };
+        let cancel = client.cancellation_token();
+        let mut done = tokio::spawn(client.waiting());
+        loop {
+            let next_change = async {
+                match subscription.as_mut() {
+                    Some(s) => s.next().await.ok().flatten().is_some(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = self.relist.notified() => {
+                    if let Err(e) = self.list(&peer).await {
+                        tracing::warn!(upstream = %self.config.name, "{e}");
+                    }
+                }
+                changed = next_change => {
+                    if changed {
+                        if let Err(e) = self.list(&peer).await {
+                            tracing::warn!(upstream = %self.config.name, "{e}");
+                        }
+                    } else {
+                        subscription = None;
+                    }
+                }
+                _ = &mut done => break,
+                () = self.stopped.notified() => {
+                    cancel.cancel();
+                    let _ = done.await;
+                    return "stopped".into();
+                }
+            }
+        }
+        "the server exited or closed its connection; restarting".into()
+    }
+
+    /// `reason` with the last lines the server wrote to stderr, which usually say why it
+    /// stopped (a missing package, a bad argument).
+    async fn with_stderr_tail(&self, reason: String) -> String {
+        // The reader may still be draining the pipe of a process that just exited.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let tail: Vec<String> = self.live().stderr_tail.drain(..).collect();
+        if tail.is_empty() {
+            reason
+        } else {
+            format!("{reason}; its stderr ended with: {}", tail.join(" | "))
+        }
+    }
+
+    /// Kills the child's process group, if there is one.
+    fn kill(&self) {
+        if let Some(pgid) = self.live().pgid.take() {
+            kill_group(pgid);
+        }
+    }
+
+    /// Calls `tool` with `args` within `timeout`; setting `cancel` sends
+    /// `notifications/cancelled` upstream and returns a `cancelled` error.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        cancel: Arc<AtomicBool>,
+    ) -> ToolResult {
+        let name = &self.config.name;
+        let (peer, state) = {
+            let live = self.live();
+            (live.peer.clone(), live.state.clone())
+        };
+        let Some(peer) = peer else {
+            return ToolResult::error(
+                ToolErrorKind::Upstream,
+                format!(
+                    "upstream `{name}` is unavailable ({state}); `{name}.{tool}` works again once \
+                     it restarts (`quiver doctor` shows why it stopped)"
+                ),
+            );
+        };
+        let arguments = match args {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return ToolResult::error(
+                    ToolErrorKind::InvalidArguments,
+                    format!("arguments of `{name}.{tool}` must be a JSON object, got {other}"),
+                )
+            }
+        };
+        // The upstream's own `timeout_s` bounds every call; a caller may ask for less.
+        let own = Duration::from_secs(self.config.timeout_s);
+        let timeout = timeout.map_or(own, |t| t.min(own));
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
+        ));
+        let handle =
+            match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+                Ok(handle) => handle,
+                Err(e) => {
+                    return ToolResult::error(
+                        ToolErrorKind::Upstream,
+                        format!(
+                            "upstream `{name}` could not be reached: {}",
+                            logging::scrub(&e.to_string())
+                        ),
+                    )
+                }
+            };
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        if let Ok(sink) = CALL_PROGRESS.try_with(Arc::clone) {
+            self.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
+        }
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut poll = tokio::time::interval(Duration::from_millis(25));
+        let outcome = loop {
+            tokio::select! {
+                answer = &mut response => break Ok(answer),
+                () = &mut deadline => break Err(ToolResult::error(
+                    ToolErrorKind::Timeout,
+                    format!("`{name}.{tool}` did not answer within {} ms; the upstream was told to cancel it", timeout.as_millis()),
+                )),
+                _ = poll.tick() => {
+                    if cancel.load(Ordering::SeqCst) {
+                        break Err(ToolResult::error(ToolErrorKind::Cancelled, format!("`{name}.{tool}` was cancelled")));
+                    }
+                }
+            }
+        };
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+        match outcome {
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                cap_text(from_mcp_result(&serde_json::to_value(&result).unwrap_or(Value::Null)))
+            }
+            Ok(Ok(other)) => {
+                let json = serde_json::to_value(&other).unwrap_or(Value::Null);
+                if json.get("content").is_some() {
+                    from_mcp_result(&json)
+                } else {
+                    ToolResult::error(ToolErrorKind::Upstream, format!("upstream `{name}` answered `{tool}` with something that is not a tool result"))
+                }
+            }
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => ToolResult::error(
+                ToolErrorKind::Upstream,
+                format!(
+                    "upstream `{name}` closed its connection during `{tool}` (it may have \
+                     crashed); quiver restarts it, so retry in a few seconds"
+                ),
+            ),
+            Ok(Err(e)) => ToolResult::error(
+                ToolErrorKind::Upstream,
+                format!("upstream `{name}` failed on `{tool}`: {}", logging::scrub(&e.to_string())),
+            ),
+            Err(stopped) => {
+                send_cancelled(&peer, id).await;
+                stopped
+            }
+        }
+    }
+}
+
+async fn send_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
+    let notification = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(id),
+        Some("cancelled by quiver's client or past its deadline".into()),
+    ));
+    let _ = peer.send_notification(ClientNotification::CancelledNotification(notification)).await;
+}
+
+/// Longest text an upstream result keeps, in bytes: a model cannot use more, and a server that
+/// answers with megabytes must not fill the client's context.
+pub const MAX_RESULT_TEXT: usize = 256 * 1024;
+
+/// `result` with each text block cut to [`MAX_RESULT_TEXT`] bytes (on a character boundary),
+/// saying how much was left out; a structured value too large to keep is dropped likewise.
+fn cap_text(mut result: ToolResult) -> ToolResult {
+    let mut cut = false;
+    for content in &mut result.content {
+        let Content::Text { text } = content else { continue };
+        if text.len() > MAX_RESULT_TEXT {
+            let mut end = MAX_RESULT_TEXT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let left = text.len() - end;
+            text.truncate(end);
+            text.push_str(&format!(
+                "\n… [cut by quiver: {} KB more; ask the tool for less, e.g. a page or a range]",
+                left / 1024
+            ));
+            cut = true;
+        }
+    }
+    if result.structured.as_ref().is_some_and(|v| v.to_string().len() > MAX_RESULT_TEXT) {
+        result.structured = None;
+        cut = true;
+    }
+    if cut {
+        result.metadata.insert("cut".into(), json!(true));
+    }
+    result
+}
+
+/// An MCP `CallToolResult` as a [`ToolResult`]: text blocks kept, other blocks as their JSON,
+/// `structuredContent` as the structured value, `isError` as an upstream error.
+fn from_mcp_result(json: &Value) -> ToolResult {
+    let content: Vec<Content> = json
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .map(|block| match block.get("type").and_then(Value::as_str) {
+                    Some("text") => Content::Text {
+                        text: block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    },
+                    _ => Content::Text { text: block.to_string() },
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let is_error = json.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    let structured =
+        json.get("structuredContent").cloned().filter(|v| !v.is_null()).or_else(|| {
+            // A single JSON text block is data the pipeline can project and cache by field.
+            match content.as_slice() {
+                [Content::Text { text }] if !is_error => {
+                    serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
+                }
+                _ => None,
+            }
+        });
+    ToolResult {
+        content,
+        structured,
+        is_error,
+        error_kind: is_error.then_some(ToolErrorKind::Upstream),
+        metadata: BTreeMap::new(),
+    }
+}
+
+/// The value-model layer an upstream's `annotations` give a tool: `readOnlyHint` makes it
+/// `read_only`, a write with `destructiveHint: false` (or unset `readOnlyHint: false`) a
+/// `mutates_external` one. Hints only: the host never pre-fetches on their word alone.
+pub fn annotation_layer(annotations: Option<&Value>) -> Option<quiver_core::ValueModelLayer> {
+    let annotations = annotations?;
+    let read_only = annotations.get("readOnlyHint").and_then(Value::as_bool)?;
+    let class = if read_only { "read_only" } else { "mutates_external" };
+    serde_json::from_value(json!({ "side_effect_class": class })).ok()
+}
+
+/// Whether an environment variable looks like it holds a credential, and so stays out of an
+/// upstream's environment unless its `env` list names it.
+fn looks_like_credential(key: &str) -> bool {
+    let key = key.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "CREDENTIAL", "PRIVATE_KEY"]
+        .iter()
+        .any(|s| key.contains(s))
+        || key.ends_with("_KEY")
+        || key.ends_with("_PAT")
+}
+
+fn kill_group(pgid: u32) {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// Handles what an upstream sends on its own: list changes and progress.
+struct UpstreamHandler {
+    upstream: Weak<Upstream>,
+}
+
+impl ClientHandler for UpstreamHandler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            Default::default(),
+            Implementation::new("quiver", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(upstream) = self.upstream.upgrade() {
+            tracing::info!(upstream = %upstream.config.name, "tool list changed; listing again");
+            upstream.relist.notify_one();
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(upstream) = self.upstream.upgrade() else { return };
+        let sink = upstream
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink {
+            sink(params.progress, params.total, params.message.map(|m| logging::scrub(&m)));
+        }
+    }
+}
+
+/// Every configured upstream, supervised.
+pub struct Upstreams {
+    list: Vec<Arc<Upstream>>,
+    version: Arc<watch::Sender<u64>>,
+    started: AtomicBool,
+}
+
+impl Upstreams {
+    /// The upstreams of a config; nothing starts until [`Upstreams::start`].
+    pub fn new(configs: &[UpstreamConfig]) -> Self {
+        let version = Arc::new(watch::channel(0u64).0);
+        let bump = {
+            let version = Arc::downgrade(&version);
+            Arc::new(move || {
+                if let Some(version) = Weak::upgrade(&version) {
+                    version.send_modify(|v| *v += 1);
+                }
+            }) as Arc<dyn Fn() + Send + Sync>
+        };
+        let list = configs
+            .iter()
+            .map(|config| Arc::new(Upstream::new(config.clone(), Arc::clone(&bump))))
+            .collect();
+        Self { list, version, started: AtomicBool::new(false) }
+    }
+
+    /// Starts every enabled upstream in parallel on the current tokio runtime and waits until
+    /// each has connected or failed (each bounded by its own start-up timeout). Supervision goes
+    /// on in the background. A second call does nothing.
+    pub async fn start(&self) {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        install_kill_on_panic();
+        let mut waits = Vec::new();
+        for upstream in &self.list {
+            if !upstream.config.enabled {
+                continue;
+            }
+            register_child(upstream);
+            let mut first = upstream.first_attempt.subscribe();
+            tokio::spawn(Arc::clone(upstream).supervise());
+            waits.push(async move {
+                let _ = first.wait_for(|done| *done).await;
+            });
+        }
+        futures_join_all(waits).await;
+    }
+
+    /// Each upstream's report, in config order.
+    pub fn reports(&self) -> Vec<UpstreamReport> {
+        self.list.iter().map(|u| u.report()).collect()
+    }
+
+    /// The upstreams.
+    pub fn all(&self) -> &[Arc<Upstream>] {
+        &self.list
+    }
+
+    /// The upstream of that name.
+    pub fn get(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.list.iter().find(|u| u.config.name == name)
+    }
+
+    /// Counts changes of any upstream's tools or state: a server rebuilds its list on a change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    /// The current change count.
+    pub fn version(&self) -> u64 {
+        *self.version.borrow()
+    }
+
+    /// Stops supervision and kills every child now.
+    pub fn kill_all(&self) {
+        for upstream in &self.list {
+            upstream.stop.store(true, Ordering::SeqCst);
+            upstream.stopped.notify_waiters();
+            upstream.kill();
+        }
+    }
+}
+
+impl Drop for Upstreams {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Awaits every future (a handful of start-ups; no need for a crate).
+async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: Vec<F>) {
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    for handle in handles {
+        let _ = handle.await;
+    }
+}
+
+/// Upstreams whose children a panic must kill.
+static CHILDREN: Mutex<Vec<Weak<Upstream>>> = Mutex::new(Vec::new());
+static NEXT_HOOK: AtomicU64 = AtomicU64::new(0);
+
+fn register_child(upstream: &Arc<Upstream>) {
+    CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(upstream));
+}
+
+/// On a panic of quiver's own, kill every child before the process goes.
+fn install_kill_on_panic() {
+    if NEXT_HOOK.fetch_add(1, Ordering::SeqCst) > 0 {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Ok(children) = CHILDREN.try_lock() {
+            for upstream in children.iter().filter_map(Weak::upgrade) {
+                if let Ok(mut live) = upstream.live.try_lock() {
+                    if let Some(pgid) = live.pgid.take() {
+                        kill_group(pgid);
+                    }
+                }
+            }
+        }
+        previous(info);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> UpstreamConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn an_entry_needs_one_transport_and_a_usable_name() {
+        assert_eq!(config("name = \"fs\"\ncommand = \"npx\"").problem(), None);
+        let both = config("name = \"fs\"\ncommand = \"npx\"\nurl = \"http://x\"");
+        assert!(both.problem().unwrap().contains("both"), "{both:?}");
+        let none = config("name = \"fs\"");
+        assert!(none.problem().unwrap().contains("needs `command`"));
+        let dotted = config("name = \"a.b\"\ncommand = \"x\"");
+        assert!(dotted.problem().unwrap().contains("letters, digits"));
+        assert!(toml::from_str::<UpstreamConfig>("name = \"x\"\ncomand = \"npx\"").is_err());
+    }
+
+    #[test]
+    fn credentials_stay_out_of_a_childs_environment() {
+        for key in
+            ["GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "gh_pat"]
+        {
+            assert!(looks_like_credential(key), "{key}");
+        }
+        for key in ["PATH", "HOME", "LANG", "NODE_OPTIONS", "KEYBOARD"] {
+            assert!(!looks_like_credential(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn annotations_set_the_class_and_nothing_else() {
+        let read = annotation_layer(Some(&json!({"readOnlyHint": true}))).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap()["side_effect_class"], "read_only");
+        let write =
+            annotation_layer(Some(&json!({"readOnlyHint": false, "destructiveHint": false})));
+        assert_eq!(
+            serde_json::to_value(write.unwrap()).unwrap()["side_effect_class"],
+            "mutates_external"
+        );
+        assert!(annotation_layer(Some(&json!({"title": "x"}))).is_none());
+        assert!(annotation_layer(None).is_none());
+    }
+
+    #[test]
+    fn huge_texts_are_cut_and_say_so() {
+        let result = cap_text(ToolResult::text("é".repeat(MAX_RESULT_TEXT)));
+        let text = result.text_content();
+        assert!(text.len() < MAX_RESULT_TEXT + 200, "{}", text.len());
+        assert!(
+            text.ends_with("ask the tool for less, e.g. a page or a range]"),
+            "{}",
+            &text[text.len() - 100..]
+        );
+        assert_eq!(result.metadata.get("cut"), Some(&json!(true)));
+    }
+
+    #[test]
+    fn results_keep_text_structure_and_errors() {
+        let ok = from_mcp_result(&json!({"content": [{"type": "text", "text": "{\"a\":1}"}]}));
+        assert_eq!(ok.structured, Some(json!({"a": 1})));
+        assert!(!ok.is_error);
+        let err =
+            from_mcp_result(&json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+        assert!(err.is_error);
+        assert_eq!(err.error_kind, Some(ToolErrorKind::Upstream));
+        let image = from_mcp_result(
+            &json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+        );
+        assert!(image.text_content().contains("image/png"));
+    }
+}

@@ -1,0 +1,95 @@
+"""An MCP server (official Python SDK) that misbehaves on request, for quiver's upstream tests.
+
+Run by tests/tests/upstreams.rs as an `[[upstreams]]` command: `python3 fault_server.py MODE
+STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything), or `slow-start`
+(sleeps 5 s before serving). STATE_DIR receives `pid-<pid>` on start, and `cancelled` when a call
+of `slow` is cancelled, so the test can check what reached the server.
+
+Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
+`crash` (the process exits mid-call), `hang` (never answers), `huge` (a result of `mb`
+megabytes), `grow` (adds the tool `added` and says the tool list changed), `pid` (the server's
+process id).
+"""
+
+import asyncio
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import Context, MCPServer
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
+STATE = sys.argv[2] if len(sys.argv) > 2 else "."
+
+if MODE == "exit-at-start":
+    print("fault server: exiting at start as asked", file=sys.stderr)
+    sys.exit(7)
+if MODE == "slow-start":
+    time.sleep(5)
+
+with open(os.path.join(STATE, f"pid-{os.getpid()}"), "w") as f:
+    f.write(str(os.getpid()))
+
+server = MCPServer("faults")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns the text it is given."""
+    return text
+
+
+@server.tool()
+async def slow(seconds: int, ctx: Context) -> str:
+    """Sleeps for `seconds`, reporting progress every second."""
+    try:
+        for i in range(seconds):
+            await ctx.report_progress(i + 1, seconds, f"step {i + 1} of {seconds}")
+            await asyncio.sleep(1)
+    except asyncio.CancelledError:
+        with open(os.path.join(STATE, "cancelled"), "w") as f:
+            f.write("cancelled")
+        raise
+    return f"slept {seconds} s"
+
+
+@server.tool()
+def crash() -> str:
+    """Exits the server process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers."""
+    await asyncio.sleep(3600)
+    return "unreachable"
+
+
+@server.tool()
+def huge(mb: int) -> str:
+    """Returns a text of `mb` megabytes."""
+    return "x" * (mb * 1024 * 1024)
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `added` and tells the client the tool list changed."""
+
+    def added() -> str:
+        """A tool that appeared while the server ran."""
+        return "added"
+
+    server.add_tool(added, name="added")
+    await ctx.notify_tools_changed()
+    return "grown"
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    server.run("stdio")

@@ -1,0 +1,517 @@
+//! quiver as a gateway: upstream MCP servers served through `quiver serve`, driven by rmcp's
+//! client. The official reference servers run from npm exactly as a user would run them (`npx -y
+//! @modelcontextprotocol/server-everything`, `server-filesystem` on a temp dir); faults come from
+//! a small server on the official Python SDK (`tests/mcp/fault_server.py`).
+//!
+//! `cargo xtask test` fetches the npm packages and installs the Python SDK; without them these
+//! tests fail, saying what to run — they never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use quiver_tests::{quiver_bin, texts};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Map, Value};
+
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
+const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
+
+/// Fails — never skips — when npx or the Python SDK is missing, saying how to get them.
+fn require(program: &str, args: &[&str], fix: &str) {
+    match Command::new(program).args(args).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("{fix}\n{}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("`{program}` cannot be run ({e}); {fix}"),
+    }
+}
+
+fn require_npx() {
+    require("npx", &["--version"], "install Node.js with npm (npx runs the MCP reference servers)");
+}
+
+fn require_python_sdk() {
+    require(
+        "python3",
+        &["-c", "from mcp.server.mcpserver import MCPServer"],
+        "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
+         `python3 -m pip install mcp`",
+    );
+}
+
+/// A config dir, a data dir with telemetry on, and a temp dir the filesystem server may use.
+struct Gateway {
+    dir: tempfile::TempDir,
+    plugins: Option<tempfile::TempDir>,
+}
+
+impl Gateway {
+    /// A config with `upstreams` (TOML) and `extra` sections.
+    fn new(upstreams: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("files")).unwrap();
+        std::fs::create_dir_all(dir.path().join("state")).unwrap();
+        std::fs::create_dir_all(dir.path().join("no-plugins")).unwrap();
+        std::fs::write(dir.path().join("files/notes.txt"), "quiver reads this file\n").unwrap();
+        let telemetry = dir.path().join("telemetry");
+        let upstreams = upstreams
+            .replace("{files}", &dir.path().join("files").display().to_string())
+            .replace("{state}", &dir.path().join("state").display().to_string())
+            .replace("{faults}", &fault_server().display().to_string());
+        std::fs::write(
+            dir.path().join("quiver.toml"),
+            format!(
+                "{upstreams}\n[telemetry]\nenabled = true\ndir = \"{}\"\n{extra}\n",
+                telemetry.display()
+            ),
+        )
+        .unwrap();
+        Self { dir, plugins: None }
+    }
+
+    /// [`Gateway::new`] with these plugins loaded too.
+    fn with_plugins(upstreams: &str, extra: &str, packages: &[&str]) -> Self {
+        Self { plugins: Some(quiver_tests::plugins_dir(packages)), ..Self::new(upstreams, extra) }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn args(&self, command: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+        args.extend([
+            "--config".into(),
+            self.path("quiver.toml").display().to_string(),
+            "--plugins".into(),
+            match &self.plugins {
+                Some(dir) => dir.path().display().to_string(),
+                None => self.path("no-plugins").display().to_string(),
+            },
+        ]);
+        args
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("QUIVER_DATA_DIR".into(), self.path("data").display().to_string()),
+            ("XDG_CONFIG_HOME".into(), self.dir.path().display().to_string()),
+        ]
+    }
+
+    /// `quiver serve --mode MODE` with rmcp's client; `handler` sees progress and list changes.
+    async fn serve(&self, mode: &str) -> RunningService<RoleClient, Seen> {
+        let (args, env) = (self.args(&["serve", "--mode", mode]), self.env());
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+                cmd.args(&args).current_dir(self.dir.path());
+                for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "RUST_LOG"] {
+                    cmd.env_remove(var);
+                }
+                cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            }))
+            .expect("spawn quiver serve");
+        Seen::default().serve(transport).await.expect("initialize")
+    }
+
+    /// A quiver command run to its end: (exit code, stdout, stderr).
+    fn run(&self, command: &[&str]) -> (i32, String, String) {
+        let mut cmd = Command::new(quiver_bin());
+        cmd.args(self.args(command)).current_dir(self.dir.path()).envs(self.env());
+        let out = cmd.output().expect("run quiver");
+        let (stdout, stderr) = texts(&out);
+        (out.status.code().unwrap_or(-1), stdout, stderr)
+    }
+
+    fn telemetry(&self) -> Vec<Value> {
+        let mut events = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.path("telemetry")) else { return events };
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            events.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
+        }
+        events
+    }
+
+    /// Process ids the fault server wrote on each start.
+    fn fault_pids(&self) -> Vec<i32> {
+        std::fs::read_dir(self.path("state"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("pid-")?.parse().ok())
+            .collect()
+    }
+}
+
+fn fault_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/fault_server.py")
+}
+
+fn reference_upstreams() -> String {
+    format!(
+        "[[upstreams]]\nname = \"everything\"\ncommand = \"npx\"\nargs = [\"-y\", \"{EVERYTHING}\"]\n\
+         [[upstreams]]\nname = \"fs\"\ncommand = \"npx\"\nargs = [\"-y\", \"{FILESYSTEM}\", \"{{files}}\"]\n"
+    )
+}
+
+fn faults(mode: &str, extra: &str) -> String {
+    format!(
+        "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\n\
+         args = [\"{{faults}}\", \"{mode}\", \"{{state}}\"]\n{extra}\n"
+    )
+}
+
+/// What the client was sent besides replies.
+#[derive(Clone, Default)]
+struct Seen {
+    progress: Arc<Mutex<Vec<(f64, Option<String>)>>>,
+    list_changed: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Seen {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push((params.progress, params.message));
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn call(
+    client: &RunningService<RoleClient, Seen>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let arguments: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn text(result: &CallToolResult) -> String {
+    let json = serde_json::to_value(result).unwrap();
+    json["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn names(client: &RunningService<RoleClient, Seen>) -> Vec<String> {
+    client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// Polls `check` until it holds or `within` passes.
+async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    check()
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_servers_are_listed_and_called_in_every_mode() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+
+    let all = gateway.serve("all").await;
+    let listed = names(&all).await;
+    for name in ["everything_echo", "everything_get-sum", "fs_read_text_file", "fs_write_file"] {
+        assert!(listed.contains(&name.to_owned()), "{name} not in {listed:?}");
+    }
+    let sum = call(&all, "everything_get-sum", json!({"a": 2, "b": 40})).await;
+    assert_eq!(sum.is_error, Some(false));
+    assert!(text(&sum).contains("42"), "{}", text(&sum));
+    let notes = gateway.path("files/notes.txt");
+    let read = call(&all, "fs_read_text_file", json!({"path": notes})).await;
+    assert!(text(&read).contains("quiver reads this file"), "{}", text(&read));
+    all.cancel().await.unwrap();
+
+    let search = gateway.serve("search").await;
+    assert_eq!(names(&search).await, ["find_tools", "call_tool"]);
+    let found =
+        call(&search, "find_tools", json!({"query": "read the text of a file", "k": 5})).await;
+    let found: Value = serde_json::from_str(&text(&found)).unwrap();
+    let found: Vec<&str> =
+        found["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(found.contains(&"fs_read_text_file"), "find_tools found {found:?}");
+    let through = call(
+        &search,
+        "call_tool",
+        json!({"name": "fs_read_text_file", "arguments": {"path": notes}}),
+    )
+    .await;
+    assert!(text(&through).contains("quiver reads this file"), "{}", text(&through));
+    search.cancel().await.unwrap();
+
+    let dynamic = gateway.serve("dynamic").await;
+    assert!(!names(&dynamic).await.contains(&"fs_read_text_file".to_owned()));
+    let loaded = call(&dynamic, "load_tools", json!({"bundle_or_tool": "fs"})).await;
+    assert_eq!(loaded.is_error, Some(false), "{}", text(&loaded));
+    assert!(names(&dynamic).await.contains(&"fs_read_text_file".to_owned()));
+    dynamic.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_upstream_read_is_served_from_the_cache() {
+    require_npx();
+    let extra = "[tools.\"fs.read_text_file\"]\ncost_model = { freshness_ttl_s = 300 }\n";
+    let gateway = Gateway::new(&reference_upstreams(), extra);
+    let client = gateway.serve("all").await;
+    let notes = gateway.path("files/notes.txt");
+    let first = call(&client, "fs_read_text_file", json!({"path": notes})).await;
+    assert!(text(&first).contains("quiver reads this file"));
+    // Changed on disk: only a cached answer can still say what the first did.
+    std::fs::write(&notes, "changed\n").unwrap();
+    let second = call(&client, "fs_read_text_file", json!({"path": notes})).await;
+    assert!(!text(&second).contains("changed"), "served from the cache: {}", text(&second));
+    client.cancel().await.unwrap();
+    let hits: Vec<bool> = gateway
+        .telemetry()
+        .iter()
+        .filter(|e| e["tool"] == "fs.read_text_file" && e["kind"] == "call")
+        .map(|e| e["dedup_hit"].as_bool().unwrap_or(false))
+        .collect();
+    assert_eq!(hits, [false, true], "{:?}", gateway.telemetry());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_write_is_never_prefetched_even_when_a_link_points_at_it() {
+    require_npx();
+    // Both links project the weather's `conditions`; the user vouches for echo only.
+    let extra = "[enrichment]\nenabled = true\n\
+        [tools.\"everything.get-structured-content\"]\nfollow_up = [\
+          { tool = \"everything.echo\", probability = 0.9, projection = \"$.conditions\", projection_arg = \"message\" },\
+          { tool = \"fs.write_file\", probability = 0.9, projection = \"$.conditions\", projection_arg = \"path\" }]\n\
+        [tools.\"everything.echo\"]\nside_effect_class = \"read_only\"\n\
+        [tools.\"fs.write_file\"]\nspeculate = true\n";
+    let gateway = Gateway::new(&reference_upstreams(), extra);
+    let client = gateway.serve("all").await;
+    let weather =
+        call(&client, "everything_get-structured-content", json!({"location": "Chicago"})).await;
+    assert_eq!(weather.is_error, Some(false), "{}", text(&weather));
+    let prefetched = |tool: &str| {
+        gateway.telemetry().iter().any(|e| e["kind"] == "prefetch" && e["tool"] == tool)
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || prefetched("everything.echo")).await,
+        "the read the user vouched for is pre-fetched: {:?}",
+        gateway.telemetry()
+    );
+    client.cancel().await.unwrap();
+    assert!(!prefetched("fs.write_file"), "{:?}", gateway.telemetry());
+    let files: Vec<_> = std::fs::read_dir(gateway.path("files")).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "nothing was written: {files:?}");
+    // Annotations alone never allow a pre-fetch: `tools show` says why.
+    let (_, shown, _) = gateway.run(&["tools", "show", "fs.read_text_file"]);
+    assert!(
+        shown.contains("speculate = false  [built-in upstream:no-prefetch-without-user-class]"),
+        "{shown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_progress_reaches_the_client() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let client = gateway.serve("all").await;
+    let done = call(
+        &client,
+        "everything_trigger-long-running-operation",
+        json!({"duration": 2, "steps": 4}),
+    )
+    .await;
+    assert_eq!(done.is_error, Some(false), "{}", text(&done));
+    let progress = client.service().progress.lock().unwrap().clone();
+    client.cancel().await.unwrap();
+    assert!(progress.len() >= 3, "the upstream's steps arrive as progress: {progress:?}");
+    assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "rising: {progress:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_cancelled_upstream() {
+    require_python_sdk();
+    let gateway = Gateway::new(&faults("normal", ""), "");
+    let client = gateway.serve("all").await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("faults_slow")
+            .with_arguments(json!({"seconds": 60}).as_object().unwrap().clone()),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    handle.cancel(Some("the user changed their mind".into())).await.unwrap();
+    let marker = gateway.path("state/cancelled");
+    assert!(
+        eventually(Duration::from_secs(10), || marker.exists()).await,
+        "notifications/cancelled reached the upstream's tool"
+    );
+    // The connection still serves.
+    let echo = call(&client, "faults_echo", json!({"text": "still here"})).await;
+    assert!(text(&echo).contains("still here"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashing_upstream_is_reported_restarted_and_leaves_no_process() {
+    require_python_sdk();
+    let gateway = Gateway::new(&faults("normal", "timeout_s = 3"), "");
+    let client = gateway.serve("all").await;
+
+    let crashed = call(&client, "faults_crash", json!({})).await;
+    assert_eq!(crashed.is_error, Some(true));
+    assert!(
+        text(&crashed).contains("upstream `faults` closed its connection"),
+        "{}",
+        text(&crashed)
+    );
+    // Restarted with backoff: the same tool name answers again.
+    let mut echoed = String::new();
+    for _ in 0..40 {
+        echoed = text(&call(&client, "faults_echo", json!({"text": "back"})).await);
+        if echoed.contains("back") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(echoed.contains("back"), "restarted: {echoed}");
+
+    let hung = call(&client, "faults_hang", json!({})).await;
+    assert_eq!(hung.is_error, Some(true));
+    assert!(text(&hung).contains("did not answer within 3000 ms"), "{}", text(&hung));
+
+    let huge = call(&client, "faults_huge", json!({"mb": 4})).await;
+    let huge_text = text(&huge);
+    assert!(huge_text.len() < 300 * 1024, "{} bytes reached the client", huge_text.len());
+    assert!(huge_text.contains("cut by quiver"), "{}", &huge_text[huge_text.len() - 200..]);
+
+    let pids = gateway.fault_pids();
+    assert!(pids.len() >= 2, "started, crashed, started again: {pids:?}");
+    client.cancel().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || pids.iter().all(|p| !alive(*p))).await,
+        "no upstream process outlives quiver: {:?}",
+        pids.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_upstream_tool_is_listed_after_list_changed() {
+    require_python_sdk();
+    let gateway = Gateway::new(&faults("normal", ""), "");
+    let client = gateway.serve("all").await;
+    assert!(!names(&client).await.contains(&"faults_added".to_owned()));
+    let grown = call(&client, "faults_grow", json!({})).await;
+    assert_eq!(grown.is_error, Some(false), "{}", text(&grown));
+    let changed = Arc::clone(&client.service().list_changed);
+    assert!(
+        eventually(Duration::from_secs(10), || changed.load(Ordering::SeqCst) > 0).await,
+        "the client is told the list changed"
+    );
+    assert!(names(&client).await.contains(&"faults_added".to_owned()));
+    let added = call(&client, "faults_added", json!({})).await;
+    assert!(text(&added).contains("added"), "{}", text(&added));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_that_fail_to_start_are_reported_and_the_rest_serves() {
+    require_python_sdk();
+    let upstreams = format!(
+        "{}{}{}",
+        faults("normal", ""),
+        faults("exit-at-start", "").replace("name = \"faults\"", "name = \"quits\""),
+        faults("slow-start", "start_timeout_s = 1")
+            .replace("name = \"faults\"", "name = \"sleepy\""),
+    );
+    let gateway = Gateway::new(&upstreams, "");
+    let started = Instant::now();
+    let (code, doctor, stderr) = gateway.run(&["doctor"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "start-up is bounded: {:?}",
+        started.elapsed()
+    );
+    assert!(doctor.contains("ready     upstream faults"), "{doctor}\n{stderr}");
+    assert!(doctor.contains("failed    upstream quits"), "{doctor}");
+    assert!(
+        doctor.contains("failed    upstream sleepy") && doctor.contains("did not start within 1 s"),
+        "{doctor}"
+    );
+    assert!(doctor.contains("2 problem(s)"), "{doctor}");
+    let _ = code;
+
+    let client = gateway.serve("all").await;
+    let info = client.peer_info().unwrap();
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("quits: unavailable"), "{instructions}");
+    let echo = call(&client, "faults_echo", json!({"text": "fine"})).await;
+    assert!(text(&echo).contains("fine"));
+    let missing = call(&client, "quits_echo", json!({"text": "x"})).await;
+    assert_eq!(missing.is_error, Some(true));
+    assert!(text(&missing).contains("upstream `quits` is unavailable"), "{}", text(&missing));
+    client.cancel().await.unwrap();
+}
+
+/// What `tools/list` costs with the five providers and both reference servers: every tool in
+/// `all` mode, a fixed pair in `search` mode. Prints the figures the README quotes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_tokens_all_vs_search_with_upstreams() {
+    require_npx();
+    let gateway = Gateway::with_plugins(&reference_upstreams(), "", &quiver_tests::ALL_PROVIDERS);
+    let mut figures = Vec::new();
+    for mode in ["all", "search"] {
+        let client = gateway.serve(mode).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let instructions =
+            client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
+        client.cancel().await.unwrap();
+        let list = json!({ "tools": tools });
+        let tokens = quiver_core::response_projection::estimate_tokens(&list);
+        let with_instructions = tokens
+            + quiver_core::response_projection::estimate_tokens(&Value::String(instructions));
+        eprintln!(
+            "tools/list with upstreams {mode:<7} {:>3} tools  {tokens:>6} tokens  \
+             ({with_instructions} with the instructions)",
+            tools.len()
+        );
+        let upstream = tools
+            .iter()
+            .filter(|t| t.name.starts_with("everything_") || t.name.starts_with("fs_"))
+            .count();
+        figures.push((tools.len(), tokens, upstream));
+    }
+    let (all, search) = (figures[0], figures[1]);
+    assert!(all.2 >= 13 + 14 && all.0 >= all.2 + 40, "plugins' and servers' tools: {figures:?}");
+    assert_eq!(search.0, 2, "{figures:?}");
+    assert!(search.1 * 10 < all.1, "search costs a fraction of all: {figures:?}");
+}
