@@ -189,7 +189,10 @@ pub fn mask_credential_headers(text: &str) -> String {
         while let Some(found) = lower[from..].find(name) {
             let at = from + found;
             from = at + name.len();
-            let prev = lower[..at].chars().next_back();
+            let before = &lower[..at];
+            // `\n` of an escaped JSON string ends the previous line: a boundary, not a letter.
+            let escaped = ["\\n", "\\r", "\\t"].iter().any(|e| before.ends_with(e));
+            let prev = before.chars().next_back().filter(|_| !escaped);
             let next = lower[from..].chars().next();
             if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 || next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -295,6 +298,10 @@ mod tests {
             (
                 "{\"headers\":{\"authorization\":[\"token x\"]}}",
                 "{\"headers\":{\"authorization\":[\"***\"]}}",
+            ),
+            (
+                "{\"result\":\"accept: */*\\nauthorization: Bearer abc\\nhost: x\"}",
+                "{\"result\":\"accept: */*\\nauthorization: ***\\nhost: x\"}",
             ),
         ] {
             assert_eq!(mask.mask(text), want);

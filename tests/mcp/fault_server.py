@@ -1,8 +1,9 @@
 """An MCP server (official Python SDK) that misbehaves on request, for quiver's upstream tests.
 
 Run by tests/tests/upstreams.rs as an `[[upstreams]]` command: `python3 fault_server.py MODE
-STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything), or `slow-start`
-(sleeps 5 s before serving). STATE_DIR receives `pid-<pid>` on start, and `cancelled` when a call
+STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything), `slow-start`
+(sleeps 5 s before serving), or `http PORT`: Streamable HTTP on 127.0.0.1:PORT at `/mcp`,
+answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `pid-<pid>` on start, and `cancelled` when a call
 of `slow` is cancelled, so the test can check what reached the server.
 
 Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
@@ -86,10 +87,39 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
+def headers(ctx: Context) -> str:
+    """The request headers this call came with (a server that echoes what it was sent)."""
+    return "\n".join(f"{k}: {v}" for k, v in (ctx.headers or {}).items())
+
+
+@server.tool()
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
 
 
+def bearer_only(app, expected):
+    """An ASGI wrapper answering 401 unless the request carries the expected bearer token."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            auth = dict(scope.get("headers") or []).get(b"authorization", b"").decode()
+            if auth != f"Bearer {expected}":
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if MODE == "http":
+        import uvicorn
+
+        port = int(sys.argv[3])
+        app = bearer_only(server.streamable_http_app(), os.environ["FAULT_BEARER"])
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    else:
+        server.run("stdio")

@@ -515,3 +515,94 @@ async fn tools_list_tokens_all_vs_search_with_upstreams() {
     assert_eq!(search.0, 2, "{figures:?}");
     assert!(search.1 * 10 < all.1, "search costs a fraction of all: {figures:?}");
 }
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The fault server over Streamable HTTP, answering 401 without `Authorization: Bearer TOKEN`.
+struct HttpFaults {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpFaults {
+    fn start(state: &Path, token: &str) -> Self {
+        let port = free_port();
+        let child = Command::new("python3")
+            .arg(fault_server())
+            .args(["http", &state.display().to_string(), &port.to_string()])
+            .env("FAULT_BEARER", token)
+            .spawn()
+            .expect("start the fault server over HTTP");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the HTTP fault server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for HttpFaults {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_upstream_with_a_bearer_token_that_never_shows() {
+    require_python_sdk();
+    const TOKEN: &str = "remote-upstream-bearer-4f9a1c77";
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpFaults::start(state.path(), TOKEN);
+    let upstreams = format!(
+        "[[upstreams]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{0}/mcp\"\nbearer_env = \"REMOTE_TOKEN\"\n\
+         headers = {{ \"X-Tenant\" = \"acme\" }}\n\
+         [[upstreams]]\nname = \"denied\"\nurl = \"http://127.0.0.1:{0}/mcp\"\nbearer_env = \"WRONG_TOKEN\"\n",
+        server.port
+    );
+    let gateway = Gateway::new(&upstreams, "");
+    let (args, mut env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
+    env.push(("REMOTE_TOKEN".into(), TOKEN.into()));
+    env.push(("WRONG_TOKEN".into(), "not-the-token".into()));
+    env.push(("RUST_LOG".into(), "debug".into()));
+    let mut command = tokio::process::Command::new(quiver_bin());
+    command.args(&args).current_dir(gateway.dir.path()).envs(env.iter().cloned());
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn quiver serve");
+    let mut stderr = stderr.unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
+    let client = Seen::default().serve(transport).await.expect("initialize");
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("denied: unavailable"),
+        "a rejected token is reported: {instructions}"
+    );
+
+    let echo = call(&client, "remote_echo", json!({"text": "over http"})).await;
+    assert!(text(&echo).contains("over http"), "{}", text(&echo));
+    // The server echoes the headers it got: the tenant header arrived, the token is masked.
+    let headers = text(&call(&client, "remote_headers", json!({})).await);
+    assert!(headers.contains("x-tenant: acme"), "{headers}");
+    assert!(headers.contains("authorization: ***"), "{headers}");
+    let denied = call(&client, "denied_echo", json!({"text": "x"})).await;
+    assert!(text(&denied).contains("upstream `denied` is unavailable"), "{}", text(&denied));
+    client.cancel().await.unwrap();
+    let log = log.await.unwrap();
+    assert!(log.contains("remote"), "debug log captured: {log}");
+    for (what, text) in [("results", headers.as_str()), ("log", log.as_str())] {
+        assert!(!text.contains(TOKEN), "the bearer token shows in the {what}");
+    }
+}

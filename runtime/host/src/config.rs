@@ -406,8 +406,9 @@ mod tests {
         );
         let unknown = parse("[[upstreams]]\nname = \"fs\"\ncomand = \"a\"\n");
         assert!(unknown.unwrap_err().to_string().contains("comand"));
-        let http =
-            parse("[[upstreams]]\nname = \"remote\"\nurl = \"https://mcp.example.com/mcp\"\n");
-        assert!(http.unwrap_err().to_string().contains("not supported by this quiver yet"));
+        let http = parse("[[upstreams]]\nname = \"remote\"\nurl = \"mcp.example.com/mcp\"\n");
+        assert!(http.unwrap_err().to_string().contains("must start with http:// or https://"));
+        let remote = parse("[[upstreams]]\nname = \"remote\"\nurl = \"https://mcp.example.com/mcp\"\nbearer_env = \"REMOTE_TOKEN\"\nheaders = { \"X-Tenant\" = \"acme\" }\n");
+        assert_eq!(remote.unwrap().config.upstreams[0].bearer_env.as_deref(), Some("REMOTE_TOKEN"));
     }
 }

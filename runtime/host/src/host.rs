@@ -586,7 +586,8 @@ impl Host {
                 is_error = result.is_error,
                 "done"
             );
-            return scrub_error(result);
+            // A server quiver does not control may echo a credential even in a success.
+            return scrub_all(result);
         }
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let (tool_for_thread, flag, session) =
@@ -694,6 +695,15 @@ fn call_provider(
         is_error = result.is_error,
         "done"
     );
+    result
+}
+
+/// Any result with its text and structured value scrubbed of every registered credential.
+fn scrub_all(mut result: ToolResult) -> ToolResult {
+    let is_error = result.is_error;
+    result.is_error = true;
+    result = scrub_error(result);
+    result.is_error = is_error;
     result
 }
 

@@ -123,14 +123,21 @@ impl UpstreamConfig {
                 "[[upstreams]] `{name}` needs `command` (a server quiver starts) or `url` (a \
                  remote server)"
             )),
-            (None, Some(_)) => Some(format!(
-                "[[upstreams]] `{name}`: Streamable HTTP upstreams (`url`) are not supported by \
-                 this quiver yet; run the server over stdio with `command`"
-            )),
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Some(format!(
+                    "[[upstreams]] `{name}`: url `{url}` must start with http:// or https://"
+                ))
+            }
             (Some(command), None) if command.trim().is_empty() => {
                 Some(format!("[[upstreams]] `{name}` has an empty `command`"))
             }
-            (Some(_), None) if self.timeout_s == 0 || self.start_timeout_s == 0 => Some(format!(
+            (Some(_), None) if self.bearer_env.is_some() || !self.headers.is_empty() => {
+                Some(format!(
+                    "[[upstreams]] `{name}`: bearer_env and headers are for `url` upstreams; a \
+                     stdio server gets variables through `env`"
+                ))
+            }
+            _ if self.timeout_s == 0 || self.start_timeout_s == 0 => Some(format!(
                 "[[upstreams]] `{name}`: timeout_s and start_timeout_s must be at least 1"
             )),
             _ => None,
@@ -368,8 +375,94 @@ impl Upstream {
         }
     }
 
-    /// Starts the process, negotiates the protocol and lists the tools.
+    /// Starts the process (or reaches the URL), negotiates the protocol and lists the tools.
     async fn connect(self: &Arc<Self>) -> Result<Client, String> {
+        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
+        let client = match &self.config.url {
+            Some(url) => {
+                let transport = self.http_transport(url)?;
+                handler.serve_with_lifecycle(transport, lifecycle()).await
+            }
+            None => {
+                let transport = self.spawn_child()?;
+                handler.serve_with_lifecycle(transport, lifecycle()).await
+            }
+        }
+        .map_err(|e| self.handshake_error(&e.to_string()))?;
+        let protocol = client.peer().peer_info().map(|info| info.protocol_version.to_string());
+        self.list(client.peer()).await?;
+        {
+            let mut live = self.live();
+            live.protocol = protocol;
+            live.peer = Some(client.peer().clone());
+        }
+        self.set_state(UpstreamState::Ready);
+        tracing::info!(upstream = %self.config.name, tools = self.live().tools.len(), "upstream ready");
+        Ok(client)
+    }
+
+    /// Why the handshake failed, in words a user can act on: rmcp's message without the
+    /// transport's type names, and what to check for the common cases.
+    fn handshake_error(&self, raw: &str) -> String {
+        let raw = logging::scrub(raw);
+        // "Send message error Transport [rmcp::…<…>] error: Auth required, when send …"
+        let message = match (raw.find("] error: "), raw.rfind(", when ")) {
+            (Some(start), Some(end)) if start + 9 <= end => raw[start + 9..end].to_owned(),
+            (Some(start), None) => raw[start + 9..].to_owned(),
+            _ => raw.clone(),
+        };
+        let url = self.config.url.as_deref().unwrap_or_default();
+        if message.contains("Auth required") || message.contains("401") {
+            return match &self.config.bearer_env {
+                Some(var) => format!(
+                    "{url} answered 401 Unauthorized: the token in {var} (bearer_env) was refused"
+                ),
+                None => format!(
+                    "{url} answered 401 Unauthorized: set bearer_env to the variable holding its \
+                     token"
+                ),
+            };
+        }
+        if message.contains("error sending request") {
+            return format!("cannot reach {url}: {message}; is the server running?");
+        }
+        format!("the MCP handshake failed: {message}")
+    }
+
+    /// A Streamable HTTP transport to `url`, with the bearer token of `bearer_env` (a secret,
+    /// masked wherever it could show) and the configured headers.
+    fn http_transport(
+        &self,
+        url: &str,
+    ) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest013::Client>, String> {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        install_crypto_provider();
+        let name = &self.config.name;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        if let Some(var) = &self.config.bearer_env {
+            let token =
+                std::env::var(var).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+                    format!("set {var} (the variable [[upstreams]] `{name}` names in bearer_env)")
+                })?;
+            logging::register_secret(&token);
+            config = config.auth_header(token);
+        }
+        let mut headers = HashMap::new();
+        for (key, value) in &self.config.headers {
+            let key = http::HeaderName::try_from(key.as_str())
+                .map_err(|e| format!("header name `{key}` in [[upstreams]] `{name}`: {e}"))?;
+            let value = http::HeaderValue::try_from(value.as_str())
+                .map_err(|e| format!("header `{key}` in [[upstreams]] `{name}`: {e}"))?;
+            headers.insert(key, value);
+        }
+        Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config.custom_headers(headers),
+        ))
+    }
+
+    /// The child process of a stdio upstream, in its own process group, stderr read into the
+    /// log.
+    fn spawn_child(self: &Arc<Self>) -> Result<TokioChildProcess, String> {
         let command = self.config.command.clone().unwrap_or_default();
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(&self.config.args);
@@ -425,25 +518,7 @@ impl Upstream {
                 }
             });
         }
-        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
-        };
-        let client = handler
-            .serve_with_lifecycle(transport, lifecycle)
-            .await
-            .map_err(|e| format!("the MCP handshake failed: {}", logging::scrub(&e.to_string())))?;
-        let protocol = client.peer().peer_info().map(|info| info.protocol_version.to_string());
-        self.list(client.peer()).await?;
-        {
-            let mut live = self.live();
-            live.protocol = protocol;
-            live.peer = Some(client.peer().clone());
-        }
-        self.set_state(UpstreamState::Ready);
-        tracing::info!(upstream = %self.config.name, tools = self.live().tools.len(), "upstream ready");
-        Ok(client)
+        Ok(transport)
     }
 
     /// Lists the tools (every page) and swaps them in.
@@ -654,6 +729,24 @@ impl Upstream {
             }
         }
     }
+}
+
+/// The newest revision both sides know: 2026-07-28 through `server/discover`, else `initialize`
+/// at 2025-11-25 (older servers answer with theirs).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// reqwest's rustls is built without a crypto provider, so the process installs ring's (the
+/// workspace's one TLS stack) before the first HTTPS upstream connects.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 async fn send_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
