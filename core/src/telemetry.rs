@@ -100,6 +100,9 @@ pub struct CallEvent {
     /// calls (filled in by [`annotate_citations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cited_in_next_n_turns: Option<bool>,
+    /// The authenticated user the call was made for (`quiver serve --http`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl CallEvent {
@@ -121,6 +124,7 @@ impl CallEvent {
             is_error: false,
             landed_in_time: None,
             cited_in_next_n_turns: None,
+            user: None,
         }
     }
 }

@@ -606,3 +606,45 @@ async fn a_streamable_http_upstream_with_a_bearer_token_that_never_shows() {
         assert!(!text.contains(TOKEN), "the bearer token shows in the {what}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enrichments_and_tune_see_upstream_tools() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    // Dataflow over the filesystem server's declared output schemas.
+    let (code, graph, stderr) = gateway.run(&["graph", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let graph: Value = serde_json::from_str(&graph).unwrap();
+    let edges = graph["edges"].as_array().unwrap();
+    assert!(
+        edges.iter().any(|e| e["from"].as_str().unwrap().starts_with("fs.")),
+        "upstream tools are in the dataflow graph: {graph}"
+    );
+
+    // Three conversations list a directory, then read a file: a link between upstream tools.
+    use quiver_core::telemetry::{CallEvent, EventKind};
+    let sink = quiver_runtime::telemetry::TelemetrySink::new(&gateway.path("mined"));
+    for session in ["a", "b", "c"] {
+        for (tool, hash) in [("fs.list_directory", "l"), ("fs.read_text_file", "r")] {
+            let mut event = CallEvent::new(1_762_240_000_000, session, tool, EventKind::Call);
+            event.args_hash = hash.to_owned();
+            sink.record(&event);
+        }
+    }
+    let log = sink.path().display().to_string();
+    let empty = gateway.path("no-transcripts");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, stdout, stderr) = gateway.run(&[
+        "tune",
+        "from-logs",
+        &log,
+        "--claude-dir",
+        empty.to_str().unwrap(),
+        "--apply",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("linked fs.list_directory → fs.read_text_file"), "{stdout}\n{stderr}");
+    let written = std::fs::read_to_string(gateway.path("quiver.toml")).unwrap();
+    assert!(written.contains("[tools.\"fs.list_directory\"]"), "{written}");
+    assert!(written.contains("tool = \"read_text_file\""), "{written}");
+}

@@ -68,6 +68,9 @@ enum Command {
     /// Read telemetry and report whether the pipeline pays off.
     #[command(subcommand)]
     Tune(TuneCommand),
+    /// API keys for `quiver serve --http`.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Run the enrichments (output schemas, embeddings, dataflow, neighbours) over every tool,
     /// reusing the cache; prints what was computed, reused and failed.
     Enrich(enrich_cli::EnrichArgs),
@@ -157,6 +160,16 @@ enum ToolsCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Print a fresh API key for NAME (once: it is stored nowhere) and the
+    /// [[serve.http.users]] lines to add to quiver.toml, which hold only its SHA-256.
+    New {
+        /// The user's name, as telemetry and logs will show it.
+        name: String,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let level = match cli.verbose {
@@ -178,6 +191,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // tune writes the config, so it may name one that does not exist yet.
     if let Command::Tune(command) = cli.command {
         return tune(cli.config.as_deref(), cli.plugins.as_deref(), command);
+    }
+    // A key needs no host.
+    if let Command::Keys(KeysCommand::New { name }) = &cli.command {
+        return keys_new(name);
     }
     let options = HostOptions { config: cli.config, plugins_dir: cli.plugins };
     let host = Host::open(&options)?;
@@ -202,11 +219,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Select(args) => select_cli::select(&host, args),
         Command::Serve(args) => serve_cli::serve(host, args),
-        Command::Tune(_) => unreachable!("handled before the host opens"),
+        Command::Tune(_) | Command::Keys(_) => unreachable!("handled before the host opens"),
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
         }
     }
+}
+
+/// `quiver keys new NAME`: 32 random bytes as `qk_` + hex, printed once with its config entry.
+fn keys_new(name: &str) -> anyhow::Result<ExitCode> {
+    if name.trim().is_empty() || name.contains('"') {
+        bail!("a user name must be non-empty and without quotes, e.g. `quiver keys new alice`");
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("the system has no randomness to offer: {e}"))?;
+    let key = format!("qk_{}", hex::encode(bytes));
+    println!("# API key for {name} (shown once; hand it to them, it is stored nowhere):");
+    println!("# {key}");
+    println!("# they send it as `Authorization: Bearer <key>`. Add to quiver.toml:");
+    println!("[[serve.http.users]]");
+    println!("name = \"{name}\"");
+    println!("key_sha256 = \"{}\"", quiver_server::key_sha256(&key));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The one async runtime of a command: upstream clients run on it, and so do calls and the

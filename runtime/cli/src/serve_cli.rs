@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use quiver_runtime::config::ServeMode;
 use quiver_runtime::Host;
-use quiver_server::{serve_stdio, ServeOptions};
+use quiver_server::{serve_http, serve_stdio, ServeOptions};
 
 /// `quiver serve` flags.
 #[derive(Args)]
@@ -15,6 +15,10 @@ pub(crate) struct ServeArgs {
     /// (search), or CORE + load_tools with list_changed (dynamic). Default: [selector] mode.
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (default address: [serve.http]
+    /// listen, else 127.0.0.1:8080). Any address but loopback needs [[serve.http.users]].
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    http: Option<String>,
 }
 
 /// `--mode`: the flag's spelling of [`ServeMode`] (the host library knows nothing of clap).
@@ -62,13 +66,29 @@ async fn terminated() -> &'static str {
 pub(crate) fn serve(host: Host, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = ServeOptions { mode: args.mode.map(ServeMode::from) };
     let host = Arc::new(host);
+    let configured = host.config().config.serve.http.listen.clone();
+    let listen = match args.http {
+        Some(addr) if !addr.is_empty() => Some(addr),
+        Some(_) => Some(configured.unwrap_or_else(|| "127.0.0.1:8080".to_owned())),
+        None => configured,
+    };
     let served = crate::runtime()?.block_on(async {
-        tokio::select! {
-            served = serve_stdio(Arc::clone(&host), options) => served,
-            signal = terminated() => {
-                tracing::info!("{signal}: stopping");
-                Ok(())
+        match listen {
+            // SIGTERM stops accepting and drains in-flight calls inside serve_http.
+            Some(listen) => {
+                serve_http(Arc::clone(&host), options, &listen, async {
+                    let signal = terminated().await;
+                    tracing::info!("{signal}: stopping");
+                })
+                .await
             }
+            None => tokio::select! {
+                served = serve_stdio(Arc::clone(&host), options) => served,
+                signal = terminated() => {
+                    tracing::info!("{signal}: stopping");
+                    Ok(())
+                }
+            },
         }
     });
     // The client is gone: no upstream child outlives the server. (Provider calls still blocking

@@ -50,6 +50,14 @@ pub enum ConfigError {
         /// Which entry and why.
         message: String,
     },
+    /// Occurs when a `[serve.http]` entry is unusable (a user without a name, a bad key hash).
+    #[error("invalid config {path}: {message}")]
+    Serve {
+        /// The file.
+        path: PathBuf,
+        /// Which entry and why.
+        message: String,
+    },
     /// Occurs when a `[tools."…"]` section is unusable (bad glob, probability out of range).
     #[error("invalid config {path}: {source}")]
     Tools {
@@ -90,6 +98,9 @@ pub struct Config {
     /// `[[upstreams]]`: other MCP servers whose tools quiver serves through its pipeline.
     #[serde(default)]
     pub upstreams: Vec<crate::upstream::UpstreamConfig>,
+    /// `[serve]`: how `quiver serve` serves a team over HTTP.
+    #[serde(default)]
+    pub serve: ServeConfig,
     /// `[selector]`: which tools `quiver serve` shows, and which it refuses or asks to confirm.
     #[serde(default)]
     pub selector: SelectorConfig,
@@ -106,6 +117,71 @@ pub enum ServeMode {
     Search,
     /// The CORE tools plus `load_tools`; loaded bundles join the list (`list_changed`).
     Dynamic,
+}
+
+/// `[serve]`: the server's faces beyond stdio.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// `[serve.http]`: Streamable HTTP for a team.
+    pub http: HttpServeConfig,
+}
+
+/// `[serve.http]`: where and for whom `quiver serve --http` listens.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpServeConfig {
+    /// `host:port` (`quiver serve --http` overrides it); loopback unless users are configured.
+    pub listen: Option<String>,
+    /// Browser origins allowed to call (`https://app.example.com`); any other `Origin` is
+    /// refused. Requests without `Origin` (non-browser clients) pass.
+    pub allowed_origins: Vec<String>,
+    /// Host names clients reach the server by, beyond loopback (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// How long in-flight calls may finish after SIGTERM, in seconds.
+    pub drain_timeout_s: u64,
+    /// `[[serve.http.users]]`: who may call, by API key.
+    pub users: Vec<HttpUser>,
+}
+
+impl Default for HttpServeConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            drain_timeout_s: 10,
+            users: Vec::new(),
+        }
+    }
+}
+
+/// `[[serve.http.users]]`: one user, the hash of their API key, and how their policy narrows
+/// the global `[selector]` one.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpUser {
+    /// Their name, in telemetry and logs.
+    pub name: String,
+    /// Hex SHA-256 of their API key (`quiver keys new NAME` prints both); the key itself is
+    /// never stored.
+    pub key_sha256: String,
+    /// `true`: only `pure`/`read_only` tools, whatever `[selector]` says.
+    #[serde(default)]
+    pub read_only: bool,
+    /// When set, only these tools (within what `[selector] allow` already permits).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Never these tools, beside `[selector] deny`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// These tools need confirmation too.
+    #[serde(default)]
+    pub confirm: Vec<String>,
+    /// Their own provider credentials: provider → the variable holding their token
+    /// (`{ github = "ALICE_GITHUB_TOKEN" }`); other providers use the server's.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, String>,
 }
 
 /// `[selector]`: patterns are globs over qualified names (`github.*`, `jira.get_issue`).
@@ -263,6 +339,8 @@ impl LoadedConfig {
             .map_err(|source| ConfigError::Tools { path: path.to_owned(), source })?;
         check_upstreams(&config)
             .map_err(|message| ConfigError::Upstream { path: path.to_owned(), message })?;
+        check_users(&config.serve.http)
+            .map_err(|message| ConfigError::Serve { path: path.to_owned(), message })?;
         Ok(Self { path: Some(path.to_owned()), config, user_layers })
     }
 
@@ -305,6 +383,27 @@ impl LoadedConfig {
             .cloned()
             .unwrap_or(ProviderConfig { enabled: true, ..ProviderConfig::default() })
     }
+}
+
+/// Each `[[serve.http.users]]` entry named once, with a usable key hash.
+fn check_users(http: &HttpServeConfig) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for user in &http.users {
+        if user.name.trim().is_empty() {
+            return Err("[[serve.http.users]] needs a `name`".into());
+        }
+        if !seen.insert(user.name.as_str()) {
+            return Err(format!("two [[serve.http.users]] are named `{}`", user.name));
+        }
+        if user.key_sha256.len() != 64 || !user.key_sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "[[serve.http.users]] `{}`: key_sha256 must be 64 hex digits (the SHA-256 of the \
+                 key); `quiver keys new {}` prints a key and its hash",
+                user.name, user.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Each `[[upstreams]]` entry usable, names unique, and none named like a `[[sources]]` file.

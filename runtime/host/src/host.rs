@@ -117,7 +117,17 @@ pub struct Host {
     upstreams: Upstreams,
     /// The upstreams' tools as registry entries, rebuilt when an upstream's tools change.
     upstream_tools: Mutex<(u64, Arc<Vec<Arc<RegisteredTool>>>)>,
+    /// Each started plugin's root module by provider, to create instances with other
+    /// credentials.
+    modules: std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef)>,
+    /// Provider instances by (provider, token variable), created on first use.
+    per_credential: Mutex<std::collections::HashMap<(String, String), Arc<ProviderHandle>>>,
 }
+
+/// A caller's own credentials: provider → the environment variable holding their token
+/// (`tokens = { github = "ALICE_GITHUB_TOKEN" }`). Providers it does not name use the host's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Credentials(pub std::collections::BTreeMap<String, String>);
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
 #[derive(Debug, Clone)]
@@ -185,6 +195,8 @@ impl Host {
             source_errors: Vec::new(),
             upstreams: Upstreams::new(&[]),
             upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
+            modules: std::collections::BTreeMap::new(),
+            per_credential: Mutex::new(std::collections::HashMap::new()),
         };
         for plugin in loaded {
             let status = host.start(&plugin);
@@ -355,30 +367,13 @@ impl Host {
                 version: manifest.version.clone(),
             };
         }
-        let config_json = provider_config_json(&manifest.name, &section);
-        let created = match std::panic::catch_unwind(|| {
-            (plugin.module.create())(
-                RStr::from(config_json.to_string().as_str()),
-                logging::plugin_sink(),
-            )
-        }) {
-            Ok(created) => created,
-            Err(_) => {
-                return PluginStatus::Failed {
-                    reason: "the plugin's root module has no create function".into(),
-                };
-            }
-        };
-        let instance = match created.into_result() {
+        let instance = match instantiate(plugin.module, &manifest.name, &section) {
             Ok(instance) => instance,
-            Err(e) => {
-                return PluginStatus::Failed {
-                    reason: format!("failed to initialise: {}", logging::scrub(e.as_str())),
-                };
-            }
+            Err(reason) => return PluginStatus::Failed { reason },
         };
         let handle =
             Arc::new(ProviderHandle::new(manifest.name.clone(), plugin.path.clone(), instance));
+        self.modules.insert(manifest.name.clone(), (plugin.path.clone(), plugin.module));
         match self.registry.add_provider(handle, &manifest.tools) {
             Ok(count) => PluginStatus::Loaded {
                 provider: manifest.name.clone(),
@@ -388,6 +383,42 @@ impl Host {
             },
             Err(e) => PluginStatus::Failed { reason: e.to_string() },
         }
+    }
+
+    /// The instance of `provider` that calls with the token in `token_env`: created from the
+    /// provider's config section with that variable, on first use, then kept.
+    pub fn provider_with_token(
+        &self,
+        provider: &str,
+        token_env: &str,
+    ) -> Result<Arc<ProviderHandle>, String> {
+        let key = (provider.to_owned(), token_env.to_owned());
+        if let Some(handle) =
+            self.per_credential.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
+        {
+            return Ok(Arc::clone(handle));
+        }
+        let (path, module) = self
+            .modules
+            .get(provider)
+            .ok_or_else(|| format!("provider `{provider}` is not served by this host"))?;
+        if std::env::var(token_env).map_or(true, |v| v.trim().is_empty()) {
+            return Err(format!(
+                "your `{provider}` token variable {token_env} is not set on the server; ask \
+                 whoever runs it to set it"
+            ));
+        }
+        let mut section = self.config.provider(provider);
+        section.token_env = Some(token_env.to_owned());
+        // The caller's variable, never a token written in the shared config.
+        section.settings.remove("token");
+        let instance = instantiate(*module, provider, &section)?;
+        let handle = Arc::new(ProviderHandle::new(provider.to_owned(), path.clone(), instance));
+        self.per_credential
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, Arc::clone(&handle));
+        Ok(handle)
     }
 
     /// Every plugin file and what became of it, sorted by path.
@@ -568,9 +599,36 @@ impl Host {
         session: &str,
         cancel: Option<Arc<AtomicBool>>,
     ) -> ToolResult {
-        let Some(tool) = self.tool(name) else {
+        self.call_with(name, args, timeout, session, cancel, None).await
+    }
+
+    /// [`Host::call`] with the caller's own `credentials`: a plugin tool whose provider they
+    /// name runs on an instance made with their token.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        session: &str,
+        cancel: Option<Arc<AtomicBool>>,
+        credentials: Option<&Credentials>,
+    ) -> ToolResult {
+        let Some(mut tool) = self.tool(name) else {
             return ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name));
         };
+        if let Some(token_env) = credentials.and_then(|c| c.0.get(&tool.name.provider)) {
+            if tool.plugin().is_some() {
+                match self.provider_with_token(&tool.name.provider, token_env) {
+                    Ok(handle) => {
+                        tool = Arc::new(RegisteredTool {
+                            origin: ToolOrigin::Plugin(handle),
+                            ..RegisteredTool::clone(&tool)
+                        });
+                    }
+                    Err(e) => return ToolResult::error(ToolErrorKind::Unauthorized, e),
+                }
+            }
+        }
         let cancelled = cancel.unwrap_or_default();
         if let ToolOrigin::Upstream { upstream, .. } = &tool.origin {
             tracing::info!(
@@ -721,6 +779,23 @@ fn scrub_error(mut result: ToolResult) -> ToolResult {
         }
     }
     result
+}
+
+/// A provider instance from `module`, configured by `section` (its token read from the variable
+/// the section names); a panic or a refusal of the plugin is the reason, scrubbed.
+fn instantiate(
+    module: quiver_plugin_abi::PluginModuleRef,
+    provider: &str,
+    section: &ProviderConfig,
+) -> Result<ProviderBox, String> {
+    let config_json = provider_config_json(provider, section);
+    let created = std::panic::catch_unwind(|| {
+        (module.create())(RStr::from(config_json.to_string().as_str()), logging::plugin_sink())
+    })
+    .map_err(|_| "the plugin's root module has no create function".to_owned())?;
+    created
+        .into_result()
+        .map_err(|e| format!("failed to initialise: {}", logging::scrub(e.as_str())))
 }
 
 /// The JSON a provider is created from: its `[providers.NAME]` keys, `token_env`, and `token` —

@@ -80,6 +80,10 @@ pub struct Session {
     /// The same pre-fetches by call, for joining them and delivering them whole once.
     prefetched: Arc<Mutex<Prefetches>>,
     cancelled: Arc<AtomicBool>,
+    /// The authenticated user this session serves, named in its telemetry.
+    user: Option<String>,
+    /// The user's own provider credentials, for every call and pre-fetch of this session.
+    credentials: Option<Arc<crate::host::Credentials>>,
 }
 
 impl Session {
@@ -94,7 +98,21 @@ impl Session {
             prefetches: tokio::sync::Mutex::new(Vec::new()),
             prefetched: Arc::new(Mutex::new(Prefetches::default())),
             cancelled: Arc::new(AtomicBool::new(false)),
+            user: None,
+            credentials: None,
         }
+    }
+
+    /// Runs every call and pre-fetch with the caller's own `credentials`.
+    pub fn with_credentials(mut self, credentials: crate::host::Credentials) -> Self {
+        self.credentials = Some(Arc::new(credentials));
+        self
+    }
+
+    /// Names the authenticated user in every telemetry event of this session.
+    pub fn with_user(mut self, user: &str) -> Self {
+        self.user = Some(user.to_owned());
+        self
     }
 
     /// Gives every call of this session at most `timeout`.
@@ -143,7 +161,16 @@ impl Session {
     ) -> (ToolResult, CallEffects) {
         let Some(tool) = self.host.tool(name) else {
             return (
-                self.host.call(name, args, self.timeout, &self.id, cancel).await,
+                self.host
+                    .call_with(
+                        name,
+                        args,
+                        self.timeout,
+                        &self.id,
+                        cancel,
+                        self.credentials.as_deref(),
+                    )
+                    .await,
                 CallEffects::default(),
             );
         };
@@ -199,7 +226,14 @@ impl Session {
                 // Main calls wait for their host's permit; they share it with pre-fetches.
                 let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
                 self.host
-                    .call(name, provider_arguments(args, schema), self.timeout, &self.id, cancel)
+                    .call_with(
+                        name,
+                        provider_arguments(args, schema),
+                        self.timeout,
+                        &self.id,
+                        cancel,
+                        self.credentials.as_deref(),
+                    )
                     .await
             }
         };
@@ -319,6 +353,7 @@ impl Session {
         let Some(sink) = self.host.telemetry() else { return };
         let mut event = CallEvent {
             args_hash: key.map(arguments_hash).unwrap_or_default(),
+            user: self.user.clone(),
             ..CallEvent::new(now_ms(), &self.id, tool, kind)
         };
         fill(&mut event);
@@ -402,12 +437,21 @@ impl Session {
                     (Arc::clone(&self.prefetched), Arc::clone(&self.cancelled));
                 let (tool, session, timeout) =
                     (admitted.tool.to_owned(), self.id.clone(), self.timeout);
+                let credentials = self.credentials.clone();
                 let report =
                     prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
                 set.spawn(async move {
                     let _permit = permit;
-                    let result =
-                        host.call(&tool, arguments, timeout, &session, Some(cancelled)).await;
+                    let result = host
+                        .call_with(
+                            &tool,
+                            arguments,
+                            timeout,
+                            &session,
+                            Some(cancelled),
+                            credentials.as_deref(),
+                        )
+                        .await;
                     let landed = !result.is_error;
                     {
                         // Cache and registry change together, so a call sees either the

@@ -26,11 +26,13 @@
 pub mod annotations;
 pub mod catalog;
 pub mod escape;
+pub mod http;
 pub mod modes;
 pub mod policy;
 pub mod server;
 
 pub use catalog::{Bundle, Catalog, ExposedTool};
+pub use http::{key_sha256, serve_http};
 pub use modes::Listing;
 pub use policy::{Policy, PolicyError};
-pub use server::{serve_stdio, QuiverServer, ServeOptions};
+pub use server::{serve_stdio, Identity, QuiverServer, ServeOptions};

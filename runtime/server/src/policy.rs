@@ -8,7 +8,7 @@
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use quiver_core::SideEffectClass;
 
-use quiver_runtime::config::SelectorConfig;
+use quiver_runtime::config::{HttpUser, SelectorConfig};
 
 /// Why a `[selector]` pattern cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +32,8 @@ pub enum Refusal {
     Denied,
     /// Occurs when `read_only = true` and the tool is not `pure` or `read_only`.
     ReadOnly,
+    /// Occurs when the caller's own `[[serve.http.users]]` entry excludes the tool.
+    ForUser,
 }
 
 impl Refusal {
@@ -49,6 +51,10 @@ impl Refusal {
             Refusal::ReadOnly => format!(
                 "`{qualified}` is refused: it can change things and [selector] read_only = true; \
                  set read_only = false to use it"
+            ),
+            Refusal::ForUser => format!(
+                "`{qualified}` is not available to you: your user entry on this server \
+                 (read_only, allow or deny) excludes it; ask whoever runs it"
             ),
         }
     }
@@ -99,6 +105,8 @@ pub struct Policy {
     deny: Patterns,
     read_only: bool,
     confirm: Patterns,
+    /// A user's own policy, which can only narrow this one.
+    narrower: Option<Box<Policy>>,
 }
 
 impl Policy {
@@ -109,7 +117,28 @@ impl Policy {
             deny: Patterns::new("deny", &config.deny)?,
             read_only: config.read_only,
             confirm: Patterns::new("confirm", &config.confirm)?,
+            narrower: None,
         })
+    }
+
+    /// A policy that serves nothing: for a user whose own patterns cannot be compiled.
+    pub fn refuse_all() -> Self {
+        let none = Patterns::new("allow", &[]).expect("no patterns compile");
+        let deny = Patterns::new("deny", &["*".to_owned()]).expect("`*` compiles");
+        Self { allow: none.clone(), deny, read_only: true, confirm: none, narrower: None }
+    }
+
+    /// This policy narrowed by a `[[serve.http.users]]` entry: a tool is served only when both
+    /// serve it, and confirmed when either asks.
+    pub fn narrowed_by(&self, user: &HttpUser) -> Result<Self, PolicyError> {
+        let own = Self {
+            allow: Patterns::new("allow", &user.allow)?,
+            deny: Patterns::new("deny", &user.deny)?,
+            read_only: user.read_only,
+            confirm: Patterns::new("confirm", &user.confirm)?,
+            narrower: None,
+        };
+        Ok(Self { narrower: Some(Box::new(own)), ..self.clone() })
     }
 
     /// Why the tool is not served, or `None` when it is.
@@ -128,12 +157,16 @@ impl Policy {
         if self.read_only && !class.is_speculatable() {
             return Some(Refusal::ReadOnly);
         }
-        None
+        self.narrower
+            .as_ref()
+            .and_then(|user| user.refusal(qualified, mcp_name, class))
+            .map(|_| Refusal::ForUser)
     }
 
     /// Whether a call must carry `"_confirm": true` to run.
     pub fn needs_confirm(&self, qualified: &str, mcp_name: &str) -> bool {
         self.confirm.matches(qualified, mcp_name)
+            || self.narrower.as_ref().is_some_and(|user| user.needs_confirm(qualified, mcp_name))
     }
 }
 

@@ -25,7 +25,7 @@ use crate::catalog::{Catalog, ExposedTool};
 use crate::escape;
 use crate::modes::{Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, LOAD_TOOLS};
 use crate::policy::Policy;
-use quiver_runtime::config::ServeMode;
+use quiver_runtime::config::{HttpUser, ServeMode};
 use quiver_runtime::host::Host;
 use quiver_runtime::selector::{selector_for_host, Selector, SelectorOptions};
 use quiver_runtime::session::Session;
@@ -41,22 +41,46 @@ pub struct ServeOptions {
     pub mode: Option<ServeMode>,
 }
 
-/// The MCP server of one connection.
+/// The MCP server of one connection (stdio), or of one HTTP session or request: what every
+/// caller shares, and the tool list this connection was shown.
 #[derive(Clone)]
 pub struct QuiverServer {
     inner: Arc<Inner>,
+    /// `dynamic` mode: what this connection loaded.
+    listing: Arc<Mutex<Listing>>,
+}
+
+/// Who is calling, as the HTTP layer authenticated them (absent on stdio).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    /// The user's name (`[[serve.http.users]] name`), or `local` for unauthenticated loopback.
+    pub name: String,
+    /// Their entry, when they authenticated with an API key.
+    pub user: Option<HttpUser>,
+}
+
+/// What one caller's calls share across connections and requests: the session (cache,
+/// in-flight joins, fail-fast, recent calls) and their view of the tools under their policy.
+/// State belongs to the caller's identity, not to a connection, so it is the same on every
+/// protocol revision, including 2026-07-28 which has no sessions.
+struct View {
+    session: Session,
+    session_id: String,
+    policy: Policy,
+    /// The catalog and the upstream change count it was built at: rebuilt when an upstream's
+    /// tools change (a restart, a `list_changed`), so the list follows them.
+    catalog: Mutex<(u64, Arc<Catalog>)>,
 }
 
 struct Inner {
     host: Arc<Host>,
-    session: Session,
-    session_id: String,
-    /// The catalog and the upstream change count it was built at: rebuilt when an upstream's
-    /// tools change (a restart, a `list_changed`), so the list follows them.
-    catalog: Mutex<(u64, Arc<Catalog>)>,
-    policy: Policy,
+    config: quiver_runtime::config::SelectorConfig,
+    mode: ServeMode,
+    base_policy: Policy,
     inferred: std::collections::BTreeMap<String, Value>,
-    listing: Mutex<Listing>,
+    /// Callers by identity name (`""` on stdio).
+    views: Mutex<std::collections::HashMap<String, Arc<View>>>,
+    session_prefix: String,
     instructions: String,
     max_tools: usize,
     /// Built on the first `find_tools` or failed `load_tools`: `all` mode never pays for it.
@@ -75,7 +99,6 @@ impl QuiverServer {
         let mode = options.mode.unwrap_or(config.mode);
         let policy = Policy::new(&config)?;
         let inferred = quiver_runtime::enrich::inferred_output_schemas(&host);
-        let version = host.upstreams().version();
         let catalog = Catalog::new(&host, &policy, &inferred);
         let listing = Listing::new(mode, &config, &catalog)?;
         let mut instructions = catalog.instructions(mode);
@@ -90,39 +113,119 @@ impl QuiverServer {
                 .push_str("\nUpstream servers not serving now (restarted automatically):\n");
             instructions.push_str(&down.join("\n"));
         }
-        let session_id = session_id.into();
+        if mode == ServeMode::Dynamic {
+            instructions.push_str(
+                "\nClients on protocol 2026-07-28 (no sessions) get the search mode: find_tools \
+                 and call_tool, since a per-connection list cannot change there.",
+            );
+        }
         Ok(Self {
             inner: Arc::new(Inner {
-                session: Session::new(Arc::clone(&host), session_id.clone()),
-                session_id,
-                host,
-                catalog: Mutex::new((version, Arc::new(catalog))),
-                policy,
-                inferred,
-                listing: Mutex::new(listing),
-                instructions,
                 max_tools: config.max_tools.max(1),
+                host,
+                config,
+                mode,
+                base_policy: policy,
+                inferred,
+                views: Mutex::new(std::collections::HashMap::new()),
+                session_prefix: session_id.into(),
+                instructions,
                 selector: OnceCell::new(),
             }),
+            listing: Arc::new(Mutex::new(listing)),
         })
     }
 
-    /// The tools `tools/list` returns now, as MCP JSON (for token measurements and tests).
+    /// Another connection to the same server: shared callers' state, its own tool list.
+    pub fn connection(&self) -> Self {
+        let catalog = self.view(None).catalog(&self.inner);
+        let listing = Listing::new(self.inner.mode, &self.inner.config, &catalog)
+            .unwrap_or_else(|_| self.listing().clone());
+        Self { inner: Arc::clone(&self.inner), listing: Arc::new(Mutex::new(listing)) }
+    }
+
+    /// The state of `who` (the local caller when `None`), created on their first request.
+    fn view(&self, who: Option<&Identity>) -> Arc<View> {
+        let inner = &self.inner;
+        let key = who.map(|w| w.name.clone()).unwrap_or_default();
+        let mut views = inner.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(view) = views.get(&key) {
+            return Arc::clone(view);
+        }
+        let policy = match who.and_then(|w| w.user.as_ref()) {
+            Some(user) => inner.base_policy.narrowed_by(user).unwrap_or_else(|e| {
+                tracing::warn!(user = %user.name, "{e}; refusing every tool to this user");
+                Policy::refuse_all()
+            }),
+            None => inner.base_policy.clone(),
+        };
+        let session_id = if key.is_empty() {
+            inner.session_prefix.clone()
+        } else {
+            format!("{}-{key}", inner.session_prefix)
+        };
+        let mut session = Session::new(Arc::clone(&inner.host), session_id.clone());
+        if !key.is_empty() {
+            session = session.with_user(&key);
+        }
+        if let Some(user) = who.and_then(|w| w.user.as_ref()).filter(|u| !u.tokens.is_empty()) {
+            // Their calls run with their tokens; their cache is theirs alone (one per caller).
+            session =
+                session.with_credentials(quiver_runtime::host::Credentials(user.tokens.clone()));
+        }
+        let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
+        let view = Arc::new(View {
+            session,
+            session_id,
+            policy,
+            catalog: Mutex::new((inner.host.upstreams().version(), Arc::new(catalog))),
+        });
+        views.insert(key, Arc::clone(&view));
+        view
+    }
+
+    /// How long a client may keep this list (`ttlMs`): it changes only on a reload or, with
+    /// upstreams, when one of them changes (announced with `list_changed`); in `dynamic` mode
+    /// with every load.
+    fn list_ttl_ms(&self, context: &RequestContext<RoleServer>) -> u64 {
+        match self.mode_for(Some(context)) {
+            ServeMode::Dynamic => 0,
+            _ if !self.inner.host.upstreams().all().is_empty() => 30_000,
+            _ => 300_000,
+        }
+    }
+
+    /// The mode this request is served in: `dynamic` changes a connection's list, which
+    /// 2026-07-28 (no connections) forbids, so its clients get `search`.
+    fn mode_for(&self, context: Option<&RequestContext<RoleServer>>) -> ServeMode {
+        let modern =
+            context.and_then(|c| c.protocol_version()).is_some_and(|v| !v.has_initialize());
+        match self.inner.mode {
+            ServeMode::Dynamic if modern => ServeMode::Search,
+            mode => mode,
+        }
+    }
+
+    /// The tools `tools/list` returns now to the local caller, as MCP JSON (for token
+    /// measurements and tests).
     pub fn list_json(&self) -> Value {
-        let catalog = self.catalog();
+        let catalog = self.view(None).catalog(&self.inner);
         json!({ "tools": self.listing().tools(&catalog) })
     }
 
-    /// The catalog as of the upstreams' latest change.
-    fn catalog(&self) -> Arc<Catalog> {
-        let inner = &self.inner;
-        let version = inner.host.upstreams().version();
-        let mut cached = inner.catalog.lock().unwrap_or_else(|e| e.into_inner());
-        if cached.0 != version {
-            let catalog = Catalog::new(&inner.host, &inner.policy, &inner.inferred);
-            *cached = (version, Arc::new(catalog));
+    /// What `tools/list` returns to this request's caller in this request's mode.
+    fn list_for(&self, context: &RequestContext<RoleServer>) -> Value {
+        let view = self.view(identity(context).as_ref());
+        let catalog = view.catalog(&self.inner);
+        let mode = self.mode_for(Some(context));
+        let listing = self.listing();
+        if mode == listing.mode() {
+            json!({ "tools": listing.tools(&catalog) })
+        } else {
+            let search = Listing::new(mode, &self.inner.config, &catalog)
+                .unwrap_or_else(|_| listing.clone());
+            json!({ "tools": search.tools(&catalog) })
         }
-        Arc::clone(&cached.1)
     }
 
     /// The server's instructions.
@@ -130,13 +233,17 @@ impl QuiverServer {
         &self.inner.instructions
     }
 
-    /// Cancels the session's pre-fetches and waits for them.
+    /// Cancels every caller's pre-fetches and waits for them.
     pub async fn shutdown(&self) {
-        self.inner.session.shutdown().await;
+        let views: Vec<Arc<View>> =
+            self.inner.views.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        for view in views {
+            view.session.shutdown().await;
+        }
     }
 
     fn listing(&self) -> std::sync::MutexGuard<'_, Listing> {
-        self.inner.listing.lock().unwrap_or_else(|e| e.into_inner())
+        self.listing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     async fn selector(&self) -> Option<&Selector> {
@@ -193,9 +300,11 @@ impl QuiverServer {
         arguments: Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let mode = self.listing().mode();
+        let mode = self.mode_for(Some(context));
+        let view = self.view(identity(context).as_ref());
+        let view = &*view;
         match (mode, name) {
-            (ServeMode::Search, FIND_TOOLS) => self.find_tools(&arguments).await,
+            (ServeMode::Search, FIND_TOOLS) => self.find_tools(view, &arguments).await,
             (ServeMode::Search, CALL_TOOL) => {
                 let Some(target) = arguments.get("name").and_then(Value::as_str) else {
                     return error_result(
@@ -211,14 +320,14 @@ impl QuiverServer {
                         ))
                     }
                 };
-                self.call_provider_tool(target, args, context, true).await
+                self.call_provider_tool(view, target, args, context, true).await
             }
-            (ServeMode::Dynamic, LOAD_TOOLS) => self.load_tools(&arguments, context).await,
-            _ => self.call_provider_tool(name, arguments, context, false).await,
+            (ServeMode::Dynamic, LOAD_TOOLS) => self.load_tools(view, &arguments, context).await,
+            _ => self.call_provider_tool(view, name, arguments, context, false).await,
         }
     }
 
-    async fn find_tools(&self, arguments: &Map<String, Value>) -> CallToolResult {
+    async fn find_tools(&self, view: &View, arguments: &Map<String, Value>) -> CallToolResult {
         let Some(query) = arguments.get("query").and_then(Value::as_str) else {
             return error_result("find_tools needs a `query`: what you want to do, in words");
         };
@@ -228,8 +337,8 @@ impl QuiverServer {
             .map(|k| k as usize)
             .unwrap_or(DEFAULT_K)
             .clamp(1, self.inner.max_tools);
-        escape::record(&self.inner.host, &self.inner.session_id, EventKind::FindTools, FIND_TOOLS);
-        let catalog = self.catalog();
+        escape::record(&self.inner.host, &view.session_id, EventKind::FindTools, FIND_TOOLS);
+        let catalog = view.catalog(&self.inner);
         let found: Vec<Value> = self
             .rank(&catalog, query, k)
             .await
@@ -248,6 +357,7 @@ impl QuiverServer {
 
     async fn load_tools(
         &self,
+        view: &View,
         arguments: &Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
@@ -257,7 +367,7 @@ impl QuiverServer {
                  tool name",
             );
         };
-        let catalog = self.catalog();
+        let catalog = view.catalog(&self.inner);
         let bundles = catalog.bundles();
         let tools: Vec<String> = if let Some(bundle) = bundles.iter().find(|b| b.name == wanted) {
             bundle.tools.clone()
@@ -284,7 +394,7 @@ impl QuiverServer {
                 if suggestions.is_empty() { "none".into() } else { suggestions.join(", ") }
             ));
         };
-        escape::record(&self.inner.host, &self.inner.session_id, EventKind::LoadTools, wanted);
+        escape::record(&self.inner.host, &view.session_id, EventKind::LoadTools, wanted);
         let outcome = self.listing().load(&tools);
         if outcome.changed() {
             if let Err(e) = context.peer.notify_tool_list_changed().await {
@@ -313,12 +423,13 @@ impl QuiverServer {
 
     async fn call_provider_tool(
         &self,
+        view: &View,
         name: &str,
         arguments: Map<String, Value>,
         context: &RequestContext<RoleServer>,
         via_call_tool: bool,
     ) -> CallToolResult {
-        let catalog = self.catalog();
+        let catalog = view.catalog(&self.inner);
         let Some(tool) = catalog.get(name) else {
             // A tool of an upstream that is down is not "unknown": say why it is missing.
             let down = self.inner.host.upstream_reports().into_iter().find(|r| {
@@ -347,9 +458,9 @@ impl QuiverServer {
         let listed = self.listing().is_listed(&catalog, &tool.qualified);
         if !listed {
             let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
-            escape::record(&self.inner.host, &self.inner.session_id, kind, &tool.qualified);
+            escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
-        let result = self.run(tool, Value::Object(arguments), context).await;
+        let result = self.run(view, tool, Value::Object(arguments), context).await;
         self.listing().touch(&tool.qualified);
         to_call_result(result, tool)
     }
@@ -357,6 +468,7 @@ impl QuiverServer {
     /// Runs the call through the session, cancelled with the request and reporting progress.
     async fn run(
         &self,
+        view: &View,
         tool: &ExposedTool,
         arguments: Value,
         context: &RequestContext<RoleServer>,
@@ -387,7 +499,7 @@ impl QuiverServer {
         };
         let call = CALL_PROGRESS.scope(
             forward,
-            self.inner.session.call_cancellable(
+            view.session.call_cancellable(
                 &tool.qualified,
                 arguments,
                 &[],
@@ -435,10 +547,12 @@ impl ServerHandler for QuiverServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        serde_json::from_value(self.list_json())
-            .map_err(|e| McpError::internal_error(format!("a tool is not valid MCP: {e}"), None))
+        let listed = self.list_for(&context);
+        let tools: Vec<rmcp::model::Tool> = serde_json::from_value(listed["tools"].clone())
+            .map_err(|e| McpError::internal_error(format!("a tool is not valid MCP: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(self.list_ttl_ms(&context)))
     }
 
     async fn call_tool(
@@ -463,6 +577,24 @@ pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Resu
     server.shutdown().await;
     ended?;
     Ok(())
+}
+
+/// The caller the HTTP layer authenticated, if this request came over HTTP.
+fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
+    context.extensions.get::<http::request::Parts>()?.extensions.get::<Identity>().cloned()
+}
+
+impl View {
+    /// The caller's catalog as of the upstreams' latest change.
+    fn catalog(&self, inner: &Inner) -> Arc<Catalog> {
+        let version = inner.host.upstreams().version();
+        let mut cached = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 != version {
+            let catalog = Catalog::new(&inner.host, &self.policy, &inner.inferred);
+            *cached = (version, Arc::new(catalog));
+        }
+        Arc::clone(&cached.1)
+    }
 }
 
 /// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists.
@@ -499,7 +631,9 @@ fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
             }
         })
         .collect();
-    let mut out = json!({ "content": content, "isError": result.is_error });
+    // `resultType` is required on 2026-07-28; rmcp strips it for older peers.
+    let mut out =
+        json!({ "content": content, "isError": result.is_error, "resultType": "complete" });
     if tool.output_schema.is_some() && !result.is_error {
         out["structuredContent"] = match result.structured {
             Some(value @ Value::Object(_)) => value,

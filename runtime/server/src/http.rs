@@ -1,0 +1,302 @@
+//! `quiver serve --http`: the MCP server for a team over Streamable HTTP, on both protocol
+//! revisions — 2026-07-28 (stateless: no `initialize`, no `Mcp-Session-Id`) and 2025-11-25
+//! (`initialize`, `Mcp-Session-Id`, the GET stream, DELETE) — through rmcp's
+//! `StreamableHttpService`, at `/mcp`.
+//!
+//! Cross-cutting concerns are layers around that service, applied in this order to `/mcp`:
+//! 1. **Origin**: a browser request whose `Origin` is not allowed is refused (403) — the
+//!    defence against DNS rebinding; requests without `Origin` (every non-browser client) pass.
+//!    With no `allowed_origins`, only loopback origins are allowed. rmcp checks `Host` too.
+//! 2. **Authentication**: with `[[serve.http.users]]`, every request carries
+//!    `Authorization: Bearer <API key>`; the key's SHA-256 is compared in constant time with
+//!    each user's `key_sha256`, and a missing or wrong key gets 401 with
+//!    `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). The caller's [`Identity`]
+//!    travels as a request extension into the MCP handler, which keeps each caller's pipeline
+//!    state and policy apart.
+//!
+//! `/healthz` (alive) and `/readyz` (plugins loaded, upstreams up) are open. The server listens
+//! on loopback unless authentication is configured: anything else is refused at start-up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use quiver_runtime::config::HttpUser;
+use quiver_runtime::host::Host;
+use quiver_runtime::upstream::UpstreamState;
+use quiver_runtime::PluginStatus;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::server::{Identity, QuiverServer, ServeOptions};
+
+/// Where the MCP endpoint is mounted.
+pub const MCP_PATH: &str = "/mcp";
+/// The protected-resource metadata (RFC 9728).
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The hex SHA-256 of an API key, as `[[serve.http.users]] key_sha256` holds it.
+pub fn key_sha256(key: &str) -> String {
+    hex::encode(Sha256::digest(key.trim().as_bytes()))
+}
+
+/// Who may call: users by the digest of their key.
+struct Users {
+    users: Vec<(HttpUser, [u8; 32])>,
+}
+
+impl Users {
+    fn new(users: &[HttpUser]) -> anyhow::Result<Self> {
+        let mut out = Vec::new();
+        for user in users {
+            let bytes = hex::decode(&user.key_sha256).map_err(|e| {
+                anyhow::anyhow!("[[serve.http.users]] `{}`: key_sha256 is not hex: {e}", user.name)
+            })?;
+            let digest: [u8; 32] = bytes.try_into().map_err(|_| {
+                anyhow::anyhow!("[[serve.http.users]] `{}`: key_sha256 is not 32 bytes", user.name)
+            })?;
+            out.push((user.clone(), digest));
+        }
+        Ok(Self { users: out })
+    }
+
+    /// No authentication configured: loopback only, everyone is `local`.
+    fn is_open(&self) -> bool {
+        self.users.is_empty()
+    }
+
+    /// The user whose key this is. Every entry is compared, in constant time, so the time taken
+    /// says nothing about which key came close.
+    fn authenticate(&self, key: &str) -> Option<&HttpUser> {
+        let digest = Sha256::digest(key.trim().as_bytes());
+        let mut found = None;
+        for (user, expected) in &self.users {
+            if bool::from(digest.as_slice().ct_eq(expected)) {
+                found = Some(user);
+            }
+        }
+        found
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    host: Arc<Host>,
+    users: Arc<Users>,
+    allowed_origins: Arc<Vec<String>>,
+}
+
+/// Serves `host` over Streamable HTTP on `listen` until `shutdown` resolves, then lets
+/// in-flight requests finish for at most `[serve.http] drain_timeout_s`.
+pub async fn serve_http(
+    host: Arc<Host>,
+    options: ServeOptions,
+    listen: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let config = host.config().config.serve.http.clone();
+    let users = Arc::new(Users::new(&config.users)?);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() && users.is_open() {
+        anyhow::bail!(
+            "refusing to listen on {addr} without authentication: add [[serve.http.users]] \
+             (`quiver keys new NAME` prints an entry) or listen on 127.0.0.1"
+        );
+    }
+    let server = QuiverServer::new(Arc::clone(&host), &options, "http")?;
+    let mut mcp_config = StreamableHttpServerConfig::default();
+    mcp_config.allowed_hosts.extend(config.allowed_hosts.iter().cloned());
+    mcp_config.allowed_hosts.push(addr.ip().to_string());
+    let cancel = mcp_config.cancellation_token.clone();
+    let factory = server.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(factory.connection()),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config,
+    );
+    let state = AppState {
+        host: Arc::clone(&host),
+        users,
+        allowed_origins: Arc::new(config.allowed_origins.clone()),
+    };
+    let guarded = Router::new()
+        .route_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .merge(guarded)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
+        .with_state(state);
+    tracing::info!("serving MCP over Streamable HTTP at http://{addr}{MCP_PATH}");
+    eprintln!("quiver: serving MCP at http://{addr}{MCP_PATH}");
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    });
+    let drain = Duration::from_secs(config.drain_timeout_s);
+    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
+    tokio::select! {
+        served = &mut serve => served?,
+        _ = stopping_rx => {
+            // No new requests; in-flight calls get `drain` to finish, then open streams close.
+            tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
+            if tokio::time::timeout(drain, &mut serve).await.is_err() {
+                tracing::warn!("in-flight requests still running after {} s; closing", drain.as_secs());
+            }
+            cancel.cancel();
+        }
+    }
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Layer 1: a browser's `Origin` must be allowed (DNS rebinding); non-browser requests pass.
+async fn check_origin(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        let allowed = if state.allowed_origins.is_empty() {
+            is_loopback_origin(origin)
+        } else {
+            state.allowed_origins.iter().any(|o| o.trim_end_matches('/') == origin)
+        };
+        if !allowed {
+            tracing::warn!(origin, "refused a request from a foreign origin");
+            return (
+                StatusCode::FORBIDDEN,
+                Json(json!({"error": format!(
+                    "origin `{origin}` is not allowed; add it to [serve.http] allowed_origins"
+                )})),
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else { return false };
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Layer 2: the caller's API key, turned into an [`Identity`] the MCP handler reads.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let identity = if state.users.is_open() {
+        Identity { name: "local".into(), user: None }
+    } else {
+        let key = bearer(request.headers());
+        match key.and_then(|key| state.users.authenticate(key)) {
+            Some(user) => Identity { name: user.name.clone(), user: Some(user.clone()) },
+            None => return unauthorized(request.headers(), key.is_some()),
+        }
+    };
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+}
+
+/// 401 with the pointer to this server's protected-resource metadata (RFC 9728).
+fn unauthorized(headers: &HeaderMap, had_key: bool) -> Response {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+    let metadata = format!("http://{host}{RESOURCE_METADATA_PATH}");
+    let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
+    let message = if had_key {
+        "the API key is not valid for this server"
+    } else {
+        "this server needs `Authorization: Bearer <API key>`"
+    };
+    let mut response = (StatusCode::UNAUTHORIZED, Json(json!({"error": message}))).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// RFC 9728 metadata: this resource and how to present a token.
+async fn resource_metadata(headers: HeaderMap) -> Json<serde_json::Value> {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+    Json(json!({
+        "resource": format!("http://{host}{MCP_PATH}"),
+        "authorization_servers": [],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "quiver",
+    }))
+}
+
+/// 200 when every plugin loaded and every enabled upstream is up; 503 naming what is not.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let mut problems = Vec::new();
+    for report in state.host.plugin_reports() {
+        if let PluginStatus::Failed { reason } = &report.status {
+            problems.push(format!("plugin {}: {reason}", report.path.display()));
+        }
+    }
+    for report in state.host.upstream_reports() {
+        match &report.state {
+            UpstreamState::Ready | UpstreamState::Disabled => {}
+            other => problems.push(format!("upstream {}: {other}", report.name)),
+        }
+    }
+    let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"ready": problems.is_empty(), "problems": problems}))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, key: &str) -> HttpUser {
+        HttpUser { name: name.into(), key_sha256: key_sha256(key), ..HttpUser::default() }
+    }
+
+    #[test]
+    fn a_key_authenticates_its_user_and_no_other() {
+        let users = Users::new(&[user("alice", "qk_alice"), user("bob", "qk_bob")]).unwrap();
+        assert_eq!(users.authenticate("qk_bob").map(|u| u.name.as_str()), Some("bob"));
+        assert_eq!(users.authenticate("qk_alice").map(|u| u.name.as_str()), Some("alice"));
+        assert!(users.authenticate("qk_mallory").is_none());
+        assert!(users.authenticate("").is_none());
+    }
+
+    #[test]
+    fn only_loopback_origins_pass_by_default() {
+        for origin in ["http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]:8080"] {
+            assert!(is_loopback_origin(origin), "{origin}");
+        }
+        for origin in ["https://evil.example", "http://localhost.evil.example", "null"] {
+            assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_case_insensitively() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer qk_1"));
+        assert_eq!(bearer(&headers), Some("qk_1"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic eDp5"));
+        assert_eq!(bearer(&headers), None);
+    }
+}

@@ -1,0 +1,317 @@
+//! `quiver serve --http` for a team: the official Python SDK's Streamable HTTP client on both
+//! protocol revisions (2026-07-28 stateless, 2025-11-25 with a session), API keys made by
+//! `quiver keys new`, per-user policy, the refusals (no key, a wrong key, a foreign `Origin`, a
+//! public address without authentication) and the operational endpoints — against the real
+//! binary, the real GitHub plugin and a loopback GitHub.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use quiver_tests::{plugins_dir, quiver, quiver_bin, recorded_reply, texts};
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
+
+/// A loopback GitHub: issue 1347 and issue creation.
+async fn fake_github() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/1347"))
+        .respond_with(recorded_reply(200, "github", "issue.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octocat/Hello-World/issues"))
+        .respond_with(recorded_reply(201, "github", "issue_created.json"))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// `quiver keys new NAME`: (the key, the TOML entry).
+fn new_key(name: &str, extra: &str) -> (String, String) {
+    let out = quiver(&["keys", "new", name], &[]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let key = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("# qk_").map(|k| format!("qk_{k}")))
+        .unwrap_or_else(|| panic!("no key printed: {stdout}"));
+    let entry: String =
+        stdout.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    assert!(entry.contains(&format!("name = \"{name}\"")), "{entry}");
+    assert!(!entry.contains(&key), "the config holds the hash, never the key: {entry}");
+    (key, format!("{entry}{extra}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `quiver serve --http`, stopped (SIGKILL) when dropped.
+struct Served {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+    _plugins: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(config: &str) -> Self {
+        Self::start_with_env(config, &[])
+    }
+
+    fn start_with_env(config: &str, env: &[(&str, &str)]) -> Self {
+        let plugins = plugins_dir(&["quiver-provider-github"]);
+        let dir = tempfile::tempdir().unwrap();
+        let telemetry = dir.path().join("telemetry");
+        std::fs::write(
+            dir.path().join("quiver.toml"),
+            format!("{config}\n[telemetry]\nenabled = true\ndir = \"{}\"\n", telemetry.display()),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new(quiver_bin())
+            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
+            .arg(dir.path().join("quiver.toml"))
+            .arg("--plugins")
+            .arg(plugins.path())
+            .current_dir(dir.path())
+            .env("QUIVER_DATA_DIR", dir.path().join("data"))
+            .env("XDG_CONFIG_HOME", dir.path())
+            .env_remove("QUIVER_CONFIG")
+            .env_remove("RUST_LOG")
+            .env_remove("GITHUB_TOKEN")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn quiver serve --http");
+        let served =
+            Self { child, url: format!("http://127.0.0.1:{port}"), dir, _plugins: plugins };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "quiver serve --http did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        served
+    }
+
+    /// The Python SDK client: `mode` `auto` (2026-07-28) or `legacy` (2025-11-25).
+    async fn client(&self, key: &str, mode: &str, calls: Value) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/http_client.py");
+        let mut command = Command::new("python3");
+        command
+            .arg(script)
+            .arg(format!("{}/mcp", self.url))
+            .arg(key)
+            .arg(mode)
+            .arg(calls.to_string());
+        let out = tokio::task::spawn_blocking(move || command.output().expect("run python3"))
+            .await
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("the client printed no result ({e}):\n{stdout}\n{stderr}"))
+    }
+
+    fn telemetry(&self) -> Vec<Value> {
+        let mut events = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.dir.path().join("telemetry")) else {
+            return events;
+        };
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            events.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
+        }
+        events
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn require_python_sdk() {
+    let probe = Command::new("python3")
+        .args(["-c", "from mcp.client.streamable_http import streamable_http_client"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        _ => panic!(
+            "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
+             `python3 -m pip install 'mcp>=2'`"
+        ),
+    }
+}
+
+const GET_ISSUE: &str = "github_get_issue";
+const CREATE_ISSUE: &str = "github_create_issue";
+
+fn issue() -> Value {
+    json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_revisions_serve_each_user_under_their_own_policy() {
+    require_python_sdk();
+    let github = fake_github().await;
+    let (alice, alice_entry) = new_key("alice", "");
+    let (bob, bob_entry) = new_key("bob", "read_only = true\n");
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{bob_entry}",
+        github.uri()
+    ));
+
+    // 2026-07-28: no initialize, no session.
+    let modern = served.client(&alice, "auto", json!([[GET_ISSUE, issue()]])).await;
+    assert_eq!(modern["protocol"], "2026-07-28", "{modern}");
+    let tools: Vec<&str> =
+        modern["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&GET_ISSUE) && tools.contains(&CREATE_ISSUE), "{tools:?}");
+    assert_eq!(modern["calls"][0]["is_error"], false, "{modern}");
+    assert!(modern["calls"][0]["text"].as_str().unwrap().contains("Found a bug"), "{modern}");
+
+    // 2025-11-25: initialize and Mcp-Session-Id; bob may read and never write.
+    let create = json!({"owner": "octocat", "repo": "Hello-World", "title": "t", "body": "b"});
+    let legacy =
+        served.client(&bob, "legacy", json!([[GET_ISSUE, issue()], [CREATE_ISSUE, create]])).await;
+    assert_eq!(legacy["protocol"], "2025-11-25", "{legacy}");
+    let tools: Vec<&str> =
+        legacy["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(
+        tools.contains(&GET_ISSUE) && !tools.contains(&CREATE_ISSUE),
+        "read-only list: {tools:?}"
+    );
+    assert_eq!(legacy["calls"][0]["is_error"], false, "{legacy}");
+    assert_eq!(legacy["calls"][1]["is_error"], true, "{legacy}");
+    assert!(
+        legacy["calls"][1]["text"].as_str().unwrap().contains("is not available to you"),
+        "{legacy}"
+    );
+    let posts = github.received_requests().await.unwrap();
+    assert!(posts.iter().all(|r| r.method.as_str() != "POST"), "bob's write never reached GitHub");
+
+    // Each user's calls are theirs in telemetry, and their caches are their own: alice's
+    // second read is a repeat for her, bob's first was not served from hers.
+    let again = served.client(&alice, "auto", json!([[GET_ISSUE, issue()]])).await;
+    assert_eq!(again["calls"][0]["is_error"], false, "{again}");
+    let calls: Vec<(String, bool)> = served
+        .telemetry()
+        .iter()
+        .filter(|e| e["kind"] == "call" && e["tool"] == "github.get_issue")
+        .map(|e| (e["user"].as_str().unwrap_or("?").to_owned(), e["dedup_hit"] == true))
+        .collect();
+    assert_eq!(
+        calls,
+        [("alice".to_owned(), false), ("bob".to_owned(), false), ("alice".to_owned(), true)],
+        "{:?}",
+        served.telemetry()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_and_wrong_keys_and_foreign_origins_are_refused() {
+    let (alice, entry) = new_key("alice", "");
+    let served = Served::start(&entry);
+    let http = reqwest::Client::new();
+    let mcp = format!("{}/mcp", served.url);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let post = |key: Option<&str>, origin: Option<&str>| {
+        let mut request = http
+            .post(&mcp)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&ping);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+
+    let missing = post(None, None).await.unwrap();
+    assert_eq!(missing.status(), 401);
+    let challenge = missing.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(
+        challenge.starts_with("Bearer resource_metadata=\"http://127.0.0.1:")
+            && challenge.ends_with("/.well-known/oauth-protected-resource\""),
+        "{challenge}"
+    );
+    assert_eq!(post(Some("qk_wrong"), None).await.unwrap().status(), 401);
+    let foreign = post(Some(&alice), Some("https://evil.example")).await.unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert!(foreign.text().await.unwrap().contains("allowed_origins"));
+    let local = post(Some(&alice), Some("http://localhost:6274")).await.unwrap();
+    assert!(local.status().is_success(), "a loopback origin passes: {}", local.status());
+
+    let health = http.get(format!("{}/healthz", served.url)).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let ready: Value =
+        http.get(format!("{}/readyz", served.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["ready"], true, "{ready}");
+    let metadata: Value = http
+        .get(format!("{}/.well-known/oauth-protected-resource", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(metadata["resource"].as_str().unwrap().ends_with("/mcp"), "{metadata}");
+}
+
+#[test]
+fn a_public_address_without_authentication_is_refused() {
+    let out = quiver(&["serve", "--http", "0.0.0.0:0"], &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("without authentication"), "{stderr}");
+    assert!(stderr.contains("quiver keys new"), "says how: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_user_reaches_github_with_their_own_token_and_their_own_cache() {
+    require_python_sdk();
+    const ALICE: &str = "ghp_aliceOwnTokenForTheTest0001";
+    const BOB: &str = "ghp_bobOwnTokenForTheTest000002";
+    let github = fake_github().await;
+    let (alice, alice_entry) = new_key("alice", "tokens = { github = \"ALICE_GH\" }\n");
+    let (bob, bob_entry) = new_key("bob", "tokens = { github = \"BOB_GH\" }\n");
+    let served = Served::start_with_env(
+        &format!(
+            "[providers.github]\nbase_url = \"{}\"\n[tools.\"github.get_issue\"]\n\
+             cost_model = {{ freshness_ttl_s = 300 }}\n{alice_entry}{bob_entry}",
+            github.uri()
+        ),
+        &[("ALICE_GH", ALICE), ("BOB_GH", BOB)],
+    );
+    for (key, who) in [(&alice, "alice"), (&bob, "bob")] {
+        let seen = served.client(key, "auto", json!([[GET_ISSUE, issue()]])).await;
+        assert_eq!(seen["calls"][0]["is_error"], false, "{who}: {seen}");
+        assert!(
+            seen["calls"][0]["text"].as_str().unwrap().contains("Found a bug"),
+            "{who}: {seen}"
+        );
+    }
+    let tokens: Vec<String> = github
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.headers.get("authorization")?.to_str().ok().map(str::to_owned))
+        .collect();
+    assert_eq!(tokens.len(), 2, "bob's read was not served from alice's cache: {tokens:?}");
+    assert!(tokens[0].ends_with(ALICE) && tokens[1].ends_with(BOB), "{tokens:?}");
+}
