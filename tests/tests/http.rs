@@ -315,3 +315,53 @@ async fn each_user_reaches_github_with_their_own_token_and_their_own_cache() {
     assert_eq!(tokens.len(), 2, "bob's read was not served from alice's cache: {tokens:?}");
     assert!(tokens[0].ends_with(ALICE) && tokens[1].ends_with(BOB), "{tokens:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened() {
+    require_python_sdk();
+    let github = fake_github().await;
+    let (alice, alice_entry) = new_key("alice", "");
+    let (carol, carol_entry) = new_key("carol", "requests_per_minute = 2\n");
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{carol_entry}",
+        github.uri()
+    ));
+    let seen =
+        served.client(&alice, "auto", json!([[GET_ISSUE, issue()], [GET_ISSUE, issue()]])).await;
+    assert_eq!(seen["calls"][1]["is_error"], false, "{seen}");
+
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..3 {
+        let response = http
+            .post(format!("{}/mcp", served.url))
+            .bearer_auth(&carol)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+            .await
+            .unwrap();
+        statuses.push(response.status().as_u16());
+        if let Some(wait) = response.headers().get("retry-after") {
+            retry_after = wait.to_str().ok().and_then(|w| w.parse::<u64>().ok());
+        }
+    }
+    assert_eq!(statuses, [200, 200, 429], "the third request in a minute is refused");
+    assert!(retry_after.is_some_and(|s| (1..=60).contains(&s)), "{retry_after:?}");
+
+    let metrics =
+        http.get(format!("{}/metrics", served.url)).send().await.unwrap().text().await.unwrap();
+    for line in [
+        "quiver_calls_total{tool=\"github.get_issue\",outcome=\"ok\"} 1",
+        "quiver_calls_total{tool=\"github.get_issue\",outcome=\"cached\"} 1",
+        "quiver_rate_limited_total{user=\"carol\"} 1",
+        "quiver_call_duration_seconds_bucket{tool=\"github.get_issue\",le=\"",
+        "quiver_callers ",
+    ] {
+        assert!(metrics.contains(line), "missing `{line}` in:\n{metrics}");
+    }
+}

@@ -138,6 +138,8 @@ pub struct HttpServeConfig {
     pub allowed_origins: Vec<String>,
     /// Host names clients reach the server by, beyond loopback (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// Requests per minute and user, unless the user's entry says otherwise (0: no limit).
+    pub requests_per_minute: u32,
     /// How long in-flight calls may finish after SIGTERM, in seconds.
     pub drain_timeout_s: u64,
     /// `[[serve.http.users]]`: who may call, by API key.
@@ -150,6 +152,7 @@ impl Default for HttpServeConfig {
             listen: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            requests_per_minute: 0,
             drain_timeout_s: 10,
             users: Vec::new(),
         }
@@ -178,6 +181,9 @@ pub struct HttpUser {
     /// These tools need confirmation too.
     #[serde(default)]
     pub confirm: Vec<String>,
+    /// Their own limit of requests per minute (0: none).
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
     /// Their own provider credentials: provider → the variable holding their token
     /// (`{ github = "ALICE_GITHUB_TOKEN" }`); other providers use the server's.
     #[serde(default)]

@@ -14,7 +14,11 @@
 //!    travels as a request extension into the MCP handler, which keeps each caller's pipeline
 //!    state and policy apart.
 //!
-//! `/healthz` (alive) and `/readyz` (plugins loaded, upstreams up) are open. The server listens
+//! 3. **Rate limit**: `requests_per_minute` per user (their entry's, else `[serve.http]`'s),
+//!    a GCRA per user (governor); past it, 429 with `Retry-After`.
+//!
+//! `/healthz` (alive), `/readyz` (plugins loaded, upstreams up) and `/metrics` (Prometheus
+//! text, [`crate::metrics`]) are open. The server listens
 //! on loopback unless authentication is configured: anything else is refused at start-up.
 
 use std::sync::Arc;
@@ -92,6 +96,36 @@ struct AppState {
     host: Arc<Host>,
     users: Arc<Users>,
     allowed_origins: Arc<Vec<String>>,
+    limits: Arc<Limits>,
+    server: QuiverServer,
+}
+
+/// Per-user request budgets, made on a user's first request.
+struct Limits {
+    default: u32,
+    limiters: std::sync::Mutex<
+        std::collections::HashMap<String, Arc<governor::DefaultDirectRateLimiter>>,
+    >,
+}
+
+impl Limits {
+    /// `Err(wait)` when `identity` is over their budget.
+    fn check(&self, identity: &Identity) -> Result<(), Duration> {
+        let per_minute =
+            identity.user.as_ref().and_then(|u| u.requests_per_minute).unwrap_or(self.default);
+        let Some(per_minute) = std::num::NonZeroU32::new(per_minute) else { return Ok(()) };
+        let limiter = {
+            let mut limiters = self.limiters.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(limiters.entry(identity.name.clone()).or_insert_with(|| {
+                Arc::new(governor::RateLimiter::direct(governor::Quota::per_minute(per_minute)))
+            }))
+        };
+        limiter.check().map_err(|not_until| {
+            not_until.wait_time_from(governor::clock::Clock::now(
+                &governor::clock::DefaultClock::default(),
+            ))
+        })
+    }
 }
 
 /// Serves `host` over Streamable HTTP on `listen` until `shutdown` resolves, then lets
@@ -129,13 +163,20 @@ pub async fn serve_http(
         host: Arc::clone(&host),
         users,
         allowed_origins: Arc::new(config.allowed_origins.clone()),
+        limits: Arc::new(Limits {
+            default: config.requests_per_minute,
+            limiters: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }),
+        server: server.clone(),
     };
+    let _ = crate::metrics::handle();
     let guarded = Router::new()
         .route_service(MCP_PATH, mcp)
         .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
         .merge(guarded)
         .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
@@ -208,8 +249,38 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             None => return unauthorized(request.headers(), key.is_some()),
         }
     };
+    if let Err(wait) = state.limits.check(&identity) {
+        crate::metrics::rate_limited(&identity.name);
+        let seconds = wait.as_secs() + 1;
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            Json(json!({"error": format!(
+                "`{}` is over its requests_per_minute; retry in {seconds} s", identity.name
+            )})),
+        )
+            .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return response;
+    }
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// Prometheus text: calls, latency, cache and pre-fetch hits, callers, upstream state.
+async fn metrics_text(State(state): State<AppState>) -> Response {
+    let upstreams: Vec<(String, bool)> = state
+        .host
+        .upstream_reports()
+        .into_iter()
+        .map(|r| (r.name, r.state == UpstreamState::Ready))
+        .collect();
+    crate::metrics::gauges(state.server.callers(), &upstreams);
+    match crate::metrics::handle() {
+        Some(handle) => {
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
+        }
+        None => (StatusCode::SERVICE_UNAVAILABLE, "metrics are unavailable\n").into_response(),
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

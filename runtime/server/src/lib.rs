@@ -27,6 +27,7 @@ pub mod annotations;
 pub mod catalog;
 pub mod escape;
 pub mod http;
+pub mod metrics;
 pub mod modes;
 pub mod policy;
 pub mod server;

@@ -233,6 +233,11 @@ impl QuiverServer {
         &self.inner.instructions
     }
 
+    /// How many callers have state on this server.
+    pub fn callers(&self) -> usize {
+        self.inner.views.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Cancels every caller's pre-fetches and waits for them.
     pub async fn shutdown(&self) {
         let views: Vec<Arc<View>> =
@@ -460,7 +465,9 @@ impl QuiverServer {
             let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
-        let result = self.run(view, tool, Value::Object(arguments), context).await;
+        let started = std::time::Instant::now();
+        let (result, effects) = self.run(view, tool, Value::Object(arguments), context).await;
+        crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
         self.listing().touch(&tool.qualified);
         to_call_result(result, tool)
     }
@@ -472,7 +479,7 @@ impl QuiverServer {
         tool: &ExposedTool,
         arguments: Value,
         context: &RequestContext<RoleServer>,
-    ) -> ToolResult {
+    ) -> (ToolResult, quiver_runtime::session::CallEffects) {
         let cancel = Arc::new(AtomicBool::new(false));
         let token = context.meta.get_progress_token();
         // An upstream reports its own progress: forward it to the client that asked, instead of
@@ -512,7 +519,7 @@ impl QuiverServer {
         let mut seconds = 0u32;
         loop {
             tokio::select! {
-                (result, _) = &mut call => return result,
+                outcome = &mut call => return outcome,
                 () = context.ct.cancelled(), if !cancel.load(Ordering::SeqCst) => {
                     tracing::info!(tool = %tool.qualified, "cancelled by the client");
                     cancel.store(true, Ordering::SeqCst);
