@@ -365,3 +365,99 @@ async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened()
         assert!(metrics.contains(line), "missing `{line}` in:\n{metrics}");
     }
 }
+
+/// A token of the test issuer (or, with `other_key`, one it did not sign).
+fn token(issuer: &str, audience: &str, subject: &str, expires_in: i64, other_key: bool) -> String {
+    let file = if other_key { "other_rsa.pem" } else { "issuer_rsa.pem" };
+    let pem =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/oauth").join(file)).unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("test-key-1".into());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+        as i64;
+    let claims = json!({"iss": issuer, "aud": audience, "sub": subject,
+                        "iat": now, "nbf": now - 5, "exp": now + expires_in});
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
+    require_python_sdk();
+    let github = fake_github().await;
+    // The issuer publishes its metadata and keys; quiver finds the keys from the metadata.
+    let issuer = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/.well-known/oauth-authorization-server"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(
+            json!({"issuer": issuer.uri(), "jwks_uri": format!("{}/jwks", issuer.uri())}),
+        ))
+        .mount(&issuer)
+        .await;
+    let jwks =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/oauth/jwks.json"))
+            .unwrap();
+    Mock::given(method("GET"))
+        .and(path("/jwks"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(jwks, "application/json"))
+        .mount(&issuer)
+        .await;
+    const AUDIENCE: &str = "http://quiver.test/mcp";
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n\
+         [serve.http.oauth]\nissuer = \"{}\"\naudience = \"{AUDIENCE}\"\n\
+         [[serve.http.users]]\nname = \"alice\"\nsubject = \"alice-sub\"\nread_only = true\n",
+        github.uri(),
+        issuer.uri()
+    ));
+
+    let alice = token(&issuer.uri(), AUDIENCE, "alice-sub", 300, false);
+    let seen = served.client(&alice, "auto", json!([[GET_ISSUE, issue()]])).await;
+    assert_eq!(seen["calls"][0]["is_error"], false, "{seen}");
+    let tools: Vec<&str> =
+        seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(!tools.contains(&CREATE_ISSUE), "her subject's entry makes her read-only: {tools:?}");
+    // A subject without an entry gets the global policy, under its own name.
+    let dave = token(&issuer.uri(), AUDIENCE, "dave-sub", 300, false);
+    let seen = served.client(&dave, "legacy", json!([])).await;
+    let tools: Vec<&str> =
+        seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&CREATE_ISSUE), "{tools:?}");
+
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    for (what, bad) in [
+        ("expired", token(&issuer.uri(), AUDIENCE, "alice-sub", -3600, false)),
+        ("wrong audience", token(&issuer.uri(), "http://elsewhere/mcp", "alice-sub", 300, false)),
+        ("wrong signature", token(&issuer.uri(), AUDIENCE, "alice-sub", 300, true)),
+        ("wrong issuer", token("https://evil.example", AUDIENCE, "alice-sub", 300, false)),
+    ] {
+        let response = http
+            .post(format!("{}/mcp", served.url))
+            .bearer_auth(&bad)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{what}");
+    }
+    let metadata: Value = http
+        .get(format!("{}/.well-known/oauth-protected-resource", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["authorization_servers"][0], issuer.uri(), "{metadata}");
+    let users: Vec<String> = served
+        .telemetry()
+        .iter()
+        .filter(|e| e["kind"] == "call")
+        .filter_map(|e| e["user"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(users, ["alice"], "telemetry names the entry's user");
+}

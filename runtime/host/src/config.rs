@@ -142,8 +142,31 @@ pub struct HttpServeConfig {
     pub requests_per_minute: u32,
     /// How long in-flight calls may finish after SIGTERM, in seconds.
     pub drain_timeout_s: u64,
-    /// `[[serve.http.users]]`: who may call, by API key.
+    /// `[[serve.http.users]]`: who may call, by API key (or, with OAuth, whose policy and
+    /// credentials a token's subject gets).
     pub users: Vec<HttpUser>,
+    /// `[serve.http.oauth]`: accept access tokens of an OAuth 2.1 authorization server.
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// `[serve.http.oauth]`: quiver as an OAuth 2.1 resource server (the MCP authorization spec).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// The authorization server (`iss` of its tokens), e.g. `https://login.example.com/`.
+    pub issuer: String,
+    /// This server's resource URL, which tokens must name in `aud`.
+    pub audience: String,
+    /// Where its signing keys are (default: `jwks_uri` from the issuer's metadata).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// The claim that names the user (default `sub`).
+    #[serde(default = "default_user_claim")]
+    pub user_claim: String,
+}
+
+fn default_user_claim() -> String {
+    "sub".into()
 }
 
 impl Default for HttpServeConfig {
@@ -155,6 +178,7 @@ impl Default for HttpServeConfig {
             requests_per_minute: 0,
             drain_timeout_s: 10,
             users: Vec::new(),
+            oauth: None,
         }
     }
 }
@@ -168,7 +192,12 @@ pub struct HttpUser {
     pub name: String,
     /// Hex SHA-256 of their API key (`quiver keys new NAME` prints both); the key itself is
     /// never stored.
+    #[serde(default)]
     pub key_sha256: String,
+    /// With `[serve.http.oauth]`: the token subject (`user_claim`) this entry is for, instead
+    /// of a key.
+    #[serde(default)]
+    pub subject: Option<String>,
     /// `true`: only `pure`/`read_only` tools, whatever `[selector]` says.
     #[serde(default)]
     pub read_only: bool,
@@ -400,6 +429,23 @@ fn check_users(http: &HttpServeConfig) -> Result<(), String> {
         }
         if !seen.insert(user.name.as_str()) {
             return Err(format!("two [[serve.http.users]] are named `{}`", user.name));
+        }
+        if user.subject.is_some() {
+            if !user.key_sha256.is_empty() {
+                return Err(format!(
+                    "[[serve.http.users]] `{}` has both key_sha256 and subject; an entry is for \
+                     an API key or for an OAuth subject",
+                    user.name
+                ));
+            }
+            if http.oauth.is_none() {
+                return Err(format!(
+                    "[[serve.http.users]] `{}` names an OAuth subject but [serve.http.oauth] is \
+                     not configured",
+                    user.name
+                ));
+            }
+            continue;
         }
         if user.key_sha256.len() != 64 || !user.key_sha256.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(format!(

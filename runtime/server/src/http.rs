@@ -9,7 +9,8 @@
 //!    With no `allowed_origins`, only loopback origins are allowed. rmcp checks `Host` too.
 //! 2. **Authentication**: with `[[serve.http.users]]`, every request carries
 //!    `Authorization: Bearer <API key>`; the key's SHA-256 is compared in constant time with
-//!    each user's `key_sha256`, and a missing or wrong key gets 401 with
+//!    each user's `key_sha256`; with `[serve.http.oauth]`, an access token of the authorization
+//!    server is accepted instead ([`crate::oauth`]). A missing or wrong credential gets 401 with
 //!    `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). The caller's [`Identity`]
 //!    travels as a request extension into the MCP handler, which keeps each caller's pipeline
 //!    state and policy apart.
@@ -60,7 +61,8 @@ struct Users {
 impl Users {
     fn new(users: &[HttpUser]) -> anyhow::Result<Self> {
         let mut out = Vec::new();
-        for user in users {
+        // Entries for OAuth subjects have no key.
+        for user in users.iter().filter(|u| u.subject.is_none()) {
             let bytes = hex::decode(&user.key_sha256).map_err(|e| {
                 anyhow::anyhow!("[[serve.http.users]] `{}`: key_sha256 is not hex: {e}", user.name)
             })?;
@@ -95,6 +97,9 @@ impl Users {
 struct AppState {
     host: Arc<Host>,
     users: Arc<Users>,
+    oauth: Option<Arc<crate::oauth::OAuth>>,
+    /// Entries that give an OAuth subject its name, policy and credentials.
+    subjects: Arc<Vec<HttpUser>>,
     allowed_origins: Arc<Vec<String>>,
     limits: Arc<Limits>,
     server: QuiverServer,
@@ -138,14 +143,16 @@ pub async fn serve_http(
 ) -> anyhow::Result<()> {
     let config = host.config().config.serve.http.clone();
     let users = Arc::new(Users::new(&config.users)?);
+    let oauth = config.oauth.clone().map(|o| Arc::new(crate::oauth::OAuth::new(o)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr()?;
-    if !addr.ip().is_loopback() && users.is_open() {
+    if !addr.ip().is_loopback() && users.is_open() && oauth.is_none() {
         anyhow::bail!(
             "refusing to listen on {addr} without authentication: add [[serve.http.users]] \
-             (`quiver keys new NAME` prints an entry) or listen on 127.0.0.1"
+             (`quiver keys new NAME` prints an entry) or [serve.http.oauth], or listen on \
+             127.0.0.1"
         );
     }
     let server = QuiverServer::new(Arc::clone(&host), &options, "http")?;
@@ -162,6 +169,8 @@ pub async fn serve_http(
     let state = AppState {
         host: Arc::clone(&host),
         users,
+        oauth,
+        subjects: Arc::new(config.users.iter().filter(|u| u.subject.is_some()).cloned().collect()),
         allowed_origins: Arc::new(config.allowed_origins.clone()),
         limits: Arc::new(Limits {
             default: config.requests_per_minute,
@@ -240,13 +249,33 @@ fn is_loopback_origin(origin: &str) -> bool {
 
 /// Layer 2: the caller's API key, turned into an [`Identity`] the MCP handler reads.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let identity = if state.users.is_open() {
+    let identity = if state.users.is_open() && state.oauth.is_none() {
         Identity { name: "local".into(), user: None }
     } else {
         let key = bearer(request.headers());
-        match key.and_then(|key| state.users.authenticate(key)) {
-            Some(user) => Identity { name: user.name.clone(), user: Some(user.clone()) },
-            None => return unauthorized(request.headers(), key.is_some()),
+        let by_key = key.and_then(|key| state.users.authenticate(key));
+        match (by_key, key, &state.oauth) {
+            (Some(user), _, _) => Identity { name: user.name.clone(), user: Some(user.clone()) },
+            // Not an API key: an access token of the authorization server, if one is set.
+            (None, Some(token), Some(oauth)) if token.matches('.').count() == 2 => {
+                match oauth.verify(token).await {
+                    Ok(subject) => {
+                        let entry = state
+                            .subjects
+                            .iter()
+                            .find(|u| u.subject.as_deref() == Some(subject.as_str()));
+                        Identity {
+                            name: entry.map_or(subject.clone(), |u| u.name.clone()),
+                            user: entry.cloned(),
+                        }
+                    }
+                    Err(reason) => {
+                        tracing::info!("refused an access token: {reason}");
+                        return unauthorized(request.headers(), true);
+                    }
+                }
+            }
+            _ => return unauthorized(request.headers(), key.is_some()),
         }
     };
     if let Err(wait) = state.limits.check(&identity) {
@@ -295,7 +324,7 @@ fn unauthorized(headers: &HeaderMap, had_key: bool) -> Response {
     let metadata = format!("http://{host}{RESOURCE_METADATA_PATH}");
     let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
     let message = if had_key {
-        "the API key is not valid for this server"
+        "the API key or access token is not valid for this server"
     } else {
         "this server needs `Authorization: Bearer <API key>`"
     };
@@ -306,12 +335,16 @@ fn unauthorized(headers: &HeaderMap, had_key: bool) -> Response {
     response
 }
 
-/// RFC 9728 metadata: this resource and how to present a token.
-async fn resource_metadata(headers: HeaderMap) -> Json<serde_json::Value> {
+/// RFC 9728 metadata: this resource, its authorization server, and how to present a token.
+async fn resource_metadata(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Json<serde_json::Value> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+    let servers: Vec<&str> = state.oauth.as_deref().map(|o| o.issuer()).into_iter().collect();
     Json(json!({
         "resource": format!("http://{host}{MCP_PATH}"),
-        "authorization_servers": [],
+        "authorization_servers": servers,
         "bearer_methods_supported": ["header"],
         "resource_name": "quiver",
     }))

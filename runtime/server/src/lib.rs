@@ -29,6 +29,7 @@ pub mod escape;
 pub mod http;
 pub mod metrics;
 pub mod modes;
+pub mod oauth;
 pub mod policy;
 pub mod server;
 
