@@ -461,3 +461,122 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
         .collect();
     assert_eq!(users, ["alice"], "telemetry names the entry's user");
 }
+
+/// rmcp's client over Streamable HTTP, on the revision `lifecycle` picks, with `key`.
+async fn rmcp_http_client(
+    url: &str,
+    key: &str,
+    modern: bool,
+) -> rmcp::service::RunningService<rmcp::RoleClient, Progress> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")).auth_header(key);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    Progress::default().serve_with_lifecycle(transport, lifecycle).await.expect("connect")
+}
+
+/// Progress notifications a client received.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.progress);
+    }
+}
+
+fn fault_upstream(state: &Path) -> String {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/fault_server.py");
+    format!(
+        "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\nargs = [\"{}\", \"normal\", \"{}\"]\n",
+        server.display(),
+        state.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_cross_http_on_both_revisions() {
+    require_python_sdk();
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let state = tempfile::tempdir().unwrap();
+    let (key, entry) = new_key("alice", "");
+    let served = Served::start(&format!("{}{entry}", fault_upstream(state.path())));
+    for modern in [true, false] {
+        let client = rmcp_http_client(&served.url, &key, modern).await;
+        let slow = |seconds: u64| {
+            CallToolRequestParams::new("faults_slow")
+                .with_arguments(json!({"seconds": seconds}).as_object().unwrap().clone())
+        };
+        let done = client.call_tool(slow(2)).await.unwrap();
+        assert_ne!(done.is_error, Some(true), "{done:?}");
+        let progress = client.service().0.lock().unwrap().clone();
+        assert!(
+            progress.len() >= 2,
+            "modern {modern}: the upstream's progress arrives: {progress:?}"
+        );
+
+        let marker = state.path().join("cancelled");
+        let _ = std::fs::remove_file(&marker);
+        let handle = client
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(slow(60))),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        handle.cancel(Some("changed my mind".into())).await.unwrap();
+        let started = Instant::now();
+        while !marker.exists() && started.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(marker.exists(), "modern {modern}: the cancellation reached the upstream's tool");
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
+    require_python_sdk();
+    let state = tempfile::tempdir().unwrap();
+    let (key, entry) = new_key("alice", "");
+    let mut served = Served::start(&format!("{}{entry}", fault_upstream(state.path())));
+    let client = rmcp_http_client(&served.url, &key, true).await;
+    let call = tokio::spawn(async move {
+        let params = rmcp::model::CallToolRequestParams::new("faults_slow")
+            .with_arguments(json!({"seconds": 3}).as_object().unwrap().clone());
+        client.call_tool(params).await
+    });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let pid = served.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let result = call.await.unwrap().expect("the call in flight is answered");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "quiver did not exit after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status}");
+    let refused = reqwest::Client::new().get(format!("{}/healthz", served.url)).send().await;
+    assert!(refused.is_err(), "no longer accepting");
+}
