@@ -153,6 +153,13 @@ fn require_python_sdk() {
 }
 
 const GET_ISSUE: &str = "github_get_issue";
+
+/// A raw 2025-11-25 `initialize`, for requests a client library would not send.
+fn initialize_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+}
 const CREATE_ISSUE: &str = "github_create_issue";
 
 fn issue() -> Value {
@@ -203,6 +210,9 @@ async fn both_revisions_serve_each_user_under_their_own_policy() {
     // second read is a repeat for her, bob's first was not served from hers.
     let again = served.client(&alice, "auto", json!([[GET_ISSUE, issue()]])).await;
     assert_eq!(again["calls"][0]["is_error"], false, "{again}");
+    // A new connection never saw the first answer: the repeat carries the data, not "same as r1".
+    let text = again["calls"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Found a bug") && text.contains("served from the cache"), "{text}");
     let calls: Vec<(String, bool)> = served
         .telemetry()
         .iter()
@@ -223,9 +233,7 @@ async fn missing_and_wrong_keys_and_foreign_origins_are_refused() {
     let served = Served::start(&entry);
     let http = reqwest::Client::new();
     let mcp = format!("{}/mcp", served.url);
-    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
+    let ping = initialize_request();
     let post = |key: Option<&str>, origin: Option<&str>| {
         let mut request = http
             .post(&mcp)
@@ -331,9 +339,7 @@ async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened()
     assert_eq!(seen["calls"][1]["is_error"], false, "{seen}");
 
     let http = reqwest::Client::new();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
+    let initialize = initialize_request();
     let mut statuses = Vec::new();
     let mut retry_after = None;
     for _ in 0..3 {
@@ -425,9 +431,7 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
     assert!(tools.contains(&CREATE_ISSUE), "{tools:?}");
 
     let http = reqwest::Client::new();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
+    let initialize = initialize_request();
     for (what, bad) in [
         ("expired", token(&issuer.uri(), AUDIENCE, "alice-sub", -3600, false)),
         ("wrong audience", token(&issuer.uri(), "http://elsewhere/mcp", "alice-sub", 300, false)),

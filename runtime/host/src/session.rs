@@ -84,6 +84,8 @@ pub struct Session {
     user: Option<String>,
     /// The user's own provider credentials, for every call and pre-fetch of this session.
     credentials: Option<Arc<crate::host::Credentials>>,
+    /// A repeat returns the data again rather than a reference to an earlier answer.
+    repeats_as_data: bool,
 }
 
 impl Session {
@@ -100,7 +102,16 @@ impl Session {
             cancelled: Arc::new(AtomicBool::new(false)),
             user: None,
             credentials: None,
+            repeats_as_data: false,
         }
+    }
+
+    /// Answers a repeat inside the freshness window with the (cached, projected) data instead
+    /// of "same result as r1": for callers no connection ties to the first answer (HTTP, where
+    /// a 2026-07-28 client has no session and several connections share one caller's state).
+    pub fn repeats_as_data(mut self) -> Self {
+        self.repeats_as_data = true;
+        self
     }
 
     /// Runs every call and pre-fetch with the caller's own `credentials`.
@@ -195,6 +206,31 @@ impl Session {
             if let Some(hit) = hit.as_ref().filter(|_| prefetched.take_unseen(&key)) {
                 // Pre-fetched and never shown: the agent gets the whole result.
                 served = Some(ToolResult::clone(&hit.result));
+            } else if let Some(hit) = hit.as_ref().filter(|_| self.repeats_as_data) {
+                // No connection guarantees the caller saw the first answer: give the data again.
+                let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
+                let result = match hit.result.structured.clone() {
+                    Some(structured) => {
+                        let projected = project(structured, &model, &requested);
+                        let mut result = ToolResult::from_json(projected.value);
+                        result.content.push(Content::Text {
+                            text: format!(
+                                "[quiver: the same call as {}, served from the cache]",
+                                hit.reference
+                            ),
+                        });
+                        result
+                    }
+                    None => ToolResult::clone(&hit.result),
+                }
+                .with_metadata("cached_ref", json!(hit.reference.to_string()));
+                let tokens = estimate_tokens(&Value::String(result.text_content()));
+                self.record(EventKind::Call, &qualified, Some(&key), |e| {
+                    e.dedup_hit = true;
+                    e.tokens_before = tokens;
+                    e.tokens_after = tokens;
+                });
+                return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
             } else if let Some(hit) = hit {
                 let result = ToolResult::text(hit.hint())
                     .with_metadata("cached_ref", json!(hit.reference.to_string()));

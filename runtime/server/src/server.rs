@@ -166,7 +166,8 @@ impl QuiverServer {
         };
         let mut session = Session::new(Arc::clone(&inner.host), session_id.clone());
         if !key.is_empty() {
-            session = session.with_user(&key);
+            // An HTTP caller: no connection guarantees it saw an earlier answer.
+            session = session.with_user(&key).repeats_as_data();
         }
         if let Some(user) = who.and_then(|w| w.user.as_ref()).filter(|u| !u.tokens.is_empty()) {
             // Their calls run with their tokens; their cache is theirs alone (one per caller).

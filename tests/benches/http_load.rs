@@ -1,0 +1,199 @@
+//! `quiver serve --http` under load: 200 concurrent MCP sessions (100 on 2026-07-28, 100 on
+//! 2025-11-25, rmcp's client) calling `github_get_issue` for 30 s against a loopback GitHub that
+//! answers in 50 ms, each call a distinct issue so none is served from the cache. Before it, the
+//! same 200 loops call the fake directly for 5 s: the baseline. Prints throughput, p50/p99
+//! latency added by quiver (its percentile minus the baseline's), errors, and quiver's RSS, and
+//! fails unless every request was answered exactly once without error.
+//!
+//! Run with `cargo xtask bench http_load` (release binary and plugins built first);
+//! `QUIVER_LOAD_SECONDS` shortens the run.
+
+#![allow(missing_docs)]
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer};
+
+const SESSIONS: usize = 200;
+const GITHUB_LATENCY: Duration = Duration::from_millis(50);
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn rss_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    // `cargo bench` passes a filter and flags; run only when the filter names this bench.
+    if let Some(filter) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        if !"http_load".contains(filter.as_str()) {
+            return;
+        }
+    }
+    let seconds: u64 =
+        std::env::var("QUIVER_LOAD_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(load(Duration::from_secs(seconds)));
+}
+
+async fn load(run: Duration) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let github = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
+        .respond_with(
+            quiver_tests::recorded_reply(200, "github", "issue.json").set_delay(GITHUB_LATENCY),
+        )
+        .mount(&github)
+        .await;
+
+    // Baseline: the same concurrency straight at the fake.
+    let http = reqwest::Client::new();
+    let base = github.uri();
+    let baseline = run_loops(Duration::from_secs(5), move |n| {
+        let (http, url) = (http.clone(), format!("{base}/repos/octocat/Hello-World/issues/{n}"));
+        async move { http.get(url).send().await.map(|r| r.status().is_success()).unwrap_or(false) }
+    })
+    .await;
+
+    let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("quiver.toml"),
+        format!(
+            "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nper_host_concurrency = {SESSIONS}\n",
+            github.uri()
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut quiver = Command::new(quiver_tests::quiver_bin())
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(dir.path().join("quiver.toml"))
+        .arg("--plugins")
+        .arg(plugins.path())
+        .current_dir(dir.path())
+        .env("QUIVER_DATA_DIR", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn quiver serve --http");
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut clients = Vec::new();
+    for i in 0..SESSIONS {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+        );
+        let lifecycle = if i % 2 == 0 {
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            }
+        } else {
+            ClientLifecycleMode::Initialize
+        };
+        clients
+            .push(Arc::new(().serve_with_lifecycle(transport, lifecycle).await.expect("connect")));
+    }
+    let next_client = Arc::new(AtomicU64::new(0));
+    let clients = Arc::new(clients);
+    let through = run_loops(run, move |n| {
+        let client =
+            Arc::clone(&clients[(next_client.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
+        async move {
+            let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+            let params = CallToolRequestParams::new("github_get_issue")
+                .with_arguments(arguments.as_object().unwrap().clone());
+            matches!(client.call_tool(params).await, Ok(r) if r.is_error != Some(true))
+        }
+    })
+    .await;
+    let (rss, peak) = (rss_kb(quiver.id(), "VmRSS:"), rss_kb(quiver.id(), "VmHWM:"));
+    let _ = quiver.kill();
+    let _ = quiver.wait();
+
+    let answered = through.latencies.len() as u64;
+    eprintln!(
+        "http_load: {SESSIONS} sessions for {:?}: {answered} calls answered of {} sent, {} errors, \
+         {:.0} calls/s",
+        run,
+        through.sent,
+        through.errors,
+        answered as f64 / run.as_secs_f64()
+    );
+    let (b50, b99) = (percentile(&baseline.latencies, 0.5), percentile(&baseline.latencies, 0.99));
+    let (q50, q99) = (percentile(&through.latencies, 0.5), percentile(&through.latencies, 0.99));
+    eprintln!(
+        "http_load: latency direct p50 {b50:?} p99 {b99:?}; through quiver p50 {q50:?} p99 {q99:?}; \
+         added p50 {:?} p99 {:?}",
+        q50.saturating_sub(b50),
+        q99.saturating_sub(b99)
+    );
+    eprintln!("http_load: quiver RSS {} MB at the end, {} MB peak", rss / 1024, peak / 1024);
+    assert_eq!(answered, through.sent, "every request is answered exactly once");
+    assert_eq!(through.errors, 0, "no call failed");
+}
+
+struct Run {
+    sent: u64,
+    errors: u64,
+    latencies: Vec<Duration>,
+}
+
+/// `SESSIONS` loops calling `call(n)` with distinct `n` until `run` passes.
+async fn run_loops<F, Fut>(run: Duration, call: F) -> Run
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let counter = Arc::new(AtomicU64::new(1));
+    let deadline = Instant::now() + run;
+    let mut tasks = Vec::new();
+    for _ in 0..SESSIONS {
+        let (call, counter) = (Arc::clone(&call), Arc::clone(&counter));
+        tasks.push(tokio::spawn(async move {
+            let (mut sent, mut errors, mut latencies) = (0u64, 0u64, Vec::new());
+            while Instant::now() < deadline {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                sent += 1;
+                let started = Instant::now();
+                if call(n).await {
+                    latencies.push(started.elapsed());
+                } else {
+                    errors += 1;
+                    latencies.push(started.elapsed());
+                }
+            }
+            (sent, errors, latencies)
+        }));
+    }
+    let mut out = Run { sent: 0, errors: 0, latencies: Vec::new() };
+    for task in tasks {
+        let (sent, errors, latencies) = task.await.unwrap();
+        out.sent += sent;
+        out.errors += errors;
+        out.latencies.extend(latencies);
+    }
+    out.latencies.sort();
+    out
+}
