@@ -88,8 +88,9 @@ impl Served {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn quiver serve --http");
+        let scheme = if config.contains("tls_cert") { "https" } else { "http" };
         let served =
-            Self { child, url: format!("http://127.0.0.1:{port}"), dir, _plugins: plugins };
+            Self { child, url: format!("{scheme}://127.0.0.1:{port}"), dir, _plugins: plugins };
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -375,11 +376,27 @@ async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened()
 /// A token of the test issuer (or, with `other_key`, one it did not sign).
 fn token(issuer: &str, audience: &str, subject: &str, expires_in: i64, other_key: bool) -> String {
     let file = if other_key { "other_rsa.pem" } else { "issuer_rsa.pem" };
+    signed(file, "test-key-1", issuer, audience, subject, expires_in)
+}
+
+/// A token signed with the key in `tests/data/oauth/FILE` (RSA: RS256, EC: ES256) as `kid`.
+fn signed(
+    file: &str,
+    kid: &str,
+    issuer: &str,
+    audience: &str,
+    subject: &str,
+    expires_in: i64,
+) -> String {
     let pem =
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/oauth").join(file)).unwrap();
-    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-    header.kid = Some("test-key-1".into());
+    let (key, alg) = if file.contains("_ec") {
+        (jsonwebtoken::EncodingKey::from_ec_pem(&pem).unwrap(), jsonwebtoken::Algorithm::ES256)
+    } else {
+        (jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap(), jsonwebtoken::Algorithm::RS256)
+    };
+    let mut header = jsonwebtoken::Header::new(alg);
+    header.kid = Some(kid.into());
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
         as i64;
     let claims = json!({"iss": issuer, "aud": audience, "sub": subject,
@@ -423,8 +440,8 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
     let tools: Vec<&str> =
         seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(!tools.contains(&CREATE_ISSUE), "her subject's entry makes her read-only: {tools:?}");
-    // A subject without an entry gets the global policy, under its own name.
-    let dave = token(&issuer.uri(), AUDIENCE, "dave-sub", 300, false);
+    // A subject without an entry gets the global policy, under its own name; ES256 works too.
+    let dave = signed("issuer_ec.pem", "test-ec-1", &issuer.uri(), AUDIENCE, "dave-sub", 300);
     let seen = served.client(&dave, "legacy", json!([])).await;
     let tools: Vec<&str> =
         seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
@@ -583,4 +600,103 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
     assert!(status.success(), "{status}");
     let refused = reqwest::Client::new().get(format!("{}/healthz", served.url)).send().await;
     assert!(refused.is_err(), "no longer accepting");
+}
+
+/// The MCP Inspector's CLI, run from npm as a user would, against `url`.
+fn inspector(url: &str, method_args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("npx")
+        .args(["-y", "@modelcontextprotocol/inspector", "--cli", url, "--transport", "http"])
+        .args(method_args)
+        .output()
+        .unwrap_or_else(|e| panic!("npx cannot be run ({e}); install Node.js with npm"));
+    let (stdout, stderr) = texts(&out);
+    (out.status.success(), stdout, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_over_http() {
+    require_python_sdk();
+    let state = tempfile::tempdir().unwrap();
+    // Its CLI cannot send an Authorization header: a loopback server without users.
+    let served = Served::start(&fault_upstream(state.path()));
+    let url = format!("{}/mcp", served.url);
+    let listed = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || inspector(&url, &["--method", "tools/list"]))
+            .await
+            .unwrap()
+    };
+    assert!(listed.0 && listed.1.contains("\"faults_echo\""), "{}\n{}", listed.1, listed.2);
+    let called = tokio::task::spawn_blocking(move || {
+        inspector(
+            &url,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "faults_echo",
+                "--tool-arg",
+                "text=inspected",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(called.0 && called.1.contains("inspected"), "{}\n{}", called.1, called.2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_https_with_the_configured_certificate() {
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tls");
+    let (key, entry) = new_key("alice", "");
+    let served = Served::start(&format!(
+        "[serve.http]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n{entry}",
+        tls.join("server.pem").display(),
+        tls.join("server.key").display()
+    ));
+    assert!(served.url.starts_with("https://"));
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.join("ca.pem")).unwrap()).unwrap();
+    let trusting = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let health = trusting.get(format!("{}/healthz", served.url)).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let initialized = trusting
+        .post(format!("{}/mcp", served.url))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize_request())
+        .send()
+        .await
+        .unwrap();
+    assert!(initialized.status().is_success(), "{}", initialized.status());
+    // A client that does not trust the test CA refuses the connection: it really is TLS.
+    let plain = reqwest::Client::new().get(format!("{}/healthz", served.url)).send().await;
+    assert!(plain.is_err(), "an unknown issuer is refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_serves_2026_07_28_clients_too() {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(["serve", "--plugins"]).arg(plugins.path()).current_dir(dir.path());
+            cmd.env("XDG_CONFIG_HOME", dir.path()).env("QUIVER_DATA_DIR", dir.path());
+            cmd.env_remove("QUIVER_CONFIG").env_remove("RUST_LOG");
+        }))
+        .unwrap();
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("server/discover");
+    let version = client.peer().peer_info().map(|i| i.protocol_version.to_string());
+    assert_eq!(version.as_deref(), Some("2026-07-28"));
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == GET_ISSUE), "{tools:?}");
+    client.cancel().await.unwrap();
 }

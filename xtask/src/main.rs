@@ -160,8 +160,12 @@ fn install_python_mcp() -> Result<()> {
 }
 
 /// The official MCP reference servers the upstream tests run with `npx -y`, as a user would.
-const NPM_SERVERS: [&str; 2] =
-    ["@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"];
+/// Also the MCP Inspector, whose CLI the HTTP tests drive.
+const NPM_SERVERS: [&str; 3] = [
+    "@modelcontextprotocol/server-everything",
+    "@modelcontextprotocol/server-filesystem",
+    "@modelcontextprotocol/inspector",
+];
 
 /// Puts the reference servers into npm's cache, so the tests' `npx -y` starts them without a
 /// download racing the tests' start-up timeouts; fails, saying what to install, without npm.

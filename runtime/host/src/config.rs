@@ -142,6 +142,10 @@ pub struct HttpServeConfig {
     pub requests_per_minute: u32,
     /// How long in-flight calls may finish after SIGTERM, in seconds.
     pub drain_timeout_s: u64,
+    /// HTTPS: the certificate chain (PEM); with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// HTTPS: its private key (PEM).
+    pub tls_key: Option<PathBuf>,
     /// `[[serve.http.users]]`: who may call, by API key (or, with OAuth, whose policy and
     /// credentials a token's subject gets).
     pub users: Vec<HttpUser>,
@@ -177,6 +181,8 @@ impl Default for HttpServeConfig {
             allowed_hosts: Vec::new(),
             requests_per_minute: 0,
             drain_timeout_s: 10,
+            tls_cert: None,
+            tls_key: None,
             users: Vec::new(),
             oauth: None,
         }

@@ -190,27 +190,79 @@ pub async fn serve_http(
         .merge(guarded)
         .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
         .with_state(state);
-    tracing::info!("serving MCP over Streamable HTTP at http://{addr}{MCP_PATH}");
-    eprintln!("quiver: serving MCP at http://{addr}{MCP_PATH}");
-    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stopping_tx.send(());
-    });
     let drain = Duration::from_secs(config.drain_timeout_s);
-    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-    tokio::select! {
-        served = &mut serve => served?,
-        _ = stopping_rx => {
-            // No new requests; in-flight calls get `drain` to finish, then open streams close.
-            tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
-            if tokio::time::timeout(drain, &mut serve).await.is_err() {
-                tracing::warn!("in-flight requests still running after {} s; closing", drain.as_secs());
-            }
-            cancel.cancel();
+    match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => {
+            serve_tls(listener, app, cert, key, drain, shutdown, move || cancel.cancel()).await?;
         }
+        (None, None) => {
+            tracing::info!("serving MCP over Streamable HTTP at http://{addr}{MCP_PATH}");
+            eprintln!("quiver: serving MCP at http://{addr}{MCP_PATH}");
+            let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stopping_tx.send(());
+            });
+            let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
+            tokio::select! {
+                served = &mut serve => served?,
+                _ = stopping_rx => {
+                    // No new requests; in-flight calls get `drain` to finish, then open streams
+                    // close.
+                    tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
+                    if tokio::time::timeout(drain, &mut serve).await.is_err() {
+                        tracing::warn!("in-flight requests still running after {} s; closing", drain.as_secs());
+                    }
+                    cancel.cancel();
+                }
+            }
+        }
+        _ => anyhow::bail!(
+            "[serve.http] needs both tls_cert and tls_key (PEM files) to serve HTTPS, or neither"
+        ),
     }
     server.shutdown().await;
+    Ok(())
+}
+
+/// HTTPS with the certificate chain and key in `cert` and `key` (PEM), through rustls with ring;
+/// on `shutdown`, no new connections and `drain` for the ones in flight.
+async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    drain: Duration,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    close_streams: impl FnOnce() + Send + 'static,
+) -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls =
+        axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key).await.map_err(|e| {
+            anyhow::anyhow!(
+            "cannot use tls_cert {} and tls_key {}: {e}; both must be PEM files (a certificate \
+             chain and its private key)",
+            cert.display(),
+            key.display()
+        )
+        })?;
+    let addr = listener.local_addr()?;
+    let listener = listener.into_std()?;
+    let handle = axum_server::Handle::new();
+    let stopper = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
+        stopper.graceful_shutdown(Some(drain));
+        tokio::time::sleep(drain).await;
+        close_streams();
+    });
+    tracing::info!("serving MCP over Streamable HTTP at https://{addr}{MCP_PATH}");
+    eprintln!("quiver: serving MCP at https://{addr}{MCP_PATH}");
+    axum_server::from_tcp_rustls(listener, tls)?
+        .handle(handle)
+        .serve(app.into_make_service())
+        .await?;
     Ok(())
 }
 
