@@ -150,7 +150,7 @@ fn doctor_names_broken_tool_sources_and_enrichment_declarations() {
         &[],
     );
     let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "doctor exits 1 when it reports a problem: {stderr}");
     assert!(stdout.contains("tool sources: 1 tools described"), "{stdout}");
     assert!(stdout.contains("bad.json: is not JSON"), "{stdout}");
     assert!(
@@ -255,4 +255,53 @@ fn plan_shows_admitted_follow_ups_and_why_the_others_were_declined() {
     let out = quiver(&["plan", "--recent", "github.nope", "--plugins", dir], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(texts(&out).1.contains("no tool `github.nope`"), "{}", texts(&out).1);
+}
+
+#[test]
+fn usage_errors_exit_2_everywhere() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = plugins.path().to_str().unwrap();
+    for args in [
+        &["call", "github.get_issue", "--args", "notjson", "--plugins", dir][..],
+        &["call", "github.get_issue", "--args", "[1]", "--plugins", dir],
+        &["sample", "--strategy", "bogus", "--plugins", dir],
+        &["enrich", "--only", "bogus", "--plugins", dir],
+        &["select", "--plugins", dir],
+        &["tools", "lst"],
+    ] {
+        let out = quiver(args, &[]);
+        let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(2), "quiver {args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let plugins = plugins_dir(&quiver_tests::ALL_PROVIDERS);
+    let mut child = std::process::Command::new(quiver_tests::quiver_bin())
+        .args(["tools", "list", "--json", "--plugins", plugins.path().to_str().unwrap()])
+        .env_remove("QUIVER_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the list (far over a pipe's buffer) is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn plugins_and_doctor_exit_1_when_something_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    quiver_tests::add_truncated(dir.path(), "quiver-provider-github", "libbroken");
+    let plugins = quiver(&["plugins", "--plugins", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(plugins.status.code(), Some(1), "{}", texts(&plugins).0);
+    let doctor = quiver(&["doctor", "--plugins", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(doctor.status.code(), Some(1), "{}", texts(&doctor).0);
+    let fine = plugins_dir(&["quiver-provider-github"]);
+    let ok = quiver(&["plugins", "--plugins", fine.path().to_str().unwrap()], &[]);
+    assert_eq!(ok.status.code(), Some(0), "{}", texts(&ok).0);
 }

@@ -88,10 +88,11 @@ pub(crate) fn enrich(host: &Host, args: EnrichArgs) -> anyhow::Result<ExitCode> 
         None => None,
         Some(name) => {
             let Some(kind) = EnrichmentKind::from_name(name) else {
-                bail!(
+                return Err(crate::UsageError(format!(
                     "unknown enrichment `{name}`; expected one of {}",
                     EnrichmentKind::ALL.map(|k| k.name()).join(", ")
-                );
+                ))
+                .into());
             };
             if !set.schedule().order().contains(&kind) {
                 bail!("enrichment `{name}` is not declared; add [[enrichments]] type = \"{name}\"");
@@ -194,10 +195,11 @@ pub(crate) fn graph(host: &Host, args: GraphArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn sample(host: &Host, args: SampleArgs) -> anyhow::Result<ExitCode> {
     let Some(strategy) = Strategy::from_name(&args.strategy) else {
-        bail!(
+        return Err(crate::UsageError(format!(
             "unknown strategy `{}`; expected random, chain, fan_out, fan_in or dag",
             args.strategy
-        );
+        ))
+        .into());
     };
     let set = enrichment_set(host)?;
     let consumer = format!("sampler '{}'", strategy.name());

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
@@ -170,7 +170,39 @@ enum KeysCommand {
     },
 }
 
+/// A mistake in how quiver was invoked (a flag's value, a missing argument): exit code 2, as for
+/// clap's own usage errors.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// `quiver tools list | head -1`: when the reader goes away, stop quietly instead of panicking
+/// on the next line printed.
+fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => LevelFilter::WARN,
@@ -182,7 +214,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("quiver: {e:#}");
-            ExitCode::from(1)
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }
@@ -298,8 +334,13 @@ fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::Failed { reason } => println!("failed    {file}: {reason}"),
         }
     }
-    print_upstreams(host);
-    Ok(ExitCode::SUCCESS)
+    let failed_upstreams = print_upstreams(host);
+    let failed_plugins = host
+        .plugin_reports()
+        .iter()
+        .filter(|r| matches!(r.status, PluginStatus::Failed { .. }))
+        .count();
+    Ok(if failed_plugins + failed_upstreams == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
@@ -418,11 +459,13 @@ fn call(
     timeout_ms: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let args: Value = serde_json::from_str(args).with_context(|| {
-        format!("--args is not JSON: {args}; pass an object such as '{{\"owner\":\"o\"}}'")
+    let args: Value = serde_json::from_str(args).map_err(|e| {
+        UsageError(format!(
+            "--args is not JSON ({e}): {args}; pass an object such as '{{\"owner\":\"o\"}}'"
+        ))
     })?;
     if !args.is_object() {
-        bail!("--args must be a JSON object, got {args}");
+        return Err(UsageError(format!("--args must be a JSON object, got {args}")).into());
     }
     let timeout = timeout_ms.map(Duration::from_millis);
     let result = runtime()?.block_on(host.call(name, args, timeout, "cli", None));
@@ -835,5 +878,5 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         "{}",
         if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") }
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(if problems == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -120,7 +120,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let Some(queries_path) = &args.queries else {
-        bail!("nothing to rank; pass --queries FILE.jsonl or --query TEXT");
+        return Err(crate::UsageError(
+            "nothing to rank; pass --queries FILE.jsonl or --query TEXT".into(),
+        )
+        .into());
     };
     let queries: Vec<QueryLine> = read_jsonl(queries_path)?;
     let Some(gold_path) = &args.gold else {
