@@ -24,6 +24,11 @@ pub enum Capability {
     Unknown,
 }
 
+/// How a provider's creation error says it only lacks configuration (a required key nobody
+/// set), as opposed to failing: the message starts with this. The host then shows the provider
+/// as "not configured" with the message, which names the key.
+pub const NOT_CONFIGURED: &str = "not configured: ";
+
 /// A plugin's manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PluginManifest {

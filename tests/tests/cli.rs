@@ -305,3 +305,23 @@ fn plugins_and_doctor_exit_1_when_something_failed() {
     let ok = quiver(&["plugins", "--plugins", fine.path().to_str().unwrap()], &[]);
     assert_eq!(ok.status.code(), Some(0), "{}", texts(&ok).0);
 }
+
+#[test]
+fn a_provider_missing_a_required_key_is_not_configured_not_failed() {
+    let plugins = plugins_dir(&["quiver-provider-jira"]);
+    let dir = plugins.path().to_str().unwrap();
+    let out = quiver(&["plugins", "--plugins", dir], &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "not a failure: {stdout}\n{stderr}");
+    let line = stdout.lines().find(|l| l.contains("libquiver_provider_jira")).unwrap();
+    assert!(
+        line.starts_with("not configured") && line.contains("[providers.jira] base_url"),
+        "{line}"
+    );
+    let doctor = quiver(&["doctor", "--plugins", dir], &[]);
+    let (stdout, _) = texts(&doctor);
+    assert!(
+        stdout.contains("provider jira: not configured — [providers.jira] base_url"),
+        "{stdout}"
+    );
+}

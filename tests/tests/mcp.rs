@@ -424,3 +424,34 @@ async fn inferred_output_schemas_are_served_for_tools_that_declare_none() {
     client.cancel().await.unwrap();
     assert_eq!(lm.received_requests().await.unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_fails_to_start_is_logged_and_named_in_the_instructions() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    // A typo in the provider's section: before, its tools vanished with nothing said.
+    std::fs::write(dir.path().join("quiver.toml"), "[providers.github]\nbase_ur = \"http://x\"\n")
+        .unwrap();
+    let mut command = tokio::process::Command::new(quiver_bin());
+    command
+        .args(["serve", "--config"])
+        .arg(dir.path().join("quiver.toml"))
+        .arg("--plugins")
+        .arg(plugins.path())
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env("QUIVER_DATA_DIR", dir.path())
+        .env_remove("RUST_LOG");
+    let (transport, stderr) =
+        TokioChildProcess::builder(command).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut stderr = stderr.unwrap();
+    let client = ().serve(transport).await.expect("initialize");
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    client.cancel().await.unwrap();
+    let mut log = String::new();
+    let _ = stderr.read_to_string(&mut log).await;
+    assert!(instructions.contains("Providers unavailable"), "{instructions}");
+    assert!(instructions.contains("unknown field `base_ur`"), "{instructions}");
+    assert!(log.contains("provider `github` is not serving") && log.contains("base_ur"), "{log}");
+}

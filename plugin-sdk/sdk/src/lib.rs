@@ -220,6 +220,12 @@ impl ProviderError {
     pub fn new(message: impl Into<String>) -> Self {
         Self(message.into())
     }
+
+    /// The provider lacks a required setting: `quiver plugins` shows it as "not configured"
+    /// with `message` (say which key to set and an example), not as failed.
+    pub fn not_configured(message: impl Into<String>) -> Self {
+        Self(format!("{}{}", quiver_core::manifest::NOT_CONFIGURED, message.into()))
+    }
 }
 
 /// Why a tool call failed; becomes an error result the model reads.

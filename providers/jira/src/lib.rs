@@ -191,7 +191,7 @@ impl Provider for Jira {
     fn new(config: JiraConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let Some(raw_base) = raw_base else {
-            return Err(ProviderError::new(
+            return Err(ProviderError::not_configured(
                 "[providers.jira] base_url is required: your site, e.g. \
                  https://your-site.atlassian.net (Jira Cloud) or https://jira.example.com \
                  (Server/Data Center)",

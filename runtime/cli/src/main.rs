@@ -331,6 +331,9 @@ fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::Disabled { provider, version } => {
                 println!("disabled  {file}: {provider} {version} (enabled = false in the config)")
             }
+            PluginStatus::NotConfigured { provider, hint } => {
+                println!("not configured  {file}: {provider}: {hint}")
+            }
             PluginStatus::Failed { reason } => println!("failed    {file}: {reason}"),
         }
     }
@@ -837,6 +840,9 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
             }
             PluginStatus::Disabled { provider, .. } => {
                 println!("provider {provider}: disabled in the config")
+            }
+            PluginStatus::NotConfigured { provider, hint } => {
+                println!("provider {provider}: not configured — {hint}")
             }
             PluginStatus::Failed { reason } => {
                 problems += 1;

@@ -53,6 +53,13 @@ pub enum PluginStatus {
         /// Provider version.
         version: String,
     },
+    /// Not serving because a required setting is missing (not a failure: set it to use it).
+    NotConfigured {
+        /// Provider name.
+        provider: String,
+        /// Which key to set, with an example.
+        hint: String,
+    },
     /// Not serving, and why.
     Failed {
         /// One line, with a fix where there is one.
@@ -200,6 +207,18 @@ impl Host {
         };
         for plugin in loaded {
             let status = host.start(&plugin);
+            if let PluginStatus::NotConfigured { provider, hint } = &status {
+                tracing::info!("provider `{provider}` is not configured: {hint}");
+            }
+            if let PluginStatus::Failed { reason } = &status {
+                // At the default level: a typo in a provider's section must not make its tools
+                // vanish silently.
+                tracing::warn!(
+                    path = %plugin.path.display(),
+                    "provider `{}` is not serving: {reason}",
+                    plugin.manifest.name
+                );
+            }
             host.reports.push(PluginReport { path: plugin.path.clone(), status });
         }
         host.reports.sort_by(|a, b| a.path.cmp(&b.path));
@@ -369,7 +388,20 @@ impl Host {
         }
         let instance = match instantiate(plugin.module, &manifest.name, &section) {
             Ok(instance) => instance,
-            Err(reason) => return PluginStatus::Failed { reason },
+            Err(reason) => {
+                let marker = format!(
+                    "failed to initialise: provider `{}`: {}",
+                    manifest.name,
+                    quiver_core::manifest::NOT_CONFIGURED
+                );
+                return match reason.strip_prefix(&marker) {
+                    Some(hint) => PluginStatus::NotConfigured {
+                        provider: manifest.name.clone(),
+                        hint: hint.to_owned(),
+                    },
+                    None => PluginStatus::Failed { reason },
+                };
+            }
         };
         let handle =
             Arc::new(ProviderHandle::new(manifest.name.clone(), plugin.path.clone(), instance));

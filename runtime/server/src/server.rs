@@ -113,6 +113,21 @@ impl QuiverServer {
                 .push_str("\nUpstream servers not serving now (restarted automatically):\n");
             instructions.push_str(&down.join("\n"));
         }
+        let failed: Vec<String> = host
+            .plugin_reports()
+            .iter()
+            .filter_map(|r| match &r.status {
+                quiver_runtime::PluginStatus::Failed { reason } => {
+                    let file = r.path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+                    Some(format!("- {file}: {reason}"))
+                }
+                _ => None,
+            })
+            .collect();
+        if !failed.is_empty() {
+            instructions.push_str("\nProviders unavailable (their tools are missing):\n");
+            instructions.push_str(&failed.join("\n"));
+        }
         if mode == ServeMode::Dynamic {
             instructions.push_str(
                 "\nClients on protocol 2026-07-28 (no sessions) get the search mode: find_tools \
