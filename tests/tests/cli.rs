@@ -325,3 +325,25 @@ fn a_provider_missing_a_required_key_is_not_configured_not_failed() {
         "{stdout}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn entries_that_are_not_files_are_listed_with_a_reason() {
+    let dir = plugins_dir(&["quiver-provider-github"]);
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let entry = |name: &str| dir.path().join(format!("{name}{suffix}"));
+    std::fs::create_dir(entry("libdirectory")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/libgone.so", entry("libdangling")).unwrap();
+    std::os::unix::fs::symlink(entry("libloop_b"), entry("libloop_a")).unwrap();
+    std::os::unix::fs::symlink(entry("libloop_a"), entry("libloop_b")).unwrap();
+    let out = quiver(&["plugins", "--plugins", dir.path().to_str().unwrap()], &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let line = |name: &str| {
+        stdout.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {stdout}"))
+    };
+    assert!(line("libquiver_provider_github").starts_with("loaded"), "{stdout}");
+    assert!(line("libdirectory").contains("is a directory"), "{stdout}");
+    assert!(line("libdangling").contains("which does not exist"), "{stdout}");
+    assert!(line("libloop_a").contains("cannot be followed"), "{stdout}");
+}

@@ -64,18 +64,40 @@ pub fn plugins_dir(flag: Option<&Path>, config: Option<&Path>) -> (PathBuf, Plug
     (beside, PluginsDirSource::BesideBinary)
 }
 
-/// The shared libraries in `dir` (by this platform's extension), sorted, so load order and output
-/// are stable. Other files (READMEs, manifests) are not plugins and are skipped.
+/// The entries of `dir` named like shared libraries (this platform's extension), sorted, so load
+/// order and output are stable. Other files (READMEs, manifests) are not plugins and are
+/// skipped; an entry with the extension that is not a file (a directory, a broken link) is
+/// kept, so it is reported rather than silently ignored.
 pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let suffix = std::env::consts::DLL_EXTENSION;
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension() == Some(OsStr::new(suffix)))
-        .filter(|p| p.is_file())
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// Why an entry named like a library is not a file that could be one: a directory, a link to
+/// nothing, a loop of links. `None` for a regular file (or a link to one).
+fn not_a_file(path: &Path) -> Option<String> {
+    let fix = "remove it or move it out of the plugins directory";
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => None,
+        Ok(meta) if meta.is_dir() => Some(format!("is a directory, not a plugin library; {fix}")),
+        Ok(_) => Some(format!("is not a regular file; {fix}")),
+        Err(e) => {
+            let link = std::fs::read_link(path).ok();
+            Some(match (link, e.kind()) {
+                (Some(target), std::io::ErrorKind::NotFound) => {
+                    format!("is a link to {}, which does not exist; {fix}", target.display())
+                }
+                (Some(_), _) => format!("is a link that cannot be followed ({e}, a loop?); {fix}"),
+                (None, _) => format!("cannot be read ({e}); {fix}"),
+            })
+        }
+    }
 }
 
 /// A plugin file whose root module loaded.
@@ -277,6 +299,11 @@ pub fn load_dir(dir: &Path) -> (Vec<LoadedPlugin>, Vec<LoadFailure>) {
     let mut loaded = Vec::new();
     let mut failed = Vec::new();
     for path in files {
+        if let Some(reason) = not_a_file(&path) {
+            tracing::warn!(path = %path.display(), "plugin not loaded: {reason}");
+            failed.push(LoadFailure { path, reason });
+            continue;
+        }
         match load(&path) {
             Ok(plugin) => {
                 tracing::debug!(path = %path.display(), provider = %plugin.manifest.name, "plugin loaded");
