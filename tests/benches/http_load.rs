@@ -81,7 +81,7 @@ async fn load(run: Duration) {
         ),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = quiver_tests::free_port();
     let mut quiver = Command::new(quiver_tests::quiver_bin())
         .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
         .arg(dir.path().join("quiver.toml"))

@@ -111,3 +111,44 @@ pub fn texts(output: &Output) -> (String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Fails — never skips — when the official MCP Python SDK (2.x: its `MCPServer` and Streamable
+/// HTTP client) cannot be used, saying how to get it.
+pub fn require_python_sdk() {
+    let probe = Command::new("python3")
+        .args([
+            "-c",
+            "from mcp.server.mcpserver import MCPServer\n\
+             from mcp.client.streamable_http import streamable_http_client",
+        ])
+        .output();
+    match probe {
+        Err(e) => panic!(
+            "python3 cannot be run ({e}); install CPython 3.10+ and run `cargo xtask test`, which \
+             installs the MCP Python SDK"
+        ),
+        Ok(out) if !out.status.success() => panic!(
+            "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
+             `python3 -m pip install 'mcp>=2'`\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Ok(_) => {}
+    }
+}
+
+/// A free loopback port (bound, then released for a server to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Every telemetry event written under `dir` so far (none when it does not exist yet; a line
+/// still being written is skipped).
+pub fn telemetry_events(dir: &Path) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return events };
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        events.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    events
+}

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{plugins_dir, quiver, quiver_bin, recorded_reply, texts};
+use quiver_tests::{
+    free_port, plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, texts,
+};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -43,10 +45,6 @@ fn new_key(name: &str, extra: &str) -> (String, String) {
     assert!(entry.contains(&format!("name = \"{name}\"")), "{entry}");
     assert!(!entry.contains(&key), "the config holds the hash, never the key: {entry}");
     (key, format!("{entry}{extra}"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A running `quiver serve --http`, stopped (SIGKILL) when dropped.
@@ -121,15 +119,7 @@ impl Served {
     }
 
     fn telemetry(&self) -> Vec<Value> {
-        let mut events = Vec::new();
-        let Ok(entries) = std::fs::read_dir(self.dir.path().join("telemetry")) else {
-            return events;
-        };
-        for entry in entries.flatten() {
-            let text = std::fs::read_to_string(entry.path()).unwrap();
-            events.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
-        }
-        events
+        quiver_tests::telemetry_events(&self.dir.path().join("telemetry"))
     }
 }
 
@@ -137,19 +127,6 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn require_python_sdk() {
-    let probe = Command::new("python3")
-        .args(["-c", "from mcp.client.streamable_http import streamable_http_client"])
-        .output();
-    match probe {
-        Ok(out) if out.status.success() => {}
-        _ => panic!(
-            "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
-             `python3 -m pip install 'mcp>=2'`"
-        ),
     }
 }
 

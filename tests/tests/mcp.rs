@@ -10,7 +10,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use quiver_core::response_projection::estimate_tokens;
-use quiver_tests::{plugins_dir, quiver, quiver_bin, recorded_reply, texts, ALL_PROVIDERS};
+use quiver_tests::{
+    plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, texts, ALL_PROVIDERS,
+};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
@@ -137,23 +139,6 @@ impl Setup {
             events.extend(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
         }
         events
-    }
-}
-
-/// Fails — never skips — when the Python SDK cannot be used, saying how to get it.
-fn require_python_sdk() {
-    let probe = Command::new("python3").args(["-c", "import mcp"]).output();
-    match probe {
-        Err(e) => panic!(
-            "python3 cannot be run ({e}); install CPython 3.10+ and run `cargo xtask test`, which \
-             installs the MCP Python SDK"
-        ),
-        Ok(out) if !out.status.success() => panic!(
-            "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
-             `python3 -m pip install mcp`\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Ok(_) => {}
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{quiver_bin, texts};
+use quiver_tests::{free_port, quiver_bin, require_python_sdk, texts};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam,
@@ -36,15 +36,6 @@ fn require(program: &str, args: &[&str], fix: &str) {
 
 fn require_npx() {
     require("npx", &["--version"], "install Node.js with npm (npx runs the MCP reference servers)");
-}
-
-fn require_python_sdk() {
-    require(
-        "python3",
-        &["-c", "from mcp.server.mcpserver import MCPServer"],
-        "the MCP Python SDK is missing: run `cargo xtask test` (it installs it) or \
-         `python3 -m pip install mcp`",
-    );
 }
 
 /// A config dir, a data dir with telemetry on, and a temp dir the filesystem server may use.
@@ -132,13 +123,7 @@ impl Gateway {
     }
 
     fn telemetry(&self) -> Vec<Value> {
-        let mut events = Vec::new();
-        let Ok(entries) = std::fs::read_dir(self.path("telemetry")) else { return events };
-        for entry in entries.flatten() {
-            let text = std::fs::read_to_string(entry.path()).unwrap();
-            events.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
-        }
-        events
+        quiver_tests::telemetry_events(&self.path("telemetry"))
     }
 
     /// Process ids the fault server wrote on each start.
@@ -514,11 +499,6 @@ async fn tools_list_tokens_all_vs_search_with_upstreams() {
     assert!(all.2 >= 13 + 14 && all.0 >= all.2 + 40, "plugins' and servers' tools: {figures:?}");
     assert_eq!(search.0, 2, "{figures:?}");
     assert!(search.1 * 10 < all.1, "search costs a fraction of all: {figures:?}");
-}
-
-/// A free loopback port (bound, then released for the server to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// The fault server over Streamable HTTP, answering 401 without `Authorization: Bearer TOKEN`.

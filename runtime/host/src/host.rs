@@ -677,7 +677,7 @@ impl Host {
                 "done"
             );
             // A server quiver does not control may echo a credential even in a success.
-            return scrub_all(result);
+            return scrub_result(result);
         }
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let (tool_for_thread, flag, session) =
@@ -788,29 +788,27 @@ fn call_provider(
     result
 }
 
-/// Any result with its text and structured value scrubbed of every registered credential.
-fn scrub_all(mut result: ToolResult) -> ToolResult {
-    let is_error = result.is_error;
-    result.is_error = true;
-    result = scrub_error(result);
-    result.is_error = is_error;
+/// `result` with its text and structured value scrubbed of every registered credential.
+fn scrub_result(mut result: ToolResult) -> ToolResult {
+    for content in &mut result.content {
+        if let quiver_core::tool::Content::Text { text } = content {
+            *text = logging::scrub(text);
+        }
+    }
+    if let Some(structured) = result.structured.take() {
+        let text = logging::scrub(&structured.to_string());
+        result.structured = Some(serde_json::from_str(&text).unwrap_or(Value::Null));
+    }
     result
 }
 
-/// An error result with its text scrubbed of every registered credential; successes unchanged.
-fn scrub_error(mut result: ToolResult) -> ToolResult {
+/// An error result scrubbed as [`scrub_result`] does; successes unchanged.
+fn scrub_error(result: ToolResult) -> ToolResult {
     if result.is_error {
-        for content in &mut result.content {
-            if let quiver_core::tool::Content::Text { text } = content {
-                *text = logging::scrub(text);
-            }
-        }
-        if let Some(structured) = result.structured.take() {
-            let text = logging::scrub(&structured.to_string());
-            result.structured = Some(serde_json::from_str(&text).unwrap_or(Value::Null));
-        }
+        scrub_result(result)
+    } else {
+        result
     }
-    result
 }
 
 /// A provider instance from `module`, configured by `section` (its token read from the variable

@@ -21,7 +21,7 @@
 //! values are masked in every log), `set_env` sets literal ones.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -740,9 +740,10 @@ fn lifecycle() -> ClientLifecycleMode {
     }
 }
 
-/// reqwest's rustls is built without a crypto provider, so the process installs ring's (the
-/// workspace's one TLS stack) before the first HTTPS upstream connects.
-fn install_crypto_provider() {
+/// reqwest's rustls (and the HTTPS server's) is built without a crypto provider, so the process
+/// installs ring's, the workspace's one TLS stack, before the first TLS connection: every rustls
+/// user in quiver calls this.
+pub fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -934,7 +935,7 @@ impl Upstreams {
             return;
         }
         install_kill_on_panic();
-        let mut waits = Vec::new();
+        let mut waits = tokio::task::JoinSet::new();
         for upstream in &self.list {
             if !upstream.config.enabled {
                 continue;
@@ -942,11 +943,11 @@ impl Upstreams {
             register_child(upstream);
             let mut first = upstream.first_attempt.subscribe();
             tokio::spawn(Arc::clone(upstream).supervise());
-            waits.push(async move {
+            waits.spawn(async move {
                 let _ = first.wait_for(|done| *done).await;
             });
         }
-        futures_join_all(waits).await;
+        while waits.join_next().await.is_some() {}
     }
 
     /// Each upstream's report, in config order.
@@ -990,17 +991,8 @@ impl Drop for Upstreams {
     }
 }
 
-/// Awaits every future (a handful of start-ups; no need for a crate).
-async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: Vec<F>) {
-    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
-    for handle in handles {
-        let _ = handle.await;
-    }
-}
-
 /// Upstreams whose children a panic must kill.
 static CHILDREN: Mutex<Vec<Weak<Upstream>>> = Mutex::new(Vec::new());
-static NEXT_HOOK: AtomicU64 = AtomicU64::new(0);
 
 fn register_child(upstream: &Arc<Upstream>) {
     CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(upstream));
@@ -1008,22 +1000,22 @@ fn register_child(upstream: &Arc<Upstream>) {
 
 /// On a panic of quiver's own, kill every child before the process goes.
 fn install_kill_on_panic() {
-    if NEXT_HOOK.fetch_add(1, Ordering::SeqCst) > 0 {
-        return;
-    }
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Ok(children) = CHILDREN.try_lock() {
-            for upstream in children.iter().filter_map(Weak::upgrade) {
-                if let Ok(mut live) = upstream.live.try_lock() {
-                    if let Some(pgid) = live.pgid.take() {
-                        kill_group(pgid);
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Ok(children) = CHILDREN.try_lock() {
+                for upstream in children.iter().filter_map(Weak::upgrade) {
+                    if let Ok(mut live) = upstream.live.try_lock() {
+                        if let Some(pgid) = live.pgid.take() {
+                            kill_group(pgid);
+                        }
                     }
                 }
             }
-        }
-        previous(info);
-    }));
+            previous(info);
+        }));
+    });
 }
 
 #[cfg(test)]

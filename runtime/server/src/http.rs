@@ -236,7 +236,7 @@ async fn serve_tls(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     close_streams: impl FnOnce() + Send + 'static,
 ) -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    quiver_runtime::upstream::install_crypto_provider();
     let tls =
         axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key).await.map_err(|e| {
             anyhow::anyhow!(
