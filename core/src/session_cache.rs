@@ -423,23 +423,7 @@ impl SessionCache {
     /// are qualified with the provider of `caller` (`github.create_issue` invalidating
     /// `list_issues` drops `github.list_issues`, not `gitlab.list_issues`).
     pub fn invalidate_from<S: AsRef<str>>(&mut self, caller: &str, tools: &[S]) -> usize {
-        match caller.split_once('.') {
-            Some((provider, _)) => {
-                let qualified: Vec<String> = tools
-                    .iter()
-                    .map(|t| {
-                        let t = t.as_ref();
-                        if t.contains('.') {
-                            t.to_owned()
-                        } else {
-                            format!("{provider}.{t}")
-                        }
-                    })
-                    .collect();
-                self.invalidate(&qualified)
-            }
-            None => self.invalidate(tools),
-        }
+        self.invalidate(&qualified_invalidations(caller, tools))
     }
 
     /// Records whether a call that ran was productive (see [`is_unproductive`]). An unproductive
@@ -467,15 +451,34 @@ impl SessionCache {
     /// times in a row (so the n+1-th identical call is stopped); `None` (or 0) never stops.
     pub fn should_stop(&self, key: &CallKey, fail_fast_after_n: Option<u32>) -> Option<String> {
         let n = fail_fast_after_n.filter(|n| *n > 0)?;
-        let count = self.unproductive_count(key);
-        (count >= n).then(|| {
-            format!(
-                "not run: {} with these arguments came back empty or failed {count} times in a \
-                 row; change the arguments or try another tool",
-                key.tool
-            )
-        })
+        fail_fast_hint(key.tool(), self.unproductive_count(key), n)
     }
+}
+
+/// The hint that stops a call of `tool` that came back unproductive `count` times in a row, when
+/// that reaches `fail_fast_after_n`.
+pub fn fail_fast_hint(tool: &str, count: u32, fail_fast_after_n: u32) -> Option<String> {
+    (fail_fast_after_n > 0 && count >= fail_fast_after_n).then(|| {
+        format!(
+            "not run: {tool} with these arguments came back empty or failed {count} times in a \
+             row; change the arguments or try another tool"
+        )
+    })
+}
+
+/// A value model's `invalidates` list as qualified names: provider-local names are qualified with
+/// the provider of `caller` (`github.create_issue` invalidating `list_issues` names
+/// `github.list_issues`, not `gitlab.list_issues`); a caller without a provider keeps them as
+/// they are.
+pub fn qualified_invalidations<S: AsRef<str>>(caller: &str, tools: &[S]) -> Vec<String> {
+    let provider = caller.split_once('.').map(|(provider, _)| provider);
+    tools
+        .iter()
+        .map(|t| match provider {
+            Some(provider) if !t.as_ref().contains('.') => format!("{provider}.{}", t.as_ref()),
+            _ => t.as_ref().to_owned(),
+        })
+        .collect()
 }
 
 /// Whether the invalidation name `name` (qualified or provider-local) names `tool`.

@@ -103,6 +103,10 @@ pub struct CallEvent {
     /// The authenticated user the call was made for (`quiver serve --http`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The replica that wrote the event (host name and process id, or `[state] replica`), so
+    /// the files of several replicas can be read together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 impl CallEvent {
@@ -125,6 +129,7 @@ impl CallEvent {
             landed_in_time: None,
             cited_in_next_n_turns: None,
             user: None,
+            replica: None,
         }
     }
 }

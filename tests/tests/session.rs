@@ -222,7 +222,11 @@ async fn slow_prefetches_do_not_hold_the_answer_and_shutdown_cancels_them() {
     session.shutdown().await;
     assert_eq!(session.prefetches_in_flight().await, 0, "nothing outlives the session");
     assert!(shutdown.elapsed() < Duration::from_secs(5), "cancelled, not waited out");
-    assert_eq!(host.host_budgets().available("127.0.0.1"), 4, "every host permit was returned");
+    assert_eq!(
+        host.state().available_permits("127.0.0.1").await,
+        4,
+        "every host permit was returned"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

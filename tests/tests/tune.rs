@@ -56,7 +56,7 @@ fn prefetch_session(session: &str, tool: &str, prefetched: usize, used: usize) -
 
 /// Writes `events` with the sink sessions use; returns the file.
 fn record(dir: &Path, events: &[CallEvent]) -> String {
-    let sink = TelemetrySink::new(dir);
+    let sink = TelemetrySink::new(dir, "test");
     for e in events {
         sink.record(e);
     }

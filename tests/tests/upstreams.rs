@@ -603,7 +603,7 @@ async fn enrichments_and_tune_see_upstream_tools() {
 
     // Three conversations list a directory, then read a file: a link between upstream tools.
     use quiver_core::telemetry::{CallEvent, EventKind};
-    let sink = quiver_runtime::telemetry::TelemetrySink::new(&gateway.path("mined"));
+    let sink = quiver_runtime::telemetry::TelemetrySink::new(&gateway.path("mined"), "test");
     for session in ["a", "b", "c"] {
         for (tool, hash) in [("fs.list_directory", "l"), ("fs.read_text_file", "r")] {
             let mut event = CallEvent::new(1_762_240_000_000, session, tool, EventKind::Call);

@@ -104,6 +104,61 @@ pub struct Config {
     /// `[selector]`: which tools `quiver serve` shows, and which it refuses or asks to confirm.
     #[serde(default)]
     pub selector: SelectorConfig,
+    /// `[state]`: where the state replicas share lives (in-process by default, or Redis).
+    #[serde(default)]
+    pub state: StateConfig,
+}
+
+/// Where the session cache, in-flight calls, rate-limit permits, callers' pipeline state and
+/// HTTP session metadata live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateBackendKind {
+    /// In this process: nothing is shared with other replicas.
+    #[default]
+    Memory,
+    /// In Redis, shared by every replica that names the same server and `key_prefix`; the
+    /// in-process state keeps answering while Redis is unreachable.
+    Redis,
+}
+
+/// `[state]`: what replicas of `quiver serve --http` share.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateConfig {
+    /// `memory` (default) or `redis`.
+    pub backend: StateBackendKind,
+    /// The variable holding the Redis URL (`redis://[:password@]host:port[/db]`, `rediss://`
+    /// for TLS); it wins over `url`.
+    pub url_env: String,
+    /// The Redis URL, when not in the environment; keep the file private if it has a password.
+    pub url: Option<String>,
+    /// Prefix of every key quiver writes, so deployments can share one Redis.
+    pub key_prefix: String,
+    /// How long a rate-limit permit or an in-flight lease outlives a replica that stops renewing
+    /// it (a crash): the longest a dead replica can hold what others wait for.
+    pub lease_ms: u64,
+    /// The longest one Redis operation may take before the call goes on with local state.
+    pub timeout_ms: u64,
+    /// Results larger than this are kept in the replica only, never written to Redis.
+    pub max_value_kb: u64,
+    /// This replica's name in telemetry and logs (default: host name and process id).
+    pub replica: Option<String>,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            backend: StateBackendKind::Memory,
+            url_env: "QUIVER_REDIS_URL".into(),
+            url: None,
+            key_prefix: "quiver".into(),
+            lease_ms: 10_000,
+            timeout_ms: 250,
+            max_value_kb: 512,
+            replica: None,
+        }
+    }
 }
 
 /// How `quiver serve` presents tools to an MCP client.

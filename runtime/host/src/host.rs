@@ -19,7 +19,7 @@ use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
 use crate::registry::{RegisteredTool, Registry, ToolOrigin};
 use crate::sources::{SourceError, StaticTool};
-use crate::speculation::HostBudgets;
+use crate::state::StateStore;
 use crate::telemetry::TelemetrySink;
 use crate::upstream::{UpstreamReport, Upstreams};
 
@@ -117,7 +117,11 @@ pub struct Host {
     plugins_dir_source: PluginsDirSource,
     reports: Vec<PluginReport>,
     registry: Registry,
-    host_budgets: HostBudgets,
+    /// The session cache, in-flight reads, rate-limit permits and callers' state: in this
+    /// process, or shared through Redis.
+    state: Arc<dyn StateStore>,
+    /// Why the configured `[state]` could not be opened (the in-process state serves instead).
+    state_error: Option<String>,
     telemetry: Option<TelemetrySink>,
     static_tools: Vec<StaticTool>,
     source_errors: Vec<SourceError>,
@@ -178,12 +182,22 @@ impl Host {
         let (plugins_dir, plugins_dir_source) =
             loader::plugins_dir(plugins_flag, config.config.plugins_dir.as_deref());
         let (loaded, failed) = loader::load_dir(&plugins_dir);
-        let host_budgets = HostBudgets::new(config.config.enrichment.per_host_concurrency);
+        let per_host = config.config.enrichment.per_host_concurrency;
+        let (state, state_error) = match crate::state::open(&config.config.state, per_host) {
+            Ok(state) => (state, None),
+            Err(error) => {
+                tracing::error!("{error}; state stays in this process");
+                let memory: Arc<dyn StateStore> =
+                    Arc::new(crate::state::MemoryState::new(per_host));
+                (memory, Some(error))
+            }
+        };
+        let replica = crate::state::replica_name(&config.config.state);
         let telemetry = config
             .config
             .telemetry
             .enabled
-            .then(|| TelemetrySink::new(&config.config.telemetry.directory()));
+            .then(|| TelemetrySink::new(&config.config.telemetry.directory(), &replica));
         let mut host = Self {
             config,
             plugins_dir,
@@ -196,7 +210,8 @@ impl Host {
                 })
                 .collect(),
             registry: Registry::default(),
-            host_budgets,
+            state,
+            state_error,
             telemetry,
             static_tools: Vec::new(),
             source_errors: Vec::new(),
@@ -463,9 +478,15 @@ impl Host {
         (&self.plugins_dir, &self.plugins_dir_source)
     }
 
-    /// Concurrency per rate-limit host, shared by main calls and pre-fetches of every session.
-    pub fn host_budgets(&self) -> &HostBudgets {
-        &self.host_budgets
+    /// The state calls share beyond a session: the session cache, in-flight reads, permits per
+    /// rate-limit host (main calls and pre-fetches of every session), callers' pipeline state.
+    pub fn state(&self) -> &Arc<dyn StateStore> {
+        &self.state
+    }
+
+    /// Why the configured `[state]` backend could not be opened, if it could not.
+    pub fn state_error(&self) -> Option<&str> {
+        self.state_error.as_deref()
     }
 
     /// Where telemetry goes, when `[telemetry] enabled = true`.

@@ -49,6 +49,7 @@ pub mod selector;
 pub mod session;
 pub mod sources;
 pub mod speculation;
+pub mod state;
 pub mod telemetry;
 pub mod upstream;
 

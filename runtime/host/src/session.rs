@@ -22,23 +22,22 @@ use quiver_core::planner::{self, predicted_tokens, PlannerOptions};
 use quiver_core::response_projection::estimate_tokens;
 use quiver_core::response_projection::{project, Requested};
 use quiver_core::session_cache::{
-    is_control_argument, tool_declares_fields, ttl_of, CallKey, SessionCache,
+    is_control_argument, is_unproductive, qualified_invalidations, tool_declares_fields, ttl_of,
+    CallKey,
 };
 use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
-use quiver_core::{Content, ToolResult};
+use quiver_core::{Content, SideEffectClass, ToolResult, ToolValueModel};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use crate::host::{Host, DEFAULT_CALL_TIMEOUT};
 use crate::registry::RegisteredTool;
 use crate::speculation::{may_prefetch, Landing, Prefetches};
+use crate::state::{Flight, FlightLease, Permit};
 use crate::telemetry::now_ms;
 
 /// Results kept per session, by default.
 pub const DEFAULT_CACHE_CAPACITY: usize = 256;
-
-/// Recent calls the planner is told about (it skips pre-fetching what was just used).
-const RECENT_CALLS: usize = 8;
 
 /// How often a call waiting for its pre-fetch looks at its cancellation flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
@@ -71,9 +70,11 @@ pub struct CallEffects {
 pub struct Session {
     host: Arc<Host>,
     id: String,
-    cache: Arc<Mutex<SessionCache>>,
+    /// Whose cached results this session reads and writes (see [`Session::with_scope`]).
+    scope: String,
+    /// Whose pipeline state (recent calls, fail-fast counters) this session keeps.
+    caller: String,
     timeout: Option<Duration>,
-    recent: Mutex<Vec<String>>,
     /// Pre-fetches of each call, kept so the session can cancel and drain them; dropping the
     /// session drops the sets, which aborts their tasks.
     prefetches: tokio::sync::Mutex<Vec<JoinSet<Option<String>>>>,
@@ -91,12 +92,13 @@ pub struct Session {
 impl Session {
     /// A session named `id` (it reaches providers as `ToolContext::session`).
     pub fn new(host: Arc<Host>, id: impl Into<String>) -> Self {
+        let id = id.into();
         Self {
             host,
-            id: id.into(),
-            cache: Arc::new(Mutex::new(SessionCache::new(DEFAULT_CACHE_CAPACITY))),
+            scope: id.clone(),
+            caller: id.clone(),
+            id,
             timeout: None,
-            recent: Mutex::new(Vec::new()),
             prefetches: tokio::sync::Mutex::new(Vec::new()),
             prefetched: Arc::new(Mutex::new(Prefetches::default())),
             cancelled: Arc::new(AtomicBool::new(false)),
@@ -111,6 +113,17 @@ impl Session {
     /// a 2026-07-28 client has no session and several connections share one caller's state).
     pub fn repeats_as_data(mut self) -> Self {
         self.repeats_as_data = true;
+        self
+    }
+
+    /// Shares cached results, and identical reads in flight, with every session of `scope` —
+    /// on every replica when the state is in Redis — and keeps pipeline state (recent calls,
+    /// fail-fast counters) under `caller`. By default a session has both to itself. A server
+    /// passes the caller's credential fingerprint as the scope (callers with the same
+    /// credentials see the same data) and identity plus fingerprint as the caller.
+    pub fn with_scope(mut self, scope: &str, caller: &str) -> Self {
+        self.scope = scope.to_owned();
+        self.caller = caller.to_owned();
         self
     }
 
@@ -149,6 +162,23 @@ impl Session {
         sets.clear();
         self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A session's own cache ends with it; a shared scope's outlives it.
+        if self.scope == self.id {
+            self.host.state().forget(&self.scope);
+        }
+    }
+}
+
+/// Whether a tool only reads: identical calls of it in flight may share one request.
+fn is_read(model: &ToolValueModel) -> bool {
+    matches!(model.side_effect_class, SideEffectClass::Pure | SideEffectClass::ReadOnly)
+}
+
+impl Session {
 
     /// Calls `name` with `args` (which may carry a `fields` list asking for opt-in groups) and
     /// `intent` keywords of the current turn.
@@ -189,64 +219,35 @@ impl Session {
         let model = self.host.value_model(&tool).model;
         let schema = &tool.spec.input_schema;
         let key = CallKey::new(&qualified, &args, Some(schema));
+        let state = self.host.state();
         let now = Instant::now();
+        if let Some(hint) = state.should_stop(&self.caller, &key, model.fail_fast_after_n).await {
+            self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
+                e.predicted_cost_tokens = Some(predicted_tokens(&model, TOKENS_PER_KB));
+            });
+            let result = ToolResult::text(hint).with_metadata("fail_fast", json!(true));
+            return (result, CallEffects { stopped: true, ..CallEffects::default() });
+        }
+        let ttl = ttl_of(&model);
+        let mut hit = state.cache_get(&self.scope, &key, ttl).await;
+        let landed_meanwhile = hit.is_none()
+            && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);
+        if landed_meanwhile {
+            // A pre-fetch landed between the look-up and now: its result is in the cache.
+            hit = state.cache_get(&self.scope, &key, ttl).await;
+        }
         let mut served = None;
         let in_flight = {
-            // Pre-fetches before the cache, as a landing pre-fetch locks them.
             let mut prefetched = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(hint) = cache.should_stop(&key, model.fail_fast_after_n) {
-                self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
-                    e.predicted_cost_tokens = Some(predicted_tokens(&model, TOKENS_PER_KB));
-                });
-                let result = ToolResult::text(hint).with_metadata("fail_fast", json!(true));
-                return (result, CallEffects { stopped: true, ..CallEffects::default() });
-            }
-            let hit = cache.get(&key, now, ttl_of(&model));
             if let Some(hit) = hit.as_ref().filter(|_| prefetched.take_unseen(&key)) {
                 // Pre-fetched and never shown: the agent gets the whole result.
                 served = Some(ToolResult::clone(&hit.result));
-            } else if let Some(hit) = hit.as_ref().filter(|_| self.repeats_as_data) {
-                // No connection guarantees the caller saw the first answer: give the data again.
-                let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
-                let result = match hit.result.structured.clone() {
-                    Some(structured) => {
-                        let projected = project(structured, &model, &requested);
-                        let mut result = ToolResult::from_json(projected.value);
-                        result.content.push(Content::Text {
-                            text: format!(
-                                "[quiver: the same call as {}, served from the cache]",
-                                hit.reference
-                            ),
-                        });
-                        result
-                    }
-                    None => ToolResult::clone(&hit.result),
-                }
-                .with_metadata("cached_ref", json!(hit.reference.to_string()));
-                let tokens = estimate_tokens(&Value::String(result.text_content()));
-                self.record(EventKind::Call, &qualified, Some(&key), |e| {
-                    e.dedup_hit = true;
-                    e.tokens_before = tokens;
-                    e.tokens_after = tokens;
-                });
-                return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
-            } else if let Some(hit) = hit {
-                let result = ToolResult::text(hit.hint())
-                    .with_metadata("cached_ref", json!(hit.reference.to_string()));
-                let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
-                let after = estimate_tokens(&Value::String(result.text_content()));
-                self.record(EventKind::Call, &qualified, Some(&key), |e| {
-                    e.dedup_hit = true;
-                    e.tokens_before = before;
-                    e.tokens_after = after;
-                });
-                return (result, CallEffects { cache_hit: true, ..CallEffects::default() });
-            }
-            if served.is_none() {
-                prefetched.joinable(&key)
-            } else {
                 None
+            } else if let Some(hit) = hit {
+                drop(prefetched);
+                return self.repeat(&qualified, &key, &model, &args, intent, &hit);
+            } else {
+                prefetched.joinable(&key)
             }
         };
         if let Some(landing) = in_flight {
@@ -255,56 +256,88 @@ impl Session {
 
         let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
         let prefetch_hit = served.is_some();
+        let mut joined = false;
         let result = match served {
             Some(result) => result,
             None => {
-                let rate_limit_host = self.host.rate_limit_host(&tool, &args);
-                // Main calls wait for their host's permit; they share it with pre-fetches.
-                let _permit = self.host.host_budgets().acquire(rate_limit_host.as_deref()).await;
-                self.host
-                    .call_with(
-                        name,
-                        provider_arguments(args, schema),
-                        self.timeout,
-                        &self.id,
-                        cancel,
-                        self.credentials.as_deref(),
-                    )
-                    .await
+                // Identical reads in flight — of any session of this scope, on any replica —
+                // make one request; the others wait for its result.
+                let flight = if is_read(&model) {
+                    let limit = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+                    state.begin_read(&self.scope, &key, limit).await
+                } else {
+                    Flight::Lead(FlightLease::alone())
+                };
+                match flight {
+                    Flight::Joined(result) => {
+                        joined = true;
+                        result
+                    }
+                    Flight::Lead(lease) => {
+                        let rate_limit_host = self.host.rate_limit_host(&tool, &args);
+                        // Main calls wait for their host's permit; they share it with pre-fetches.
+                        let permit = match rate_limit_host.as_deref() {
+                            Some(host) => state.permit(host).await,
+                            None => Permit::none(),
+                        };
+                        let result = self
+                            .host
+                            .call_with(
+                                name,
+                                provider_arguments(args, schema),
+                                self.timeout,
+                                &self.id,
+                                cancel,
+                                self.credentials.as_deref(),
+                            )
+                            .await;
+                        drop(permit);
+                        if !result.is_error {
+                            // A call that changes something makes the cached reads it names
+                            // stale; then the result is stored before those waiting for it are
+                            // told, so a caller arriving later finds it in the cache.
+                            if !model.invalidates.is_empty() {
+                                let stale = qualified_invalidations(&qualified, &model.invalidates);
+                                state.invalidate(&self.scope, &stale).await;
+                            }
+                            state.cache_put(&self.scope, &key, &result, ttl).await;
+                        }
+                        lease.finish(&result).await;
+                        result
+                    }
+                }
             }
         };
-        self.remember(&qualified);
+        state.note_call(&self.caller, &qualified).await;
+        state.record_outcome(&self.caller, &key, !is_unproductive(&result)).await;
         if !prefetch_hit {
             // The provider answered the agent itself: an older pre-fetch of this call (one that
             // expired from the cache before it was asked for) is no longer news.
             self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).take_unseen(&key);
         }
-        {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.record_result(&key, &result);
-            // A pre-fetched result is in the cache already, and pre-fetched tools change nothing.
-            if !result.is_error && !prefetch_hit {
-                // A call that changes something makes the cached reads it names stale.
-                cache.invalidate_from(&qualified, &model.invalidates);
-                cache.put(&key, result.clone(), now);
-            }
-        }
+        let prefetch_hit_or_joined = prefetch_hit || joined;
         let latency_ms = now.elapsed().as_millis() as u64;
         let predicted = predicted_tokens(&model, TOKENS_PER_KB);
-        let served_effects =
-            CallEffects { cache_hit: prefetch_hit, prefetch_hit, ..CallEffects::default() };
+        let served_effects = CallEffects {
+            cache_hit: prefetch_hit_or_joined,
+            prefetch_hit,
+            ..CallEffects::default()
+        };
         let Some(structured) = result.structured.clone() else {
             let tokens = estimate_tokens(&Value::String(result.text_content()));
             self.record(EventKind::Call, &qualified, Some(&key), |e| {
                 (e.latency_ms, e.is_error, e.predicted_cost_tokens) =
                     (latency_ms, result.is_error, Some(predicted));
-                (e.tokens_before, e.tokens_after, e.dedup_hit) = (tokens, tokens, prefetch_hit);
+                (e.tokens_before, e.tokens_after) = (tokens, tokens);
+                e.dedup_hit = prefetch_hit_or_joined;
             });
             return (result, served_effects);
         };
         // A call served by a pre-fetch answers at once, like a cache hit: its own follow-ups are
         // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
-        let (started, landed) = if self.host.config().config.enrichment.enabled && !prefetch_hit {
+        let (started, landed) = if self.host.config().config.enrichment.enabled
+            && !prefetch_hit_or_joined
+        {
             self.prefetch(&tool, &structured, intent).await
         } else {
             (0, Vec::new())
@@ -313,7 +346,7 @@ impl Session {
         self.record(EventKind::Call, &qualified, Some(&key), |e| {
             (e.latency_ms, e.predicted_cost_tokens) = (latency_ms, Some(predicted));
             (e.tokens_before, e.tokens_after) = (projected.tokens_before, projected.tokens_after);
-            e.dedup_hit = prefetch_hit;
+            e.dedup_hit = prefetch_hit_or_joined;
         });
         let effects = CallEffects {
             tokens_before: projected.tokens_before,
@@ -396,11 +429,54 @@ impl Session {
         sink.record(&event);
     }
 
-    fn remember(&self, qualified: &str) {
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        recent.push(qualified.to_owned());
-        let excess = recent.len().saturating_sub(RECENT_CALLS);
-        recent.drain(..excess);
+    /// A repeat inside the freshness window: the short reference, or the data again for
+    /// callers no connection ties to the first answer.
+    fn repeat(
+        &self,
+        qualified: &str,
+        key: &CallKey,
+        model: &ToolValueModel,
+        args: &Value,
+        intent: &[String],
+        hit: &quiver_core::session_cache::Hit,
+    ) -> (ToolResult, CallEffects) {
+        let effects = CallEffects { cache_hit: true, ..CallEffects::default() };
+        if self.repeats_as_data {
+            let schema = self.host.tool(qualified).map(|t| t.spec.input_schema.clone());
+            let requested = Requested::from_arguments(args, schema.as_ref(), intent.to_vec());
+            let result = match hit.result.structured.clone() {
+                Some(structured) => {
+                    let projected = project(structured, model, &requested);
+                    let mut result = ToolResult::from_json(projected.value);
+                    result.content.push(Content::Text {
+                        text: format!(
+                            "[quiver: the same call as {}, served from the cache]",
+                            hit.reference
+                        ),
+                    });
+                    result
+                }
+                None => ToolResult::clone(&hit.result),
+            }
+            .with_metadata("cached_ref", json!(hit.reference.to_string()));
+            let tokens = estimate_tokens(&Value::String(result.text_content()));
+            self.record(EventKind::Call, qualified, Some(key), |e| {
+                e.dedup_hit = true;
+                e.tokens_before = tokens;
+                e.tokens_after = tokens;
+            });
+            return (result, effects);
+        }
+        let result = ToolResult::text(hit.hint())
+            .with_metadata("cached_ref", json!(hit.reference.to_string()));
+        let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
+        let after = estimate_tokens(&Value::String(result.text_content()));
+        self.record(EventKind::Call, qualified, Some(key), |e| {
+            e.dedup_hit = true;
+            e.tokens_before = before;
+            e.tokens_after = after;
+        });
+        (result, effects)
     }
 
     /// Plans the follow-ups of `from`'s `result`, starts them, and waits at most
@@ -412,7 +488,8 @@ impl Session {
         intent: &[String],
     ) -> (usize, Vec<String>) {
         let settings = self.host.config().config.enrichment.clone();
-        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = self.host.state();
+        let recent = state.recent_calls(&self.caller).await;
         let candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
         let views: Vec<_> = candidates.iter().map(|c| c.as_candidate()).collect();
         let options = PlannerOptions {
@@ -451,24 +528,31 @@ impl Session {
                 }
                 let arguments = Value::Object(arguments);
                 let key = CallKey::new(admitted.tool, &arguments, Some(&target.spec.input_schema));
-                let known = {
-                    let prefetched = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-                    let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                    prefetched.joinable(&key).is_some()
-                        || cache.get(&key, Instant::now(), ttl_of(&candidate.model)).is_some()
-                };
+                let in_flight = self
+                    .prefetched
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .joinable(&key)
+                    .is_some();
                 // Fresh in the cache or already on its way: nothing to fetch.
-                if known {
+                if in_flight
+                    || state.cache_get(&self.scope, &key, ttl_of(&candidate.model)).await.is_some()
+                {
                     continue;
                 }
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
                 let host_name = self.host.rate_limit_host(&target, &arguments);
-                let Ok(permit) = self.host.host_budgets().try_acquire(host_name.as_deref()) else {
-                    continue;
+                let permit = match host_name.as_deref() {
+                    Some(host) => match state.try_permit(host).await {
+                        Some(permit) => permit,
+                        None => continue,
+                    },
+                    None => Permit::none(),
                 };
                 let label = format!("{}({arguments})", admitted.tool);
                 dispatched.push((label.clone(), key.clone(), admitted.cost_tokens));
-                let (host, cache) = (Arc::clone(&self.host), Arc::clone(&self.cache));
+                let (host, scope) = (Arc::clone(&self.host), self.scope.clone());
+                let ttl = ttl_of(&candidate.model);
                 let (prefetched, cancelled) =
                     (Arc::clone(&self.prefetched), Arc::clone(&self.cancelled));
                 let (tool, session, timeout) =
@@ -489,16 +573,14 @@ impl Session {
                         )
                         .await;
                     let landed = !result.is_error;
-                    {
-                        // Cache and registry change together, so a call sees either the
-                        // pre-fetch in flight or its result in the cache.
-                        let mut prefetched = prefetched.lock().unwrap_or_else(|e| e.into_inner());
-                        if landed {
-                            let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-                            cache.put(&key, result.clone(), Instant::now());
-                        }
-                        prefetched.finish(&key, landed);
+                    if landed {
+                        // Unseen before it is cached, so a call finding it in the cache
+                        // delivers it whole; still in flight until then, so a call not finding
+                        // it joins it.
+                        prefetched.lock().unwrap_or_else(|e| e.into_inner()).mark_unseen(&key);
+                        host.state().cache_put(&scope, &key, &result, ttl).await;
                     }
+                    prefetched.lock().unwrap_or_else(|e| e.into_inner()).finish(&key, landed);
                     // Nobody may be waiting; that is fine.
                     let _ =
                         report.send(if landed { Landing::Landed(result) } else { Landing::Failed });

@@ -108,6 +108,16 @@ impl Prefetches {
         }
     }
 
+    /// Marks the result of `key`'s pre-fetch as not yet shown, before it goes into the cache.
+    pub fn mark_unseen(&mut self, key: &CallKey) {
+        self.unseen.insert(key.clone());
+    }
+
+    /// Whether `key` has a landed pre-fetch the agent has not seen.
+    pub fn is_unseen(&self, key: &CallKey) -> bool {
+        self.unseen.contains(key)
+    }
+
     /// The pre-fetch of `key` still in flight, to wait for.
     pub fn joinable(&self, key: &CallKey) -> Option<watch::Receiver<Landing>> {
         self.in_flight.get(key).cloned()

@@ -15,17 +15,23 @@ use quiver_core::telemetry::CallEvent;
 /// Appends events to this process's JSONL file.
 pub struct TelemetrySink {
     path: PathBuf,
+    replica: String,
     file: Mutex<Option<BufWriter<File>>>,
     failed: AtomicBool,
 }
 
 impl TelemetrySink {
-    /// A sink writing to `dir/events-<unix ms>-<pid>.jsonl`; the file is created on the first
-    /// event.
-    pub fn new(dir: &Path) -> Self {
+    /// A sink writing to `dir/events-<unix ms>-<pid>.jsonl`, each event naming `replica`; the
+    /// file is created on the first event.
+    pub fn new(dir: &Path, replica: &str) -> Self {
         let stamp = now_ms();
         let path = dir.join(format!("events-{stamp}-{}.jsonl", std::process::id()));
-        Self { path, file: Mutex::new(None), failed: AtomicBool::new(false) }
+        Self {
+            path,
+            replica: replica.to_owned(),
+            file: Mutex::new(None),
+            failed: AtomicBool::new(false),
+        }
     }
 
     /// The file events go to.
@@ -49,7 +55,12 @@ impl TelemetrySink {
                 ));
             }
             let out = file.as_mut().expect("opened above");
-            serde_json::to_writer(&mut *out, event)?;
+            if event.replica.is_none() {
+                let event = CallEvent { replica: Some(self.replica.clone()), ..event.clone() };
+                serde_json::to_writer(&mut *out, &event)?;
+            } else {
+                serde_json::to_writer(&mut *out, event)?;
+            }
             out.write_all(b"\n")?;
             out.flush()
         })();

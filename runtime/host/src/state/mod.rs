@@ -1,0 +1,232 @@
+//! The state calls share beyond one session, behind one interface ([`StateStore`]) with two
+//! implementations: [`MemoryState`] (the default: everything in this process) and [`RedisState`]
+//! (`[state] backend = "redis"`: shared by every replica, with the in-process state answering
+//! while Redis is unreachable).
+//!
+//! What lives here, and the scope each part belongs to:
+//! - the **session cache** (results by tool and canonical arguments, fresh for the tool's
+//!   `freshness_ttl_s`, with their references `r7`) — per *cache scope*: a credential
+//!   fingerprint for a server's callers (callers with the same credential see the same data),
+//!   a session's own id otherwise; `invalidates` after a write drops entries in that scope;
+//! - **identical reads in flight** — one request to the service, the other callers wait for its
+//!   result ([`Flight`]), per cache scope;
+//! - **per-rate-limit-host concurrency** ([`Permit`]), for every caller of the process (memory)
+//!   or of every replica (Redis, as leases that expire when a replica stops renewing them);
+//! - **a caller's pipeline state** (recent calls for the planner, fail-fast counters) — per
+//!   *caller*: identity and credential;
+//! - **HTTP session metadata** (what a 2025-11-25 client sent in `initialize`), so another
+//!   replica can continue a session ([`StateStore::session_put`]).
+
+mod memory;
+mod redis;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use quiver_core::session_cache::{CallKey, Hit, Stored};
+use quiver_core::ToolResult;
+use sha2::{Digest, Sha256};
+
+pub use self::memory::MemoryState;
+pub use self::redis::RedisState;
+use crate::config::{StateBackendKind, StateConfig};
+
+/// Where state lives and whether it is reachable now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateStatus {
+    /// In this process (`backend = "memory"`).
+    Local,
+    /// Shared through Redis, reachable.
+    Shared,
+    /// Shared through Redis, unreachable since `since_ms` (Unix ms): calls go on with the
+    /// in-process state and the replica reconnects by itself.
+    Unreachable {
+        /// When the outage was first seen.
+        since_ms: u64,
+        /// Why, without the URL's password.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for StateStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local => f.write_str("in-process"),
+            Self::Shared => f.write_str("redis: connected"),
+            Self::Unreachable { error, .. } => {
+                write!(f, "redis: unreachable ({error}); serving from in-process state")
+            }
+        }
+    }
+}
+
+/// What became of asking to make a call that others may be making too.
+pub enum Flight {
+    /// Nobody is making it: this caller does, and reports the result through the lease.
+    Lead(FlightLease),
+    /// Another caller (here or on another replica) made it; its result.
+    Joined(ToolResult),
+}
+
+/// The right, and the duty, to make a call others wait for: [`FlightLease::finish`] hands them
+/// the result; dropping the lease unfinished lets them make the call themselves.
+pub struct FlightLease {
+    pub(crate) finish: Option<Box<dyn FinishFlight>>,
+}
+
+/// How a backend hands a finished call to those waiting for it.
+#[async_trait]
+pub(crate) trait FinishFlight: Send + Sync {
+    async fn finish(self: Box<Self>, result: &ToolResult);
+}
+
+impl FlightLease {
+    /// A lease nobody waits on (the call cannot be shared: a write, or no lease could be taken).
+    pub fn alone() -> Self {
+        Self { finish: None }
+    }
+
+    /// Hands `result` to every caller waiting for the same call.
+    pub async fn finish(mut self, result: &ToolResult) {
+        if let Some(finish) = self.finish.take() {
+            finish.finish(result).await;
+        }
+    }
+}
+
+/// A rate-limit-host permit: held while the call runs, released when dropped.
+pub struct Permit {
+    pub(crate) _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl Permit {
+    /// No permit needed (the call has no rate-limit host).
+    pub fn none() -> Self {
+        Self { _held: None }
+    }
+}
+
+/// The state calls share beyond one session. See the module docs for what each part is and
+/// its scope.
+#[async_trait]
+pub trait StateStore: Send + Sync + 'static {
+    /// Which backend this is.
+    fn backend(&self) -> StateBackendKind;
+
+    /// Where state lives and whether it is reachable now.
+    fn status(&self) -> StateStatus;
+
+    /// The fresh result of `key` in `scope` (younger than `ttl`; no TTL never hits).
+    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit>;
+
+    /// Stores a successful result of `key` in `scope`, fresh for `ttl`; its reference, and
+    /// whether it is unchanged since an earlier store. `None` for an error result.
+    async fn cache_put(
+        &self,
+        scope: &str,
+        key: &CallKey,
+        result: &ToolResult,
+        ttl: Option<Duration>,
+    ) -> Option<Stored>;
+
+    /// Drops the cached results of `tools` (qualified names) in `scope`, on every replica.
+    async fn invalidate(&self, scope: &str, tools: &[String]);
+
+    /// Forgets this process's cache of `scope` (a session that had it to itself ended); shared
+    /// entries expire with their TTL.
+    fn forget(&self, scope: &str);
+
+    /// Asks to make the read `key` in `scope`: lead it, or join the one in flight, waiting at
+    /// most `wait` for it before leading a call of one's own.
+    async fn begin_read(&self, scope: &str, key: &CallKey, wait: Duration) -> Flight;
+
+    /// Waits for a permit of rate-limit host `host` (at most `per_host_concurrency` calls in
+    /// flight to it).
+    async fn permit(&self, host: &str) -> Permit;
+
+    /// A permit of `host` if one is free now (pre-fetches never queue behind main calls).
+    async fn try_permit(&self, host: &str) -> Option<Permit>;
+
+    /// Permits of `host` free now, for diagnostics and tests.
+    async fn available_permits(&self, host: &str) -> usize;
+
+    /// The fail-fast hint that stops `key` for `caller` after `after_n` unproductive outcomes.
+    async fn should_stop(&self, caller: &str, key: &CallKey, after_n: Option<u32>)
+        -> Option<String>;
+
+    /// Records whether `caller`'s call `key` was productive (fail-fast counting).
+    async fn record_outcome(&self, caller: &str, key: &CallKey, productive: bool);
+
+    /// Notes that `caller` called `tool` (qualified); the last few are kept for the planner.
+    async fn note_call(&self, caller: &str, tool: &str);
+
+    /// `caller`'s most recent calls, oldest first.
+    async fn recent_calls(&self, caller: &str) -> Vec<String>;
+
+    /// Keeps an HTTP session's metadata (JSON) so another replica can continue it.
+    async fn session_put(&self, id: &str, metadata: &str) -> Result<(), String>;
+
+    /// An HTTP session's metadata, if any replica kept it.
+    async fn session_get(&self, id: &str) -> Result<Option<String>, String>;
+
+    /// Forgets an HTTP session (the client ended it).
+    async fn session_delete(&self, id: &str) -> Result<(), String>;
+}
+
+/// Recent calls kept per caller for the planner (it skips pre-fetching what was just used).
+pub const RECENT_CALLS: usize = 8;
+
+/// Opens the state `config` asks for. Redis without a URL, or with an unusable one, is an error
+/// naming the setting to fix (the URL itself is never quoted: it may hold a password).
+pub fn open(config: &StateConfig, per_host: usize) -> Result<Arc<dyn StateStore>, String> {
+    let memory = MemoryState::new(per_host);
+    match config.backend {
+        StateBackendKind::Memory => Ok(Arc::new(memory)),
+        StateBackendKind::Redis => {
+            let url = std::env::var(&config.url_env)
+                .ok()
+                .filter(|u| !u.trim().is_empty())
+                .or_else(|| config.url.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "[state] backend = \"redis\" needs a URL: set ${} (or [state] url) to \
+                         redis://host:port",
+                        config.url_env
+                    )
+                })?;
+            Ok(Arc::new(RedisState::open(&url, config, per_host, memory)?))
+        }
+    }
+}
+
+/// The fingerprint of a credential set: callers with the same credentials share cached results,
+/// callers with different ones never do. `shared` names the server's own credentials.
+pub fn credential_fingerprint(credentials: Option<&crate::host::Credentials>) -> String {
+    match credentials.filter(|c| !c.0.is_empty()) {
+        None => "shared".to_owned(),
+        Some(credentials) => {
+            let mut digest = Sha256::new();
+            for (variable, token) in &credentials.0 {
+                digest.update(variable.as_bytes());
+                digest.update([0]);
+                digest.update(token.as_bytes());
+                digest.update([0]);
+            }
+            hex::encode(&digest.finalize()[..12])
+        }
+    }
+}
+
+/// This replica's name: `[state] replica`, else host name and process id.
+pub fn replica_name(config: &StateConfig) -> String {
+    config.replica.clone().unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}-{}", std::process::id())
+    })
+}

@@ -1,0 +1,709 @@
+//! The Redis backend: the state every replica shares, on a pooled async client (deadpool-redis
+//! over redis-rs), with Lua scripts wherever a step must be atomic (storing a result with its
+//! reference, invalidating a tool's entries, taking and renewing a permit). Keys are named
+//! `{key_prefix}:{kind}:{scope}:{hash}`; everything expires on its own.
+//!
+//! Every write also goes to the in-process state ([`MemoryState`]), and while Redis is
+//! unreachable every read comes from it: calls keep being answered with what this replica knows.
+//! The outage is logged once; while it lasts Redis is tried again at most once a second (by the
+//! next operation, or by `/readyz`), and the first success ends it.
+//!
+//! Time in scripts is Redis's own (`TIME`), so replicas with skewed clocks agree on freshness and
+//! lease expiry.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_redis::{Connection, Pool, Runtime};
+use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, Reference, Stored};
+use quiver_core::ToolResult;
+use redis::{AsyncCommands, RedisResult, Script};
+use sha2::{Digest, Sha256};
+
+use super::memory::{wait_landing, MemoryState};
+use super::{Flight, FlightLease, Permit, StateStore, StateStatus, RECENT_CALLS};
+use crate::config::{StateBackendKind, StateConfig};
+use crate::telemetry::now_ms;
+
+/// How long a finished read's result stays for callers that were waiting on another replica.
+const LANDED_MS: u64 = 2_000;
+/// How long a result stays stored past its freshness, so a re-fetch can say "nothing changed".
+const RETAIN_MS: u64 = 10 * 60 * 1000;
+/// How long a caller's pipeline state and a session's metadata outlive their last use.
+const CALLER_MS: u64 = 60 * 60 * 1000;
+const SESSION_MS: u64 = 24 * 60 * 60 * 1000;
+/// While Redis is unreachable, how often it is tried again.
+const RETRY_MS: u64 = 1_000;
+/// Connections per replica.
+const POOL_SIZE: usize = 16;
+
+/// Stores a result with its reference: the same content keeps its reference and first-seen time.
+const PUT: &str = r"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local old = redis.call('HMGET', KEYS[1], 'digest', 'ref', 'first')
+local ref, first, unchanged
+if old[1] == ARGV[2] and old[2] then
+  ref = tonumber(old[2]); first = tonumber(old[3]); unchanged = 1
+else
+  ref = redis.call('INCR', KEYS[3]); first = now; unchanged = 0
+end
+redis.call('HSET', KEYS[1], 'result', ARGV[1], 'digest', ARGV[2], 'ref', ref, 'stored', now,
+  'first', first)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SADD', KEYS[2], KEYS[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return {ref, now - first, unchanged}
+";
+
+/// A result younger than the TTL given: `{result, ref, age_ms}`, or nil.
+const GET: &str = r"
+local e = redis.call('HMGET', KEYS[1], 'result', 'ref', 'stored')
+if not e[1] or e[1] == '' then return nil end
+local t = redis.call('TIME')
+local age = t[1] * 1000 + math.floor(t[2] / 1000) - tonumber(e[3])
+if age >= tonumber(ARGV[1]) then return nil end
+return {e[1], tonumber(e[2]), age}
+";
+
+/// Drops every entry listed in the given tool indexes, and the indexes.
+const INVALIDATE: &str = r"
+local n = 0
+for _, index in ipairs(KEYS) do
+  for _, entry in ipairs(redis.call('SMEMBERS', index)) do n = n + redis.call('DEL', entry) end
+  redis.call('DEL', index)
+end
+return n
+";
+
+/// Takes a permit when fewer than ARGV[2] unexpired ones are held.
+const ACQUIRE: &str = r"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
+  return 1
+end
+return 0
+";
+
+/// Extends a permit still held; 0 when it had expired (and may be someone else's now).
+const RENEW: &str = r"
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+return 1
+";
+
+/// Publishes a led read's result and ends the lease, if it is still this leader's.
+const LAND: &str = r"
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+";
+
+struct Scripts {
+    put: Script,
+    get: Script,
+    invalidate: Script,
+    acquire: Script,
+    renew: Script,
+    land: Script,
+}
+
+/// State shared through Redis, with this process's state behind it.
+pub struct RedisState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    memory: MemoryState,
+    prefix: String,
+    replica: String,
+    lease_ms: u64,
+    timeout: Duration,
+    max_value: usize,
+    per_host: usize,
+    scripts: Scripts,
+    /// `Some((since_ms, error))` while Redis is unreachable.
+    outage: Mutex<Option<(u64, String)>>,
+    /// While unreachable: when Redis may be tried again (Unix ms).
+    retry_at: AtomicU64,
+    /// Names permits and leases uniquely.
+    counter: AtomicU64,
+}
+
+impl RedisState {
+    /// A pool for `url` (connections are made on first use: an unreachable Redis at start-up is
+    /// an outage, not a failure to start); `memory` answers while Redis is unreachable.
+    pub fn open(
+        url: &str,
+        config: &StateConfig,
+        per_host: usize,
+        memory: MemoryState,
+    ) -> Result<Self, String> {
+        let timeout = Duration::from_millis(config.timeout_ms.max(1));
+        let pool = deadpool_redis::Config::from_url(url)
+            .builder()
+            .map_err(|e| format!("[state] Redis URL: {e}"))?
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
+            .recycle_timeout(Some(timeout))
+            .build()
+            .map_err(|e| format!("[state] Redis URL: {e}"))?;
+        // A URL redis-rs cannot read fails here, not on the first call.
+        redis::Client::open(url).map_err(|e| format!("[state] Redis URL is not usable: {e}"))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                memory,
+                prefix: config.key_prefix.clone(),
+                replica: super::replica_name(config),
+                lease_ms: config.lease_ms.max(100),
+                timeout,
+                max_value: usize::try_from(config.max_value_kb.saturating_mul(1024))
+                    .unwrap_or(usize::MAX),
+                per_host: per_host.max(1),
+                scripts: Scripts {
+                    put: Script::new(PUT),
+                    get: Script::new(GET),
+                    invalidate: Script::new(INVALIDATE),
+                    acquire: Script::new(ACQUIRE),
+                    renew: Script::new(RENEW),
+                    land: Script::new(LAND),
+                },
+                outage: Mutex::new(None),
+                retry_at: AtomicU64::new(0),
+                counter: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Tries Redis now (a `PING`), ending or starting an outage: `/readyz` asks this.
+    pub async fn probe(&self) -> bool {
+        self.inner.retry_at.store(0, Ordering::SeqCst);
+        self.inner
+            .run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .is_some()
+    }
+}
+
+impl Inner {
+    fn key(&self, kind: &str, scope: &str, rest: &str) -> String {
+        format!("{}:{kind}:{scope}:{rest}", self.prefix)
+    }
+
+    /// Runs `op` on a pooled connection within the timeout; `None` when Redis is unreachable
+    /// (now, or still: it is tried at most once a second during an outage).
+    async fn run<T, F, Fut>(&self, op: F) -> Option<T>
+    where
+        F: FnOnce(Connection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let now = now_ms();
+        let retry_at = self.retry_at.load(Ordering::SeqCst);
+        if retry_at != 0 && now < retry_at {
+            return None;
+        }
+        let outcome = tokio::time::timeout(self.timeout, async {
+            let connection = self.pool.get().await.map_err(|e| e.to_string())?;
+            op(connection).await.map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} ms", self.timeout.as_millis())));
+        match outcome {
+            Ok(value) => {
+                self.retry_at.store(0, Ordering::SeqCst);
+                let ended = self.outage.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some((since, _)) = ended {
+                    tracing::warn!(
+                        replica = %self.replica,
+                        "Redis is reachable again after {} s; shared state resumes",
+                        now.saturating_sub(since) / 1000
+                    );
+                }
+                Some(value)
+            }
+            Err(error) => {
+                self.retry_at.store(now + RETRY_MS, Ordering::SeqCst);
+                let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
+                if outage.is_none() {
+                    // Once per outage, not once per call.
+                    tracing::error!(
+                        replica = %self.replica,
+                        "Redis is unreachable ({error}); calls go on with this replica's own \
+                         state and Redis is tried again every second"
+                    );
+                    *outage = Some((now, error));
+                }
+                None
+            }
+        }
+    }
+
+    /// One permit attempt: `Some(true)` taken, `Some(false)` full, `None` Redis unreachable.
+    async fn try_acquire(&self, key: &str, id: &str) -> Option<bool> {
+        let (key, id) = (key.to_owned(), id.to_owned());
+        let (limit, lease) = (self.per_host, self.lease_ms);
+        let script = &self.scripts.acquire;
+        self.run(|mut c| async move {
+            let taken: i64 =
+                script.key(&key).arg(&id).arg(limit).arg(lease).invoke_async(&mut c).await?;
+            Ok(taken == 1)
+        })
+        .await
+    }
+}
+
+fn call_hash(key: &CallKey) -> String {
+    let digest = Sha256::digest(key.to_string().as_bytes());
+    hex::encode(&digest[..16])
+}
+
+fn result_digest(json: &str) -> String {
+    hex::encode(&Sha256::digest(json.as_bytes())[..16])
+}
+
+/// A permit held in Redis: renewed while held, removed when dropped; if this replica dies, it
+/// expires after the lease.
+struct RedisPermit {
+    inner: Arc<Inner>,
+    key: String,
+    id: String,
+    renew: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RedisPermit {
+    fn drop(&mut self) {
+        self.renew.abort();
+        let (inner, key, id) = (Arc::clone(&self.inner), self.key.clone(), self.id.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                inner
+                    .run(|mut c| async move { c.zrem::<_, _, i64>(&key, &id).await })
+                    .await;
+            });
+        }
+    }
+}
+
+/// A read this replica leads for every replica: finishing publishes the result for the others.
+struct RedisLead {
+    inner: Arc<Inner>,
+    lease_key: String,
+    landed_key: String,
+    token: String,
+    local: FlightLease,
+}
+
+#[async_trait]
+impl super::FinishFlight for RedisLead {
+    async fn finish(self: Box<Self>, result: &ToolResult) {
+        let this = *self;
+        if let Ok(json) = serde_json::to_string(result) {
+            if json.len() <= this.inner.max_value {
+                let script = &this.inner.scripts.land;
+                let (lease, landed, token) = (&this.lease_key, &this.landed_key, &this.token);
+                this.inner
+                    .run(|mut c| async move {
+                        script
+                            .key(lease)
+                            .key(landed)
+                            .arg(token)
+                            .arg(&json)
+                            .arg(LANDED_MS)
+                            .invoke_async::<i64>(&mut c)
+                            .await
+                    })
+                    .await;
+            }
+        }
+        this.local.finish(result).await;
+    }
+}
+
+impl RedisState {
+    /// The Redis side of [`StateStore::begin_read`], for the one caller of this process that
+    /// leads: lead for every replica, or wait for the replica that does.
+    async fn lead_or_wait(&self, scope: &str, key: &CallKey, wait: Duration) -> LeadOrWait {
+        let inner = &self.inner;
+        let hash = call_hash(key);
+        let lease_key = inner.key("l", scope, &hash);
+        let landed_key = inner.key("d", scope, &hash);
+        let token = format!(
+            "{}#{}",
+            inner.replica,
+            inner.counter.fetch_add(1, Ordering::Relaxed)
+        );
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let (lk, dk, tk, lease_ms) = (&lease_key, &landed_key, &token, inner.lease_ms);
+            // Take the lease, or read what the leader left.
+            let step = inner
+                .run(|mut c| async move {
+                    let taken: Option<String> = redis::cmd("SET")
+                        .arg(lk)
+                        .arg(tk)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(lease_ms)
+                        .query_async(&mut c)
+                        .await?;
+                    let landed: Option<String> = c.get(dk).await?;
+                    Ok((taken.is_some(), landed))
+                })
+                .await;
+            match step {
+                None => return LeadOrWait::Unshared,
+                Some((_, Some(landed))) => {
+                    if let Ok(result) = serde_json::from_str::<ToolResult>(&landed) {
+                        return LeadOrWait::Landed(result);
+                    }
+                }
+                Some((true, None)) => {
+                    return LeadOrWait::Lead { lease_key, landed_key, token };
+                }
+                Some((false, None)) => {}
+            }
+            if tokio::time::Instant::now() + pause >= deadline {
+                // Waited long enough: make the call without the lease.
+                return LeadOrWait::Unshared;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+}
+
+enum LeadOrWait {
+    Lead { lease_key: String, landed_key: String, token: String },
+    Landed(ToolResult),
+    Unshared,
+}
+
+#[async_trait]
+impl StateStore for RedisState {
+    fn backend(&self) -> StateBackendKind {
+        StateBackendKind::Redis
+    }
+
+    fn status(&self) -> StateStatus {
+        match &*self.inner.outage.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => StateStatus::Shared,
+            Some((since_ms, error)) => {
+                StateStatus::Unreachable { since_ms: *since_ms, error: error.clone() }
+            }
+        }
+    }
+
+    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit> {
+        let ttl = ttl.filter(|t| !t.is_zero())?;
+        let inner = &self.inner;
+        let entry = inner.key("c", scope, &call_hash(key));
+        let script = &inner.scripts.get;
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let shared = inner
+            .run(|mut c| async move {
+                script.key(&entry).arg(ttl_ms).invoke_async::<Option<(String, u64, u64)>>(&mut c).await
+            })
+            .await;
+        match shared {
+            // Redis is the truth while it answers: a local entry may have been invalidated by
+            // a write on another replica.
+            Some(Some((json, reference, age_ms))) => {
+                let result: ToolResult = serde_json::from_str(&json).ok()?;
+                Some(Hit {
+                    result: Arc::new(result),
+                    reference: Reference(reference),
+                    age: Duration::from_millis(age_ms),
+                })
+            }
+            Some(None) => None,
+            None => inner.memory.get_now(scope, key, Some(ttl)),
+        }
+    }
+
+    async fn cache_put(
+        &self,
+        scope: &str,
+        key: &CallKey,
+        result: &ToolResult,
+        ttl: Option<Duration>,
+    ) -> Option<Stored> {
+        if result.is_error {
+            return None;
+        }
+        let inner = &self.inner;
+        let local = inner.memory.put_now(scope, key, result);
+        let json = serde_json::to_string(result).ok()?;
+        let digest = result_digest(&json);
+        // Too large to share: other replicas see no entry (the reference is still shared).
+        let json = if json.len() > inner.max_value { String::new() } else { json };
+        let hash = call_hash(key);
+        let (entry, index, refs) = (
+            inner.key("c", scope, &hash),
+            inner.key("t", scope, key.tool()),
+            format!("{}:r:{scope}", inner.prefix),
+        );
+        let keep_ms = ttl
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+            .saturating_add(RETAIN_MS);
+        let script = &inner.scripts.put;
+        let shared = inner
+            .run(|mut c| async move {
+                script
+                    .key(&entry)
+                    .key(&index)
+                    .key(&refs)
+                    .arg(&json)
+                    .arg(&digest)
+                    .arg(keep_ms)
+                    .arg(SESSION_MS)
+                    .invoke_async::<(u64, u64, u64)>(&mut c)
+                    .await
+            })
+            .await;
+        match shared {
+            Some((reference, first_age_ms, unchanged)) => Some(Stored {
+                reference: Reference(reference),
+                unchanged_for: (unchanged == 1).then(|| Duration::from_millis(first_age_ms)),
+            }),
+            None => local,
+        }
+    }
+
+    async fn invalidate(&self, scope: &str, tools: &[String]) {
+        let inner = &self.inner;
+        inner.memory.invalidate_now(scope, tools);
+        if tools.is_empty() {
+            return;
+        }
+        let indexes: Vec<String> = tools.iter().map(|t| inner.key("t", scope, t)).collect();
+        let script = &inner.scripts.invalidate;
+        inner
+            .run(|mut c| async move {
+                let mut invocation = script.prepare_invoke();
+                for index in &indexes {
+                    invocation.key(index);
+                }
+                invocation.invoke_async::<i64>(&mut c).await
+            })
+            .await;
+    }
+
+    fn forget(&self, scope: &str) {
+        self.inner.memory.forget_now(scope);
+    }
+
+    async fn begin_read(&self, scope: &str, key: &CallKey, wait: Duration) -> Flight {
+        // Callers of this process share one lead; that lead leads or waits across replicas.
+        let local = match self.inner.memory.lead_or_join(scope, key) {
+            Ok(local) => local,
+            Err(landing) => {
+                return match wait_landing(landing, wait).await {
+                    Some(result) => Flight::Joined(result),
+                    None => Flight::Lead(FlightLease::alone()),
+                }
+            }
+        };
+        match self.lead_or_wait(scope, key, wait).await {
+            LeadOrWait::Lead { lease_key, landed_key, token } => Flight::Lead(FlightLease {
+                finish: Some(Box::new(RedisLead {
+                    inner: Arc::clone(&self.inner),
+                    lease_key,
+                    landed_key,
+                    token,
+                    local,
+                })),
+            }),
+            LeadOrWait::Landed(result) => {
+                local.finish(&result).await;
+                Flight::Joined(result)
+            }
+            LeadOrWait::Unshared => Flight::Lead(local),
+        }
+    }
+
+    async fn permit(&self, host: &str) -> Permit {
+        let inner = &self.inner;
+        let key = format!("{}:p:{host}", inner.prefix);
+        let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match inner.try_acquire(&key, &id).await {
+                Some(true) => return self.held(key, id),
+                Some(false) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(25));
+                }
+                // Unreachable: this replica's own budget.
+                None => return inner.memory.permit(host).await,
+            }
+        }
+    }
+
+    async fn try_permit(&self, host: &str) -> Option<Permit> {
+        let inner = &self.inner;
+        let key = format!("{}:p:{host}", inner.prefix);
+        let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
+        match inner.try_acquire(&key, &id).await {
+            Some(true) => Some(self.held(key, id)),
+            Some(false) => None,
+            None => inner.memory.try_permit(host).await,
+        }
+    }
+
+    async fn available_permits(&self, host: &str) -> usize {
+        let inner = &self.inner;
+        let key = format!("{}:p:{host}", inner.prefix);
+        let held = inner
+            .run(|mut c| async move {
+                let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut c).await?;
+                let now = seconds * 1000 + micros / 1000;
+                c.zcount::<_, _, _, usize>(&key, now, "+inf").await
+            })
+            .await;
+        match held {
+            Some(held) => inner.per_host.saturating_sub(held),
+            None => inner.memory.available_permits(host).await,
+        }
+    }
+
+    async fn should_stop(
+        &self,
+        caller: &str,
+        key: &CallKey,
+        after_n: Option<u32>,
+    ) -> Option<String> {
+        let n = after_n.filter(|n| *n > 0)?;
+        let inner = &self.inner;
+        let counters = format!("{}:f:{caller}", inner.prefix);
+        let field = call_hash(key);
+        let count = inner
+            .run(|mut c| async move { c.hget::<_, _, Option<u32>>(&counters, &field).await })
+            .await;
+        let count = match count {
+            Some(count) => count.unwrap_or(0),
+            None => inner.memory.unproductive_count(caller, key),
+        };
+        fail_fast_hint(key.tool(), count, n)
+    }
+
+    async fn record_outcome(&self, caller: &str, key: &CallKey, productive: bool) {
+        let inner = &self.inner;
+        inner.memory.record_outcome_now(caller, key, productive);
+        let counters = format!("{}:f:{caller}", inner.prefix);
+        let field = call_hash(key);
+        inner
+            .run(|mut c| async move {
+                if productive {
+                    c.hdel::<_, _, i64>(&counters, &field).await
+                } else {
+                    redis::pipe()
+                        .atomic()
+                        .hincr(&counters, &field, 1)
+                        .ignore()
+                        .pexpire(&counters, CALLER_MS as i64)
+                        .ignore()
+                        .query_async::<()>(&mut c)
+                        .await
+                        .map(|()| 0)
+                }
+            })
+            .await;
+    }
+
+    async fn note_call(&self, caller: &str, tool: &str) {
+        let inner = &self.inner;
+        inner.memory.note_call_now(caller, tool);
+        let list = format!("{}:recent:{caller}", inner.prefix);
+        inner
+            .run(|mut c| async move {
+                redis::pipe()
+                    .atomic()
+                    .rpush(&list, tool)
+                    .ignore()
+                    .ltrim(&list, -(RECENT_CALLS as isize), -1)
+                    .ignore()
+                    .pexpire(&list, CALLER_MS as i64)
+                    .ignore()
+                    .query_async::<()>(&mut c)
+                    .await
+            })
+            .await;
+    }
+
+    async fn recent_calls(&self, caller: &str) -> Vec<String> {
+        let inner = &self.inner;
+        let list = format!("{}:recent:{caller}", inner.prefix);
+        let shared = inner
+            .run(|mut c| async move { c.lrange::<_, Vec<String>>(&list, 0, -1).await })
+            .await;
+        shared.unwrap_or_else(|| inner.memory.recent_now(caller))
+    }
+
+    async fn session_put(&self, id: &str, metadata: &str) -> Result<(), String> {
+        let inner = &self.inner;
+        inner.memory.session_put(id, metadata).await?;
+        let key = format!("{}:s:{id}", inner.prefix);
+        inner
+            .run(|mut c| async move { c.pset_ex::<_, _, ()>(&key, metadata, SESSION_MS).await })
+            .await
+            .ok_or_else(|| "Redis is unreachable".to_owned())
+    }
+
+    async fn session_get(&self, id: &str) -> Result<Option<String>, String> {
+        let inner = &self.inner;
+        let key = format!("{}:s:{id}", inner.prefix);
+        match inner.run(|mut c| async move { c.get::<_, Option<String>>(&key).await }).await {
+            Some(found) => Ok(found),
+            None => inner.memory.session_get(id).await,
+        }
+    }
+
+    async fn session_delete(&self, id: &str) -> Result<(), String> {
+        let inner = &self.inner;
+        inner.memory.session_delete(id).await?;
+        let key = format!("{}:s:{id}", inner.prefix);
+        inner.run(|mut c| async move { c.del::<_, ()>(&key).await }).await;
+        Ok(())
+    }
+}
+
+impl RedisState {
+    /// A permit just taken in Redis, renewed every third of its lease while held.
+    fn held(&self, key: String, id: String) -> Permit {
+        let inner = Arc::clone(&self.inner);
+        let renew = {
+            let (inner, key, id) = (Arc::clone(&inner), key.clone(), id.clone());
+            tokio::spawn(async move {
+                let every = Duration::from_millis(inner.lease_ms / 3);
+                loop {
+                    tokio::time::sleep(every).await;
+                    let (key, id, lease) = (&key, &id, inner.lease_ms);
+                    let script = &inner.scripts.renew;
+                    inner
+                        .run(|mut c| async move {
+                            script.key(key).arg(id).arg(lease).invoke_async::<i64>(&mut c).await
+                        })
+                        .await;
+                }
+            })
+        };
+        Permit { _held: Some(Box::new(RedisPermit { inner, key, id, renew })) }
+    }
+}
