@@ -152,3 +152,84 @@ pub fn telemetry_events(dir: &Path) -> Vec<serde_json::Value> {
     }
     events
 }
+
+/// A real `redis-server` on a free loopback port, without persistence, killed when dropped.
+/// Panics (never skips) with what to install when there is none: `cargo xtask test` installs it.
+pub struct RedisServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let port = free_port();
+        Self { child: Self::spawn(port), port }
+    }
+
+    fn spawn(port: u16) -> std::process::Child {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no", "--protected-mode", "no"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start redis-server ({e}): run `cargo xtask test` (it installs Debian's \
+                     redis-server) or `apt-get install redis-server`"
+                )
+            });
+        let started = std::time::Instant::now();
+        while Self::ping(port).is_none() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "redis-server did not answer on port {port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child
+    }
+
+    /// `PING` over a plain socket: `Some` when it answers `+PONG`.
+    fn ping(port: u16) -> Option<()> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(std::time::Duration::from_millis(500))).ok()?;
+        stream.write_all(b"PING\r\n").ok()?;
+        let mut buf = [0u8; 7];
+        stream.read_exact(&mut buf).ok()?;
+        (&buf == b"+PONG\r\n").then_some(())
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (SIGKILL): everything it held is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts a fresh, empty server on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Self::spawn(self.port);
+    }
+
+    /// Runs `redis-cli` against this server and returns its output.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli (installed with redis-server)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

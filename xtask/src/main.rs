@@ -24,9 +24,9 @@ commands:
   bundle [--out DIR]   release build of the quiver binary and every provider cdylib, copied
                        with a manifest.json into DIR (default: <workspace>/dist)
   test [ARGS...]       build the workspace (binary, providers, fault fixtures), install the
-                       MCP Python SDK (pip) when python3 lacks it, fetch the MCP
-                       reference servers into npm's cache, then
-                       `cargo test --workspace ARGS...`
+                       MCP Python SDK (pip) when python3 lacks it and redis-server (apt)
+                       when it is missing, fetch the MCP reference servers into npm's
+                       cache, then `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
   new-provider NAME [--path DIR]
@@ -131,6 +131,7 @@ fn test(args: &[String]) -> Result<()> {
     run(cargo(&root).args(["build", "--workspace"]))?;
     install_python_mcp()?;
     fetch_npm_servers()?;
+    install_redis_server()?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
@@ -181,9 +182,43 @@ fn fetch_npm_servers() -> Result<()> {
     })
 }
 
+/// The shared-state tests start their own `redis-server` on a loopback port; install Debian's
+/// package when it is missing (as root, or through sudo), else say what to install.
+fn install_redis_server() -> Result<()> {
+    let present = |program: &str| {
+        Command::new(program).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    };
+    if present("redis-server") {
+        return Ok(());
+    }
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let (program, prefix): (&str, &[&str]) =
+        if is_root { ("apt-get", &[]) } else { ("sudo", &["-n", "apt-get"]) };
+    eprintln!("xtask: installing redis-server (Debian package) for the shared-state tests");
+    let installed = Command::new(program)
+        .args(prefix)
+        .args(["install", "-y", "-q", "redis-server"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !installed || !present("redis-server") {
+        bail!(
+            "the shared-state tests need redis-server and it could not be installed; run \
+             `apt-get install redis-server` (Debian/Ubuntu) or put a redis-server 6.2+ on PATH"
+        );
+    }
+    Ok(())
+}
+
 fn bench(args: &[String]) -> Result<()> {
     let root = workspace_root();
     let target_dir = target_directory(&cargo_metadata(&root)?)?;
+    install_redis_server()?;
     run(cargo(&root).args(["build", "--release", "--workspace"]))?;
     run(cargo(&root)
         .args(["bench", "--workspace", "--benches"])

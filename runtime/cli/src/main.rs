@@ -817,7 +817,8 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
                     Ok(v) if !v.trim().is_empty() && v.trim().chars().count() < short => {
                         problems += 1;
                         format!(
-                            "token: ${env} is set but looks too short to be a real token                              ({} characters; API tokens are far longer) — check its value",
+                            "token: ${env} is set but looks too short to be a real token \
+                             ({} characters; API tokens are far longer) — check its value",
                             v.trim().chars().count()
                         )
                     }
@@ -856,6 +857,19 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
     }
     let failed_upstreams = print_upstreams(host);
     problems += failed_upstreams;
+    match host.state_error() {
+        Some(error) => {
+            problems += 1;
+            println!("state: {error}");
+        }
+        None => {
+            let status = crate::runtime()?.block_on(host.state().probe());
+            if matches!(status, quiver_runtime::state::StateStatus::Unreachable { .. }) {
+                problems += 1;
+            }
+            println!("state: {status}");
+        }
+    }
     let sources: usize = host.static_tools().len();
     if !host.config().config.sources.is_empty() {
         println!("tool sources: {sources} tools described (enrichments and selection see them)");

@@ -65,6 +65,11 @@ async fn terminated() -> &'static str {
 /// Serves until the client closes stdin; stdout carries only MCP messages.
 pub(crate) fn serve(host: Host, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = ServeOptions { mode: args.mode.map(ServeMode::from) };
+    if let Some(error) = host.state_error() {
+        // Replicas that silently kept their state to themselves would each hold their own
+        // cache and rate budget: refuse instead.
+        anyhow::bail!("cannot serve: {error}");
+    }
     let host = Arc::new(host);
     let configured = host.config().config.serve.http.listen.clone();
     let listen = match args.http {

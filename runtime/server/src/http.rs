@@ -18,7 +18,11 @@
 //! 3. **Rate limit**: `requests_per_minute` per user (their entry's, else `[serve.http]`'s),
 //!    a GCRA per user (governor); past it, 429 with `Retry-After`.
 //!
-//! `/healthz` (alive), `/readyz` (plugins loaded, upstreams up) and `/metrics` (Prometheus
+//! With `[state] backend = "redis"`, a 2025-11-25 session's metadata is kept in Redis, so a
+//! client whose replica died continues its `Mcp-Session-Id` on another one.
+//!
+//! `/healthz` (alive), `/readyz` (plugins loaded, upstreams up; shared state reachable or not)
+//! and `/metrics` (Prometheus
 //! text, [`crate::metrics`]) are open. The server listens
 //! on loopback unless authentication is configured: anything else is refused at start-up.
 
@@ -36,6 +40,7 @@ use quiver_runtime::host::Host;
 use quiver_runtime::upstream::UpstreamState;
 use quiver_runtime::PluginStatus;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -157,6 +162,11 @@ pub async fn serve_http(
     }
     let server = QuiverServer::new(Arc::clone(&host), &options, "http")?;
     let mut mcp_config = StreamableHttpServerConfig::default();
+    if host.state().backend() == quiver_runtime::config::StateBackendKind::Redis {
+        // A 2025-11-25 session begun on another replica (one that died, or that a deploy
+        // replaced) continues here: rmcp replays its `initialize` from the stored metadata.
+        mcp_config.session_store = Some(Arc::new(SharedSessions(Arc::clone(&host))));
+    }
     mcp_config.allowed_hosts.extend(config.allowed_hosts.iter().cloned());
     mcp_config.allowed_hosts.push(addr.ip().to_string());
     let cancel = mcp_config.cancellation_token.clone();
@@ -356,6 +366,7 @@ async fn metrics_text(State(state): State<AppState>) -> Response {
         .map(|r| (r.name, r.state == UpstreamState::Ready))
         .collect();
     crate::metrics::gauges(state.server.callers(), &upstreams);
+    crate::metrics::shared_state(&state.host.state().status());
     match crate::metrics::handle() {
         Some(handle) => {
             ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
@@ -402,7 +413,32 @@ async fn resource_metadata(
     }))
 }
 
+/// HTTP sessions' metadata in the host's shared state, so any replica can continue a session.
+struct SharedSessions(Arc<Host>);
+
+#[async_trait::async_trait]
+impl SessionStore for SharedSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        match self.0.state().session_get(session_id).await.map_err(SessionStoreError::from)? {
+            Some(json) => Ok(Some(serde_json::from_str(&json)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let json = serde_json::to_string(state)?;
+        Ok(self.0.state().session_put(session_id, &json).await?)
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        Ok(self.0.state().session_delete(session_id).await?)
+    }
+}
+
 /// 200 when every plugin loaded and every enabled upstream is up; 503 naming what is not.
+/// Shared state that is unreachable is reported (`degraded`) but keeps the replica ready: it
+/// answers from its own state, and taking every replica out of service because Redis is down
+/// would stop answering altogether.
 async fn readyz(State(state): State<AppState>) -> Response {
     let mut problems = Vec::new();
     for report in state.host.plugin_reports() {
@@ -416,8 +452,19 @@ async fn readyz(State(state): State<AppState>) -> Response {
             other => problems.push(format!("upstream {}: {other}", report.name)),
         }
     }
+    let shared = state.host.state().probe().await;
+    let degraded: Vec<String> = match &shared {
+        quiver_runtime::state::StateStatus::Unreachable { .. } => vec![shared.to_string()],
+        _ => Vec::new(),
+    };
     let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(json!({"ready": problems.is_empty(), "problems": problems}))).into_response()
+    let body = json!({
+        "ready": problems.is_empty(),
+        "problems": problems,
+        "state": shared.to_string(),
+        "degraded": degraded,
+    });
+    (status, Json(body)).into_response()
 }
 
 #[cfg(test)]

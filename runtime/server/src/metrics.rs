@@ -6,7 +6,9 @@
 //! - `quiver_cache_hits_total`, `quiver_prefetch_hits_total`;
 //! - `quiver_rate_limited_total{user}` — requests answered 429;
 //! - `quiver_callers` — callers with state on this server (a gauge);
-//! - `quiver_upstream_up{upstream}` — 1 ready, 0 otherwise.
+//! - `quiver_upstream_up{upstream}` — 1 ready, 0 otherwise;
+//! - `quiver_shared_state_up` — with `[state] backend = "redis"`: 1 while Redis answers, 0
+//!   while the replica serves from its own state.
 //!
 //! The recorder is process-wide and installed once; calls made before it exist are not counted.
 
@@ -69,5 +71,15 @@ pub fn gauges(callers: usize, upstreams: &[(String, bool)]) {
         } else {
             0.0
         });
+    }
+}
+
+/// Sets whether the shared state (Redis) is reachable; nothing for the in-process state.
+pub fn shared_state(status: &quiver_runtime::state::StateStatus) {
+    use quiver_runtime::state::StateStatus;
+    match status {
+        StateStatus::Local => {}
+        StateStatus::Shared => metrics::gauge!("quiver_shared_state_up").set(1.0),
+        StateStatus::Unreachable { .. } => metrics::gauge!("quiver_shared_state_up").set(0.0),
     }
 }

@@ -180,14 +180,23 @@ impl QuiverServer {
             format!("{}-{key}", inner.session_prefix)
         };
         let mut session = Session::new(Arc::clone(&inner.host), session_id.clone());
+        let credentials = who
+            .and_then(|w| w.user.as_ref())
+            .filter(|u| !u.tokens.is_empty())
+            .map(|u| quiver_runtime::host::Credentials(u.tokens.clone()));
         if !key.is_empty() {
-            // An HTTP caller: no connection guarantees it saw an earlier answer.
-            session = session.with_user(&key).repeats_as_data();
+            // An HTTP caller: no connection guarantees it saw an earlier answer. Callers with
+            // the same credentials share cached results (on every replica, with Redis); each
+            // caller's pipeline state is their own.
+            let fingerprint = quiver_runtime::state::credential_fingerprint(credentials.as_ref());
+            session = session
+                .with_user(&key)
+                .repeats_as_data()
+                .with_scope(&fingerprint, &format!("{key}@{fingerprint}"));
         }
-        if let Some(user) = who.and_then(|w| w.user.as_ref()).filter(|u| !u.tokens.is_empty()) {
-            // Their calls run with their tokens; their cache is theirs alone (one per caller).
-            session =
-                session.with_credentials(quiver_runtime::host::Credentials(user.tokens.clone()));
+        if let Some(credentials) = credentials {
+            // Their calls run with their tokens.
+            session = session.with_credentials(credentials);
         }
         let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
         let view = Arc::new(View {

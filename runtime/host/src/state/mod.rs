@@ -117,6 +117,11 @@ pub trait StateStore: Send + Sync + 'static {
     /// Where state lives and whether it is reachable now.
     fn status(&self) -> StateStatus;
 
+    /// Tries the shared store now (ending or starting an outage) and says how it is.
+    async fn probe(&self) -> StateStatus {
+        self.status()
+    }
+
     /// The fresh result of `key` in `scope` (younger than `ttl`; no TTL never hits).
     async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit>;
 
@@ -200,8 +205,9 @@ pub fn open(config: &StateConfig, per_host: usize) -> Result<Arc<dyn StateStore>
     }
 }
 
-/// The fingerprint of a credential set: callers with the same credentials share cached results,
-/// callers with different ones never do. `shared` names the server's own credentials.
+/// The fingerprint of a caller's credentials (which provider's token comes from which variable):
+/// callers with the same credentials share cached results, callers with different ones never
+/// do. `shared` names the server's own credentials. No token value goes into it.
 pub fn credential_fingerprint(credentials: Option<&crate::host::Credentials>) -> String {
     match credentials.filter(|c| !c.0.is_empty()) {
         None => "shared".to_owned(),

@@ -190,14 +190,6 @@ impl RedisState {
         })
     }
 
-    /// Tries Redis now (a `PING`), ending or starting an outage: `/readyz` asks this.
-    pub async fn probe(&self) -> bool {
-        self.inner.retry_at.store(0, Ordering::SeqCst);
-        self.inner
-            .run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
-            .await
-            .is_some()
-    }
 }
 
 impl Inner {
@@ -349,6 +341,7 @@ impl RedisState {
         );
         let deadline = tokio::time::Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
+        let mut waited = false;
         loop {
             let (lk, dk, tk, lease_ms) = (&lease_key, &landed_key, &token, inner.lease_ms);
             // Take the lease, or read what the leader left.
@@ -368,16 +361,20 @@ impl RedisState {
                 .await;
             match step {
                 None => return LeadOrWait::Unshared,
-                Some((_, Some(landed))) => {
+                // A result left by the lead this caller waited for. (One left by an earlier
+                // lead is not taken by a caller that finds no call in flight: a write may
+                // have made it stale since.)
+                Some((_, Some(landed))) if waited => {
                     if let Ok(result) = serde_json::from_str::<ToolResult>(&landed) {
                         return LeadOrWait::Landed(result);
                     }
                 }
-                Some((true, None)) => {
+                Some((true, _)) => {
                     return LeadOrWait::Lead { lease_key, landed_key, token };
                 }
-                Some((false, None)) => {}
+                Some((false, _)) => {}
             }
+            waited = true;
             if tokio::time::Instant::now() + pause >= deadline {
                 // Waited long enough: make the call without the lease.
                 return LeadOrWait::Unshared;
@@ -407,6 +404,14 @@ impl StateStore for RedisState {
                 StateStatus::Unreachable { since_ms: *since_ms, error: error.clone() }
             }
         }
+    }
+
+    async fn probe(&self) -> StateStatus {
+        self.inner.retry_at.store(0, Ordering::SeqCst);
+        self.inner
+            .run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await;
+        self.status()
     }
 
     async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit> {

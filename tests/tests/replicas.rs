@@ -1,0 +1,478 @@
+//! More than one replica: `quiver serve --http` processes sharing one real `redis-server`
+//! (`[state] backend = "redis"`) in front of one loopback GitHub that counts the requests it gets
+//! and how many are in flight at once — the shared cache and invalidation, per-host concurrency
+//! across replicas, sessions and cached results that outlive a killed replica, Redis killed and
+//! restarted under load, and permits of a killed replica coming back after their lease.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use quiver_tests::{free_port, plugins_dir, quiver_bin, recorded, RedisServer};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// A loopback GitHub speaking HTTP/1.1 with keep-alive: every issue is the recorded issue 1347
+/// with the number asked for, after `delay`; issue 999 never answers. It counts requests per
+/// path and the most it ever had in flight at once.
+#[derive(Clone)]
+struct CountingGitHub {
+    port: u16,
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+}
+
+impl CountingGitHub {
+    async fn start(delay: Duration) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let github = Self {
+            port: listener.local_addr().unwrap().port(),
+            requests: Arc::default(),
+            in_flight: Arc::default(),
+            max_in_flight: Arc::default(),
+        };
+        let issue: Value = serde_json::from_str(&recorded("github", "issue.json")).unwrap();
+        let comment: Value =
+            serde_json::from_str(&recorded("github", "issue_comment_created.json")).unwrap();
+        let served = github.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let (github, issue, comment) = (served.clone(), issue.clone(), comment.clone());
+                tokio::spawn(async move { github.connection(stream, issue, comment, delay).await });
+            }
+        });
+        github
+    }
+
+    async fn connection(
+        &self,
+        stream: tokio::net::TcpStream,
+        issue: Value,
+        comment: Value,
+        delay: Duration,
+    ) {
+        let (read, mut write) = stream.into_split();
+        let mut read = BufReader::new(read);
+        loop {
+            let mut request_line = String::new();
+            if read.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+                return;
+            }
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if read.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            if read.read_exact(&mut body).await.is_err() {
+                return;
+            }
+            let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            *self.requests.lock().unwrap().entry(path.clone()).or_default() += 1;
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            if path.ends_with("/issues/999") {
+                // Holds whoever called it (and their permit) until they are killed.
+                tokio::time::sleep(Duration::from_secs(600)).await;
+            }
+            tokio::time::sleep(delay).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let (status, body) = if request_line.starts_with("POST") {
+                ("201 Created", comment.to_string())
+            } else {
+                let number: u64 =
+                    path.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let mut reply = issue.clone();
+                reply["number"] = json!(number);
+                ("200 OK", reply.to_string())
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if write.write_all(response.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn count(&self, path: &str) -> usize {
+        self.requests.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+
+    fn total(&self) -> usize {
+        self.requests.lock().unwrap().values().sum()
+    }
+}
+
+/// One `quiver serve --http` replica sharing `redis`, killed (SIGKILL) when dropped.
+struct Replica {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+    _plugins: tempfile::TempDir,
+}
+
+impl Replica {
+    fn start(name: &str, github: &CountingGitHub, redis: &RedisServer, extra: &str) -> Self {
+        let plugins = plugins_dir(&["quiver-provider-github"]);
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[providers.github]\nbase_url = \"{}\"\n\
+             [tools.\"github.get_issue\"]\ncost_model = {{ freshness_ttl_s = 300 }}\n\
+             [state]\nbackend = \"redis\"\nreplica = \"{name}\"\nlease_ms = 1000\n\
+             [telemetry]\nenabled = true\ndir = \"{}\"\n{extra}",
+            github.url(),
+            dir.path().join("telemetry").display()
+        );
+        std::fs::write(dir.path().join("quiver.toml"), config).unwrap();
+        let port = free_port();
+        let child = Command::new(quiver_bin())
+            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
+            .arg(dir.path().join("quiver.toml"))
+            .arg("--plugins")
+            .arg(plugins.path())
+            .current_dir(dir.path())
+            .env("QUIVER_DATA_DIR", dir.path().join("data"))
+            .env("QUIVER_REDIS_URL", redis.url())
+            .env("GITHUB_TOKEN", "ghp_replicaTestToken000000000001")
+            .env_remove("QUIVER_CONFIG")
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(dir.path().join("stderr")).unwrap()))
+            .spawn()
+            .expect("spawn quiver serve --http");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(20), "replica {name} did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, url: format!("http://127.0.0.1:{port}"), dir, _plugins: plugins }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+
+    fn telemetry(&self) -> Vec<Value> {
+        quiver_tests::telemetry_events(&self.dir.path().join("telemetry"))
+    }
+
+    /// A 2026-07-28 client (no session): rmcp's client discovering the server.
+    async fn modern_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+        use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        use rmcp::transport::StreamableHttpClientTransport;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.url));
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        };
+        ().serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+            .await
+            .expect("connect")
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = reqwest::get(format!("{}{path}", self.url)).await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The text of a tool result, and whether it is an error.
+fn text_of(result: &rmcp::model::CallToolResult) -> (String, bool) {
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, result.is_error == Some(true))
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    arguments: Value,
+) -> (String, bool) {
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone());
+    match client.call_tool(params).await {
+        Ok(result) => text_of(&result),
+        Err(e) => (format!("request failed: {e}"), true),
+    }
+}
+
+fn issue(number: u64) -> Value {
+    json!({"owner": "octocat", "repo": "Hello-World", "number": number})
+}
+
+const ISSUE_PATH: &str = "/repos/octocat/Hello-World/issues/";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_the_cache_its_invalidation_and_the_per_host_concurrency() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(60)).await;
+    let extra = "[enrichment]\nper_host_concurrency = 2\n";
+    let a = Replica::start("a", &github, &redis, extra);
+    let b = Replica::start("b", &github, &redis, extra);
+    let (client_a, client_b) = (a.modern_client().await, b.modern_client().await);
+
+    // A read on A, then the same read on B: one request to GitHub.
+    let (first, failed) = call(&client_a, "github_get_issue", issue(7)).await;
+    assert!(!failed && first.contains("Found a bug"), "{first}");
+    let (second, failed) = call(&client_b, "github_get_issue", issue(7)).await;
+    assert!(!failed && second.contains("Found a bug"), "{second}");
+    assert!(second.contains("served from the cache"), "B answered from A's result: {second}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}7")), 1, "B did not ask GitHub again");
+
+    // A write on A that invalidates the read: B asks GitHub again.
+    let comment = json!({"owner": "octocat", "repo": "Hello-World", "number": 7, "body": "+1"});
+    let (written, failed) = call(&client_a, "github_add_issue_comment", comment).await;
+    assert!(!failed, "{written}");
+    let (again, failed) = call(&client_b, "github_get_issue", issue(7)).await;
+    assert!(!failed && !again.contains("served from the cache"), "{again}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}7")), 2, "the write made B's read stale");
+
+    // 50 different reads at once, split over both replicas: never more than 2 at GitHub.
+    let (client_a, client_b) = (Arc::new(client_a), Arc::new(client_b));
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 100..150u64 {
+        let client = Arc::clone(if n % 2 == 0 { &client_a } else { &client_b });
+        calls.spawn(async move { call(&client, "github_get_issue", issue(n)).await });
+    }
+    while let Some(done) = calls.join_next().await {
+        let (text, failed) = done.unwrap();
+        assert!(!failed, "{text}");
+    }
+    assert_eq!(github.total(), 2 + 1 + 50, "one request per distinct read and the write");
+    let most = github.max_in_flight.load(Ordering::SeqCst);
+    assert!(most <= 2, "GitHub saw {most} requests at once with per_host_concurrency = 2");
+    assert_eq!(most, 2, "both permits were used");
+
+    // Each replica's telemetry names it.
+    for (replica, name) in [(&a, "a"), (&b, "b")] {
+        let events = replica.telemetry();
+        assert!(!events.is_empty());
+        assert!(events.iter().all(|e| e["replica"] == name), "{name}: {events:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_reads_in_flight_on_two_replicas_make_one_request() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(400)).await;
+    let a = Replica::start("a", &github, &redis, "");
+    let b = Replica::start("b", &github, &redis, "");
+    let (client_a, client_b) = (a.modern_client().await, b.modern_client().await);
+    // Both ask before either has an answer: the cache cannot help, the shared flight does.
+    let (on_a, on_b) = tokio::join!(
+        call(&client_a, "github_get_issue", issue(42)),
+        call(&client_b, "github_get_issue", issue(42)),
+    );
+    assert!(!on_a.1 && !on_b.1, "{on_a:?} {on_b:?}");
+    assert!(on_a.0.contains("Found a bug") && on_b.0.contains("Found a bug"));
+    assert_eq!(github.count(&format!("{ISSUE_PATH}42")), 1, "one request for both replicas");
+}
+
+/// A raw 2025-11-25 JSON-RPC request on `session` (none for `initialize`); the JSON answer
+/// (from a JSON body or the SSE stream's data line) and the session id.
+async fn legacy(
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<Value>, Option<String>) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{url}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.text().await.unwrap();
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("id").is_some()));
+    (status, answer, id)
+}
+
+fn tool_call(id: u64, number: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "github_get_issue", "arguments": issue(number)}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_clients_carry_on_at_the_other_with_its_results_and_sessions() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(10)).await;
+    let mut a = Replica::start("a", &github, &redis, "");
+    let b = Replica::start("b", &github, &redis, "");
+
+    // A 2025-11-25 client begins a session on A and reads issue 5.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let (status, _, session) = legacy(&a.url, None, init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("A gave a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    legacy(&a.url, Some(&session), initialized).await;
+    let (status, answer, _) = legacy(&a.url, Some(&session), tool_call(2, 5)).await;
+    assert_eq!(status, 200, "{answer:?}");
+    assert!(answer.unwrap().to_string().contains("Found a bug"));
+
+    // A 2026-07-28 client reads issue 6 on A.
+    let modern = a.modern_client().await;
+    let (six, failed) = call(&modern, "github_get_issue", issue(6)).await;
+    assert!(!failed, "{six}");
+    drop(modern);
+
+    a.kill();
+
+    // The legacy client's next request goes to B with its session id: served, from the cache.
+    let (status, answer, _) = legacy(&b.url, Some(&session), tool_call(3, 5)).await;
+    assert_eq!(status, 200, "B continues A's session: {answer:?}");
+    let answer = answer.unwrap().to_string();
+    assert!(answer.contains("Found a bug"), "{answer}");
+    assert!(answer.contains("served from the cache"), "{answer}");
+    assert!(answer.contains("r1"), "the handle A made (r1) names the result: {answer}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}5")), 1);
+
+    // The modern client's next request goes to B: A's result, without asking GitHub.
+    let modern = b.modern_client().await;
+    let (again, failed) = call(&modern, "github_get_issue", issue(6)).await;
+    assert!(!failed && again.contains("served from the cache"), "{again}");
+    assert!(again.contains("r2"), "the handle A made for issue 6: {again}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}6")), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_return() {
+    let mut redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(20)).await;
+    let a = Replica::start("a", &github, &redis, "");
+    let b = Replica::start("b", &github, &redis, "");
+    let (client_a, client_b) =
+        (Arc::new(a.modern_client().await), Arc::new(b.modern_client().await));
+
+    let load = {
+        let (client_a, client_b) = (Arc::clone(&client_a), Arc::clone(&client_b));
+        tokio::spawn(async move {
+            let mut answered = 0;
+            for n in 0..60u64 {
+                let client = if n % 2 == 0 { &client_a } else { &client_b };
+                let (text, failed) = call(client, "github_get_issue", issue(1000 + n % 20)).await;
+                assert!(!failed && text.contains("Found a bug"), "call {n}: {text}");
+                answered += 1;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            answered
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    redis.kill();
+    let answered = load.await.unwrap();
+    assert_eq!(answered, 60, "every call was answered while Redis was down");
+
+    // The outage is visible, logged once per replica.
+    let (status, ready) = a.get("/readyz").await;
+    assert_eq!(status, 200, "a replica without Redis still serves: {ready}");
+    assert!(ready.contains("unreachable"), "{ready}");
+    let (_, metrics) = a.get("/metrics").await;
+    assert!(metrics.contains("quiver_shared_state_up 0"), "{metrics}");
+    let outages = a.stderr().matches("Redis is unreachable").count();
+    assert_eq!(outages, 1, "logged once: {}", a.stderr());
+
+    // Redis comes back (empty): the replicas reconnect by themselves and share again.
+    redis.restart();
+    let started = Instant::now();
+    loop {
+        let (_, ready) = a.get("/readyz").await;
+        let (_, ready_b) = b.get("/readyz").await;
+        if ready.contains("redis: connected") && ready_b.contains("redis: connected") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no reconnection: {ready}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let before = github.count(&format!("{ISSUE_PATH}77"));
+    let (_, failed) = call(&client_a, "github_get_issue", issue(77)).await;
+    assert!(!failed);
+    let (shared, failed) = call(&client_b, "github_get_issue", issue(77)).await;
+    assert!(!failed && shared.contains("served from the cache"), "{shared}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}77")), before + 1);
+    let (_, metrics) = a.get("/metrics").await;
+    assert!(metrics.contains("quiver_shared_state_up 1"), "{metrics}");
+    assert!(a.stderr().contains("reachable again"), "{}", a.stderr());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_permits_come_back_after_their_lease() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(10)).await;
+    let extra = "[enrichment]\nper_host_concurrency = 1\n";
+    let mut a = Replica::start("a", &github, &redis, extra);
+    let b = Replica::start("b", &github, &redis, extra);
+
+    // A takes the one permit for GitHub with a call that never ends, and dies holding it.
+    let client_a = a.modern_client().await;
+    let hung = tokio::spawn(async move { call(&client_a, "github_get_issue", issue(999)).await });
+    let started = Instant::now();
+    while github.count(&format!("{ISSUE_PATH}999")) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "A's call never reached GitHub");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(redis.cli(&["ZCARD", "quiver:p:127.0.0.1"]).trim() == "1", "A holds the permit");
+    a.kill();
+    hung.abort();
+
+    // B waits for it: the lease (1 s) runs out without A renewing it, and B's call goes through.
+    let client_b = b.modern_client().await;
+    let asked = Instant::now();
+    let (text, failed) = call(&client_b, "github_get_issue", issue(1)).await;
+    let waited = asked.elapsed();
+    assert!(!failed && text.contains("Found a bug"), "{text}");
+    assert!(waited < Duration::from_secs(5), "the permit came back within the lease: {waited:?}");
+    assert_eq!(github.count(&format!("{ISSUE_PATH}1")), 1);
+}
