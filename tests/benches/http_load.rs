@@ -10,33 +10,21 @@
 
 #![allow(missing_docs)]
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer};
 
+#[path = "common/load.rs"]
+mod load;
+use load::{percentile, rss_kb, run_loops};
+
 const SESSIONS: usize = 200;
 const GITHUB_LATENCY: Duration = Duration::from_millis(50);
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
-}
-
-fn rss_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 fn main() {
     // `cargo bench` passes a filter and flags; run only when the filter names this bench.
@@ -65,7 +53,7 @@ async fn load(run: Duration) {
     // Baseline: the same concurrency straight at the fake.
     let http = reqwest::Client::new();
     let base = github.uri();
-    let baseline = run_loops(Duration::from_secs(5), move |n| {
+    let baseline = run_loops(SESSIONS, Duration::from_secs(5), move |n| {
         let (http, url) = (http.clone(), format!("{base}/repos/octocat/Hello-World/issues/{n}"));
         async move { http.get(url).send().await.map(|r| r.status().is_success()).unwrap_or(false) }
     })
@@ -73,50 +61,15 @@ async fn load(run: Duration) {
 
     let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("quiver.toml"),
-        format!(
-            "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nper_host_concurrency = {SESSIONS}\n",
-            github.uri()
-        ),
-    )
-    .unwrap();
-    let port = quiver_tests::free_port();
-    let mut quiver = Command::new(quiver_tests::quiver_bin())
-        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
-        .arg(dir.path().join("quiver.toml"))
-        .arg("--plugins")
-        .arg(plugins.path())
-        .current_dir(dir.path())
-        .env("QUIVER_DATA_DIR", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn quiver serve --http");
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut clients = Vec::new();
-    for i in 0..SESSIONS {
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(url.clone()),
-        );
-        let lifecycle = if i % 2 == 0 {
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-            }
-        } else {
-            ClientLifecycleMode::Initialize
-        };
-        clients
-            .push(Arc::new(().serve_with_lifecycle(transport, lifecycle).await.expect("connect")));
-    }
+    let config = format!(
+        "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nper_host_concurrency = {SESSIONS}\n",
+        github.uri()
+    );
+    let (mut quiver, url) = load::serve(dir.path(), &config, plugins.path(), &[]).await;
+    let clients = load::clients(&url, SESSIONS).await;
     let next_client = Arc::new(AtomicU64::new(0));
     let clients = Arc::new(clients);
-    let through = run_loops(run, move |n| {
+    let through = run_loops(SESSIONS, run, move |n| {
         let client =
             Arc::clone(&clients[(next_client.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
         async move {
@@ -151,49 +104,4 @@ async fn load(run: Duration) {
     eprintln!("http_load: quiver RSS {} MB at the end, {} MB peak", rss / 1024, peak / 1024);
     assert_eq!(answered, through.sent, "every request is answered exactly once");
     assert_eq!(through.errors, 0, "no call failed");
-}
-
-struct Run {
-    sent: u64,
-    errors: u64,
-    latencies: Vec<Duration>,
-}
-
-/// `SESSIONS` loops calling `call(n)` with distinct `n` until `run` passes.
-async fn run_loops<F, Fut>(run: Duration, call: F) -> Run
-where
-    F: Fn(u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = bool> + Send + 'static,
-{
-    let call = Arc::new(call);
-    let counter = Arc::new(AtomicU64::new(1));
-    let deadline = Instant::now() + run;
-    let mut tasks = Vec::new();
-    for _ in 0..SESSIONS {
-        let (call, counter) = (Arc::clone(&call), Arc::clone(&counter));
-        tasks.push(tokio::spawn(async move {
-            let (mut sent, mut errors, mut latencies) = (0u64, 0u64, Vec::new());
-            while Instant::now() < deadline {
-                let n = counter.fetch_add(1, Ordering::Relaxed);
-                sent += 1;
-                let started = Instant::now();
-                if call(n).await {
-                    latencies.push(started.elapsed());
-                } else {
-                    errors += 1;
-                    latencies.push(started.elapsed());
-                }
-            }
-            (sent, errors, latencies)
-        }));
-    }
-    let mut out = Run { sent: 0, errors: 0, latencies: Vec::new() };
-    for task in tasks {
-        let (sent, errors, latencies) = task.await.unwrap();
-        out.sent += sent;
-        out.errors += errors;
-        out.latencies.extend(latencies);
-    }
-    out.latencies.sort();
-    out
 }

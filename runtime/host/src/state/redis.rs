@@ -347,15 +347,17 @@ impl RedisState {
             // Take the lease, or read what the leader left.
             let step = inner
                 .run(|mut c| async move {
-                    let taken: Option<String> = redis::cmd("SET")
+                    // One round trip: take the lease if free, and read what a lead left.
+                    let (taken, landed): (Option<String>, Option<String>) = redis::pipe()
+                        .cmd("SET")
                         .arg(lk)
                         .arg(tk)
                         .arg("NX")
                         .arg("PX")
                         .arg(lease_ms)
+                        .get(dk)
                         .query_async(&mut c)
                         .await?;
-                    let landed: Option<String> = c.get(dk).await?;
                     Ok((taken.is_some(), landed))
                 })
                 .await;

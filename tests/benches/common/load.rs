@@ -1,0 +1,113 @@
+//! Load-generation pieces shared by the `http_load` and `replicas_load` benches: `quiver serve
+//! --http` started as a user would, rmcp clients on both protocol revisions, and loops that call
+//! with distinct arguments until a deadline, timing each call.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::RoleClient;
+
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+pub fn rss_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `quiver serve --http` on a free loopback port with `config` in `dir`; its MCP URL.
+pub async fn serve(dir: &Path, config: &str, plugins: &Path, env: &[(&str, &str)]) -> (Child, String) {
+    std::fs::write(dir.join("quiver.toml"), config).unwrap();
+    let port = quiver_tests::free_port();
+    let child = Command::new(quiver_tests::quiver_bin())
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(dir.join("quiver.toml"))
+        .arg("--plugins")
+        .arg(plugins)
+        .current_dir(dir)
+        .env("QUIVER_DATA_DIR", dir)
+        .env("XDG_CONFIG_HOME", dir)
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn quiver serve --http");
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// `n` rmcp clients of `url`, alternately on 2026-07-28 and on 2025-11-25 (with a session).
+pub async fn clients(url: &str, n: usize) -> Vec<Arc<RunningService<RoleClient, ()>>> {
+    let mut clients = Vec::new();
+    for i in 0..n {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+        );
+        let lifecycle = if i % 2 == 0 {
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            }
+        } else {
+            ClientLifecycleMode::Initialize
+        };
+        clients
+            .push(Arc::new(().serve_with_lifecycle(transport, lifecycle).await.expect("connect")));
+    }
+    clients
+}
+
+pub struct Run {
+    pub sent: u64,
+    pub errors: u64,
+    pub latencies: Vec<Duration>,
+}
+
+/// `loops` loops calling `call(n)` with distinct `n` until `run` passes.
+pub async fn run_loops<F, Fut>(loops: usize, run: Duration, call: F) -> Run
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let counter = Arc::new(AtomicU64::new(1));
+    let deadline = Instant::now() + run;
+    let mut tasks = Vec::new();
+    for _ in 0..loops {
+        let (call, counter) = (Arc::clone(&call), Arc::clone(&counter));
+        tasks.push(tokio::spawn(async move {
+            let (mut sent, mut errors, mut latencies) = (0u64, 0u64, Vec::new());
+            while Instant::now() < deadline {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                sent += 1;
+                let started = Instant::now();
+                if !call(n).await {
+                    errors += 1;
+                }
+                latencies.push(started.elapsed());
+            }
+            (sent, errors, latencies)
+        }));
+    }
+    let mut out = Run { sent: 0, errors: 0, latencies: Vec::new() };
+    for task in tasks {
+        let (sent, errors, latencies) = task.await.unwrap();
+        out.sent += sent;
+        out.errors += errors;
+        out.latencies.extend(latencies);
+    }
+    out.latencies.sort();
+    out
+}

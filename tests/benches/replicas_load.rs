@@ -1,0 +1,105 @@
+//! Throughput of two `quiver serve --http` replicas sharing one Redis against one: 100 MCP
+//! sessions (half on 2026-07-28, half on 2025-11-25) calling `github_get_issue` with distinct
+//! issues (none served from the cache) against a loopback GitHub that answers in 50 ms, for the
+//! same time, first on one replica, then split over two — both with `[state] backend = "redis"`,
+//! in one run. Prints calls/s, p50/p99 and errors for each, and fails unless every call was
+//! answered without error.
+//!
+//! Run with `cargo xtask bench replicas_load`; `QUIVER_LOAD_SECONDS` sets each phase's length.
+
+#![allow(missing_docs)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer};
+
+#[path = "common/load.rs"]
+mod load;
+use load::{percentile, run_loops};
+
+const SESSIONS: usize = 100;
+const GITHUB_LATENCY: Duration = Duration::from_millis(50);
+
+fn main() {
+    if let Some(filter) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        if !"replicas_load".contains(filter.as_str()) {
+            return;
+        }
+    }
+    let seconds: u64 =
+        std::env::var("QUIVER_LOAD_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(phases(Duration::from_secs(seconds)));
+}
+
+async fn phases(run: Duration) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let github = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
+        .respond_with(
+            quiver_tests::recorded_reply(200, "github", "issue.json").set_delay(GITHUB_LATENCY),
+        )
+        .mount(&github)
+        .await;
+    let redis = quiver_tests::RedisServer::start();
+    let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
+    let config = format!(
+        "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nper_host_concurrency = {SESSIONS}\n\
+         [state]\nbackend = \"redis\"\n",
+        github.uri()
+    );
+    let mut rates = Vec::new();
+    for replicas in [1usize, 2] {
+        redis.cli(&["FLUSHALL"]);
+        let dirs: Vec<_> = (0..replicas).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut servers = Vec::new();
+        let mut clients = Vec::new();
+        for (i, dir) in dirs.iter().enumerate() {
+            let url = redis.url();
+            let (child, mcp) =
+                load::serve(dir.path(), &config, plugins.path(), &[("QUIVER_REDIS_URL", &url)])
+                    .await;
+            servers.push(child);
+            // The sessions split evenly over the replicas.
+            let share = SESSIONS / replicas + usize::from(i < SESSIONS % replicas);
+            clients.extend(load::clients(&mcp, share).await);
+        }
+        let clients = Arc::new(clients);
+        let next = Arc::new(AtomicU64::new(0));
+        let through = run_loops(SESSIONS, run, move |n| {
+            let client =
+                Arc::clone(&clients[(next.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
+            async move {
+                let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+                let params = CallToolRequestParams::new("github_get_issue")
+                    .with_arguments(arguments.as_object().unwrap().clone());
+                matches!(client.call_tool(params).await, Ok(r) if r.is_error != Some(true))
+            }
+        })
+        .await;
+        for mut server in servers {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        let answered = through.latencies.len() as u64;
+        let rate = answered as f64 / run.as_secs_f64();
+        eprintln!(
+            "replicas_load: {replicas} replica(s), {SESSIONS} sessions for {run:?}: {answered} of \
+             {} answered, {} errors, {rate:.0} calls/s, p50 {:?} p99 {:?}",
+            through.sent,
+            through.errors,
+            percentile(&through.latencies, 0.5),
+            percentile(&through.latencies, 0.99)
+        );
+        assert_eq!(answered, through.sent, "every request is answered exactly once");
+        assert_eq!(through.errors, 0, "no call failed");
+        rates.push(rate);
+    }
+    eprintln!("replicas_load: 2 replicas / 1 replica = {:.2}x calls/s", rates[1] / rates[0]);
+}

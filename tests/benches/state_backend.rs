@@ -1,0 +1,143 @@
+//! What the state backend costs per call: the same session calls of `github.get_issue` against a
+//! loopback GitHub, with `[state] backend = "memory"` and `"redis"` (a real `redis-server` on
+//! loopback), in one run. For each backend: a provider call without a session (the baseline), a
+//! session call that misses (state consulted, provider called, result stored) and one that hits
+//! (served from the cache) — p50 and p99 — and, for Redis, the commands it ran per call (from
+//! `INFO commandstats`).
+//!
+//! Run with `cargo xtask bench state_backend`; `QUIVER_BENCH_CALLS` sets the calls per case.
+
+#![allow(missing_docs)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quiver_runtime::config::LoadedConfig;
+use quiver_runtime::{Host, Session};
+use quiver_tests::{recorded_reply, RedisServer};
+use serde_json::json;
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer};
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn summary(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99))
+}
+
+/// Commands Redis has run so far.
+fn redis_commands(redis: &RedisServer) -> u64 {
+    redis
+        .cli(&["INFO", "commandstats"])
+        .lines()
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn main() {
+    if let Some(filter) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        if !"state_backend".contains(filter.as_str()) {
+            return;
+        }
+    }
+    let calls: u64 =
+        std::env::var("QUIVER_BENCH_CALLS").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(bench(calls));
+}
+
+async fn bench(calls: u64) {
+    let github = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
+        .respond_with(recorded_reply(200, "github", "issue.json"))
+        .mount(&github)
+        .await;
+    let redis = RedisServer::start();
+    let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
+    let issue = |n: u64| json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+
+    println!("state_backend: {calls} calls per case; p50 / p99");
+    let mut rows = Vec::new();
+    for backend in ["memory", "redis"] {
+        let text = format!(
+            "[providers.github]\nbase_url = \"{}\"\n\
+             [tools.\"github.get_issue\"]\ncost_model = {{ freshness_ttl_s = 3600 }}\n\
+             [state]\nbackend = \"{backend}\"\nurl = \"{}\"\n",
+            github.uri(),
+            redis.url()
+        );
+        let config = LoadedConfig::parse(Path::new("quiver.toml"), &text).unwrap();
+        let host = Arc::new(Host::with_config(config, Some(plugins.path())));
+        let session = Session::new(Arc::clone(&host), "bench").with_scope("shared", "bench@shared");
+        // Warm up: connections to GitHub and Redis, scripts loaded.
+        for n in 0..200 {
+            let (result, _) = session.call("github.get_issue", issue(1_000_000 + n), &[]).await;
+            assert!(!result.is_error, "{}", result.text_content());
+        }
+
+        let mut direct = Vec::new();
+        for n in 0..calls {
+            let started = Instant::now();
+            let result = host.call_with("github.get_issue", issue(n), None, "d", None, None).await;
+            direct.push(started.elapsed());
+            assert!(!result.is_error);
+        }
+        let commands = redis_commands(&redis);
+        let mut miss = Vec::new();
+        for n in 0..calls {
+            let started = Instant::now();
+            let (result, effects) = session.call("github.get_issue", issue(n), &[]).await;
+            miss.push(started.elapsed());
+            assert!(!result.is_error && !effects.cache_hit);
+        }
+        let per_miss = (redis_commands(&redis) - commands) as f64 / calls as f64;
+        let commands = redis_commands(&redis);
+        let mut hit = Vec::new();
+        for _ in 0..calls {
+            let started = Instant::now();
+            let (result, effects) = session.call("github.get_issue", issue(7), &[]).await;
+            hit.push(started.elapsed());
+            assert!(!result.is_error);
+            assert!(effects.cache_hit || hit.len() == 1, "repeats are served from the cache");
+        }
+        let per_hit = (redis_commands(&redis) - commands) as f64 / calls as f64;
+        let (direct, miss, hit) = (summary(direct), summary(miss), summary(hit));
+        println!(
+            "  {backend:<6} provider call {:>8.1?} / {:>8.1?}   session miss {:>8.1?} / {:>8.1?}   \
+             session hit {:>8.1?} / {:>8.1?}",
+            direct.0, direct.1, miss.0, miss.1, hit.0, hit.1
+        );
+        if backend == "redis" {
+            println!(
+                "         Redis commands per call: {per_miss:.1} on a miss, {per_hit:.1} on a hit"
+            );
+        }
+        rows.push((backend, direct, miss, hit));
+        session.shutdown().await;
+    }
+    let (memory, redis_row) = (&rows[0], &rows[1]);
+    let added = |row: &(&str, (Duration, Duration), (Duration, Duration), (Duration, Duration))| {
+        (row.2 .0.saturating_sub(row.1 .0), row.2 .1.saturating_sub(row.1 .1))
+    };
+    let (memory_added, redis_added) = (added(memory), added(redis_row));
+    println!(
+        "  added by the session on a miss (p50 / p99): memory {:.1?} / {:.1?}, redis {:.1?} / \
+         {:.1?}",
+        memory_added.0, memory_added.1, redis_added.0, redis_added.1
+    );
+    println!(
+        "  a hit: memory {:.1?} / {:.1?}, redis {:.1?} / {:.1?} ({:.1}x at p50)",
+        memory.3 .0,
+        memory.3 .1,
+        redis_row.3 .0,
+        redis_row.3 .1,
+        redis_row.3 .0.as_secs_f64() / memory.3 .0.as_secs_f64()
+    );
+    // Nothing pending in the background is measured after this point.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
