@@ -144,6 +144,9 @@ pub enum ToolErrorKind {
     UnknownTool,
 }
 
+/// The metadata key of an error result that says how long a rate limit holds, in seconds.
+pub const RETRY_AFTER_METADATA: &str = "retry_after_s";
+
 /// What a call returns.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult {

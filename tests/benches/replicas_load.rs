@@ -20,7 +20,7 @@ use wiremock::{Mock, MockServer};
 
 #[path = "common/load.rs"]
 mod load;
-use load::{percentile, run_loops};
+use load::{percentile, rss_kb, run_loops};
 
 const SESSIONS: usize = 100;
 const GITHUB_LATENCY: Duration = Duration::from_millis(50);
@@ -83,6 +83,7 @@ async fn phases(run: Duration) {
             }
         })
         .await;
+        let rss: Vec<u64> = servers.iter().map(|s| rss_kb(s.id(), "VmRSS:") / 1024).collect();
         for mut server in servers {
             let _ = server.kill();
             let _ = server.wait();
@@ -91,7 +92,7 @@ async fn phases(run: Duration) {
         let rate = answered as f64 / run.as_secs_f64();
         eprintln!(
             "replicas_load: {replicas} replica(s), {SESSIONS} sessions for {run:?}: {answered} of \
-             {} answered, {} errors, {rate:.0} calls/s, p50 {:?} p99 {:?}",
+             {} answered, {} errors, {rate:.0} calls/s, p50 {:?} p99 {:?}, RSS {rss:?} MB",
             through.sent,
             through.errors,
             percentile(&through.latencies, 0.5),

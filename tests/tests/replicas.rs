@@ -91,7 +91,19 @@ impl CountingGitHub {
             }
             tokio::time::sleep(delay).await;
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let (status, body) = if request_line.starts_with("POST") {
+            let (status, body) = if path.ends_with("/issues/429") {
+                // GitHub's secondary rate limit: longer than the provider waits by itself.
+                let body = r#"{"message":"You have exceeded a secondary rate limit."}"#;
+                let response = format!(
+                    "HTTP/1.1 429 Too Many Requests\r\nretry-after: 30\r\n\
+                     content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if write.write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+                continue;
+            } else if request_line.starts_with("POST") {
                 ("201 Created", comment.to_string())
             } else {
                 let number: u64 =
@@ -475,4 +487,24 @@ async fn a_killed_replicas_permits_come_back_after_their_lease() {
     assert!(!failed && text.contains("Found a bug"), "{text}");
     assert!(waited < Duration::from_secs(5), "the permit came back within the lease: {waited:?}");
     assert_eq!(github.count(&format!("{ISSUE_PATH}1")), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_one_replica_hits_holds_for_every_replica() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(10)).await;
+    let a = Replica::start("a", &github, &redis, "");
+    let b = Replica::start("b", &github, &redis, "");
+    let (client_a, client_b) = (a.modern_client().await, b.modern_client().await);
+
+    let (limited, failed) = call(&client_a, "github_get_issue", issue(429)).await;
+    assert!(failed && limited.contains("rate limit"), "{limited}");
+
+    // The same token on the other replica: answered at once, nothing sent to GitHub.
+    let (held, failed) = call(&client_b, "github_get_issue", issue(1)).await;
+    assert!(failed && held.contains("not sent"), "{held}");
+    assert!(held.contains("another 2") || held.contains("another 30"), "the wait left: {held}");
+    let (held_here, failed) = call(&client_a, "github_get_issue", issue(2)).await;
+    assert!(failed && held_here.contains("not sent"), "{held_here}");
+    assert_eq!(github.total(), 1, "only the call that hit the limit reached GitHub");
 }

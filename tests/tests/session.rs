@@ -412,3 +412,52 @@ async fn a_call_whose_prefetch_fails_makes_the_call_itself() {
     assert_eq!(requests_to(&server, &format!("{REPO}/pulls/1347")).await, 2);
     session.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_of_one_credential_share_reads_in_flight_and_a_rate_limit_they_hit() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(reply(200, "issue.json").set_delay(Duration::from_millis(300)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/429")))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "30")
+                .set_body_string(r#"{"message":"You have exceeded a secondary rate limit."}"#),
+        )
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    // No freshness window: only the call in flight can be shared.
+    let host = host(
+        &server,
+        plugins.path(),
+        "[tools.\"github.get_issue\"]\ncost_model = { freshness_ttl_s = 0 }\n",
+    );
+    let alice = Session::new(Arc::clone(&host), "alice").with_scope("shared", "alice@shared");
+    let bob = Session::new(Arc::clone(&host), "bob").with_scope("shared", "bob@shared");
+    let other = Session::new(Arc::clone(&host), "carol").with_scope("carol-token", "carol");
+    let issue = |n: u64| json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+
+    let ((a, _), (b, joined)) = tokio::join!(
+        alice.call("github.get_issue", issue(1347), &[]),
+        bob.call("github.get_issue", issue(1347), &[]),
+    );
+    assert!(!a.is_error && !b.is_error, "{a:?} {b:?}");
+    assert_eq!(b.structured.as_ref().unwrap()["title"], "Found a bug", "bob gets the data");
+    assert!(joined.cache_hit, "bob's call joined alice's");
+    assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 1);
+
+    // Alice hits the rate limit; bob, on the same credentials, is not sent; carol is.
+    let (limited, _) = alice.call("github.get_issue", issue(429), &[]).await;
+    assert!(limited.is_error, "{limited:?}");
+    let (held, _) = bob.call("github.get_issue", issue(1347), &[]).await;
+    assert!(held.is_error && held.text_content().contains("not sent"), "{held:?}");
+    assert_eq!(held.metadata["retry_after_s"].as_u64().map(|s| s > 20), Some(true), "{held:?}");
+    let (other_credentials, _) = other.call("github.get_issue", issue(1347), &[]).await;
+    assert!(!other_credentials.is_error, "another credential's budget: {other_credentials:?}");
+    assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
+}

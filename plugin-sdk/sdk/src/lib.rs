@@ -236,12 +236,21 @@ pub struct ToolError {
     pub kind: ToolErrorKind,
     /// What went wrong and what to do about it, for the model and the user. Never a token.
     pub message: String,
+    /// For a rate limit: how long the service said it holds. The host shares it, so no other
+    /// call with the same credentials is sent (from any replica) until then.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ToolError {
     /// An error of any kind.
     pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self { kind, message: message.into(), retry_after: None }
+    }
+
+    /// Says how long the rate limit holds (`retry_after_s` in the result's metadata).
+    pub fn with_retry_after(mut self, wait: Option<std::time::Duration>) -> Self {
+        self.retry_after = wait;
+        self
     }
     /// The arguments are wrong.
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
@@ -271,7 +280,14 @@ impl ToolError {
 
 impl From<ToolError> for ToolResult {
     fn from(e: ToolError) -> Self {
-        ToolResult::error(e.kind, e.message)
+        let result = ToolResult::error(e.kind, e.message);
+        match e.retry_after {
+            Some(wait) => result.with_metadata(
+                quiver_core::tool::RETRY_AFTER_METADATA,
+                serde_json::json!(wait.as_secs().max(1)),
+            ),
+            None => result,
+        }
     }
 }
 

@@ -376,7 +376,7 @@ impl Client {
             (_, None) => message.push_str("; clickup gave no reset time (wait about a minute)"),
         }
         message.push_str(&budget.advice("clickup", wait));
-        self.error(ToolErrorKind::RateLimited, message)
+        self.error(ToolErrorKind::RateLimited, message).with_retry_after(wait)
     }
 
     /// An error whose message never contains the token, whatever ClickUp echoed.

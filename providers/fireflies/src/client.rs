@@ -555,7 +555,7 @@ impl Client {
         } else {
             message.push_str(": retry later, or raise [providers.fireflies] max_retry_wait_s");
         }
-        self.error(ToolErrorKind::RateLimited, message)
+        self.error(ToolErrorKind::RateLimited, message).with_retry_after(limit.wait)
     }
 
     /// An error whose message never contains the key, whatever Fireflies echoed.

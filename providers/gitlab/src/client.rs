@@ -442,7 +442,7 @@ impl Client {
                 self.set_token_hint()
             ));
         }
-        self.error(ToolErrorKind::RateLimited, message)
+        self.error(ToolErrorKind::RateLimited, message).with_retry_after(wait)
     }
 
     /// An error whose message never contains the token, whatever GitLab echoed.

@@ -423,7 +423,7 @@ impl Client {
             (_, None) => message.push_str("; jira gave no reset time (wait at least a minute)"),
         }
         message.push_str(&budget.advice("jira", wait));
-        self.error(ToolErrorKind::RateLimited, message)
+        self.error(ToolErrorKind::RateLimited, message).with_retry_after(wait)
     }
 
     /// An error whose message never contains the token, whatever Jira echoed.

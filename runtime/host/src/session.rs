@@ -26,7 +26,8 @@ use quiver_core::session_cache::{
     CallKey,
 };
 use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
-use quiver_core::{Content, SideEffectClass, ToolResult, ToolValueModel};
+use quiver_core::tool::RETRY_AFTER_METADATA;
+use quiver_core::{Content, SideEffectClass, ToolErrorKind, ToolResult, ToolValueModel};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
@@ -173,6 +174,29 @@ impl Drop for Session {
     }
 }
 
+/// How long the rate limit a result reports holds: what the provider said, else a minute (what
+/// the providers advise when the service names no time).
+fn rate_limit_of(result: &ToolResult) -> Option<Duration> {
+    (result.error_kind == Some(ToolErrorKind::RateLimited)).then(|| {
+        let seconds = result.metadata.get(RETRY_AFTER_METADATA).and_then(Value::as_u64);
+        Duration::from_secs(seconds.unwrap_or(60))
+    })
+}
+
+/// The answer to a call not sent because `host`'s rate limit for these credentials holds.
+fn rate_limit_holds(host: &str, left: Duration) -> ToolResult {
+    let seconds = left.as_secs().max(1);
+    ToolResult::error(
+        ToolErrorKind::RateLimited,
+        format!(
+            "not sent: {host} rate-limited these credentials and the limit holds for another \
+             {seconds} s (an earlier call hit it, on this server or another replica); try again \
+             after that"
+        ),
+    )
+    .with_metadata(RETRY_AFTER_METADATA, json!(seconds))
+}
+
 /// Whether a tool only reads: identical calls of it in flight may share one request.
 fn is_read(model: &ToolValueModel) -> bool {
     matches!(model.side_effect_class, SideEffectClass::Pure | SideEffectClass::ReadOnly)
@@ -275,23 +299,38 @@ impl Session {
                     }
                     Flight::Lead(lease) => {
                         let rate_limit_host = self.host.rate_limit_host(&tool, &args);
-                        // Main calls wait for their host's permit; they share it with pre-fetches.
+                        // Main calls wait for their host's permit; they share it with
+                        // pre-fetches. While a rate limit holds for these credentials, nothing
+                        // is sent.
                         let permit = match rate_limit_host.as_deref() {
-                            Some(host) => state.permit(host).await,
-                            None => Permit::none(),
+                            Some(host) => state.permit(host, &self.scope).await,
+                            None => Ok(Permit::none()),
                         };
-                        let result = self
-                            .host
-                            .call_with(
-                                name,
-                                provider_arguments(args, schema),
-                                self.timeout,
-                                &self.id,
-                                cancel,
-                                self.credentials.as_deref(),
-                            )
-                            .await;
-                        drop(permit);
+                        let result = match permit {
+                            Ok(permit) => {
+                                let result = self
+                                    .host
+                                    .call_with(
+                                        name,
+                                        provider_arguments(args, schema),
+                                        self.timeout,
+                                        &self.id,
+                                        cancel,
+                                        self.credentials.as_deref(),
+                                    )
+                                    .await;
+                                drop(permit);
+                                if let (Some(host), Some(wait)) =
+                                    (rate_limit_host.as_deref(), rate_limit_of(&result))
+                                {
+                                    state.note_rate_limited(host, &self.scope, wait).await;
+                                }
+                                result
+                            }
+                            Err(left) => {
+                                rate_limit_holds(rate_limit_host.as_deref().unwrap_or("the service"), left)
+                            }
+                        };
                         if !result.is_error {
                             // A call that changes something makes the cached reads it names
                             // stale; then the result is stored before those waiting for it are
@@ -308,8 +347,7 @@ impl Session {
                 }
             }
         };
-        state.note_call(&self.caller, &qualified).await;
-        state.record_outcome(&self.caller, &key, !is_unproductive(&result)).await;
+        state.record_call(&self.caller, &key, !is_unproductive(&result)).await;
         if !prefetch_hit {
             // The provider answered the agent itself: an older pre-fetch of this call (one that
             // expired from the cache before it was asked for) is no longer news.
@@ -543,7 +581,7 @@ impl Session {
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
                 let host_name = self.host.rate_limit_host(&target, &arguments);
                 let permit = match host_name.as_deref() {
-                    Some(host) => match state.try_permit(host).await {
+                    Some(host) => match state.try_permit(host, &self.scope).await {
                         Some(permit) => permit,
                         None => continue,
                     },

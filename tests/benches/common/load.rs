@@ -13,11 +13,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::RoleClient;
 
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
-pub fn rss_kb(pid: u32, field: &str) -> u64 {
+pub(crate) fn rss_kb(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
@@ -26,7 +26,12 @@ pub fn rss_kb(pid: u32, field: &str) -> u64 {
 }
 
 /// `quiver serve --http` on a free loopback port with `config` in `dir`; its MCP URL.
-pub async fn serve(dir: &Path, config: &str, plugins: &Path, env: &[(&str, &str)]) -> (Child, String) {
+pub(crate) async fn serve(
+    dir: &Path,
+    config: &str,
+    plugins: &Path,
+    env: &[(&str, &str)],
+) -> (Child, String) {
     std::fs::write(dir.join("quiver.toml"), config).unwrap();
     let port = quiver_tests::free_port();
     let child = Command::new(quiver_tests::quiver_bin())
@@ -50,7 +55,7 @@ pub async fn serve(dir: &Path, config: &str, plugins: &Path, env: &[(&str, &str)
 }
 
 /// `n` rmcp clients of `url`, alternately on 2026-07-28 and on 2025-11-25 (with a session).
-pub async fn clients(url: &str, n: usize) -> Vec<Arc<RunningService<RoleClient, ()>>> {
+pub(crate) async fn clients(url: &str, n: usize) -> Vec<Arc<RunningService<RoleClient, ()>>> {
     let mut clients = Vec::new();
     for i in 0..n {
         let transport = StreamableHttpClientTransport::from_config(
@@ -69,14 +74,14 @@ pub async fn clients(url: &str, n: usize) -> Vec<Arc<RunningService<RoleClient, 
     clients
 }
 
-pub struct Run {
-    pub sent: u64,
-    pub errors: u64,
-    pub latencies: Vec<Duration>,
+pub(crate) struct Run {
+    pub(crate) sent: u64,
+    pub(crate) errors: u64,
+    pub(crate) latencies: Vec<Duration>,
 }
 
 /// `loops` loops calling `call(n)` with distinct `n` until `run` passes.
-pub async fn run_loops<F, Fut>(loops: usize, run: Duration, call: F) -> Run
+pub(crate) async fn run_loops<F, Fut>(loops: usize, run: Duration, call: F) -> Run
 where
     F: Fn(u64) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = bool> + Send + 'static,

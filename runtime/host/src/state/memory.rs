@@ -25,6 +25,8 @@ pub struct MemoryState {
     callers: Mutex<HashMap<String, Arc<Mutex<CallerState>>>>,
     flights: Arc<Mutex<HashMap<(String, CallKey), Landing>>>,
     budgets: HostBudgets,
+    /// Rate limits that hold, by (host, scope): until when.
+    cooling: Mutex<HashMap<(String, String), Instant>>,
     sessions: Mutex<HashMap<String, String>>,
 }
 
@@ -49,6 +51,7 @@ impl MemoryState {
             callers: Mutex::new(HashMap::new()),
             flights: Arc::new(Mutex::new(HashMap::new())),
             budgets: HostBudgets::new(per_host),
+            cooling: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -108,6 +111,23 @@ impl MemoryState {
         let cache = self.caches.lock().unwrap_or_else(|e| e.into_inner()).get(scope).cloned()?;
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.get(key, Instant::now(), ttl)
+    }
+
+    /// How long `host`'s rate limit for `scope` still holds, if it does.
+    pub(crate) fn cooling_for(&self, host: &str, scope: &str) -> Option<Duration> {
+        let mut cooling = self.cooling.lock().unwrap_or_else(|e| e.into_inner());
+        let id = (host.to_owned(), scope.to_owned());
+        let left = cooling.get(&id)?.checked_duration_since(Instant::now());
+        if left.is_none() {
+            cooling.remove(&id);
+        }
+        left
+    }
+
+    pub(crate) fn note_rate_limited_now(&self, host: &str, scope: &str, wait: Duration) {
+        let mut cooling = self.cooling.lock().unwrap_or_else(|e| e.into_inner());
+        cooling.retain(|_, until| *until > Instant::now());
+        cooling.insert((host.to_owned(), scope.to_owned()), Instant::now() + wait);
     }
 
     pub(crate) fn note_call_now(&self, caller: &str, tool: &str) {
@@ -227,14 +247,24 @@ impl StateStore for MemoryState {
         }
     }
 
-    async fn permit(&self, host: &str) -> Permit {
+    async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration> {
+        if let Some(left) = self.cooling_for(host, scope) {
+            return Err(left);
+        }
         let permit = self.budgets.acquire(Some(host)).await;
-        Permit { _held: permit.map(|p| Box::new(p) as Box<dyn Send + Sync>) }
+        Ok(Permit { _held: permit.map(|p| Box::new(p) as Box<dyn Send + Sync>) })
     }
 
-    async fn try_permit(&self, host: &str) -> Option<Permit> {
+    async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit> {
+        if self.cooling_for(host, scope).is_some() {
+            return None;
+        }
         let permit = self.budgets.try_acquire(Some(host)).ok()?;
         Some(Permit { _held: permit.map(|p| Box::new(p) as Box<dyn Send + Sync>) })
+    }
+
+    async fn note_rate_limited(&self, host: &str, scope: &str, wait: Duration) {
+        self.note_rate_limited_now(host, scope, wait);
     }
 
     async fn available_permits(&self, host: &str) -> usize {
@@ -251,12 +281,9 @@ impl StateStore for MemoryState {
         fail_fast_hint(key.tool(), self.unproductive_count(caller, key), n)
     }
 
-    async fn record_outcome(&self, caller: &str, key: &CallKey, productive: bool) {
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool) {
+        self.note_call_now(caller, key.tool());
         self.record_outcome_now(caller, key, productive);
-    }
-
-    async fn note_call(&self, caller: &str, tool: &str) {
-        self.note_call_now(caller, tool);
     }
 
     async fn recent_calls(&self, caller: &str) -> Vec<String> {
@@ -351,15 +378,16 @@ mod tests {
     async fn fail_fast_and_recent_calls_are_per_caller() {
         let state = MemoryState::new(4);
         for _ in 0..2 {
-            state.record_outcome("alice", &key(4), false).await;
+            state.record_call("alice", &key(4), false).await;
         }
         assert!(state.should_stop("alice", &key(4), Some(2)).await.is_some());
         assert!(state.should_stop("bob", &key(4), Some(2)).await.is_none());
         for i in 0..10 {
-            state.note_call("alice", &format!("t{i}")).await;
+            let call = CallKey::new(&format!("github.t{i}"), &json!({}), None);
+            state.record_call("alice", &call, true).await;
         }
         let recent = state.recent_calls("alice").await;
         assert_eq!(recent.len(), RECENT_CALLS);
-        assert_eq!(recent.last().map(String::as_str), Some("t9"));
+        assert_eq!(recent.last().map(String::as_str), Some("github.t9"));
     }
 }

@@ -147,11 +147,17 @@ pub trait StateStore: Send + Sync + 'static {
     async fn begin_read(&self, scope: &str, key: &CallKey, wait: Duration) -> Flight;
 
     /// Waits for a permit of rate-limit host `host` (at most `per_host_concurrency` calls in
-    /// flight to it).
-    async fn permit(&self, host: &str) -> Permit;
+    /// flight to it) — or says how long `host`'s rate limit for the credentials of `scope`
+    /// still holds: a call hit it, and nothing more is sent with them until then.
+    async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration>;
 
-    /// A permit of `host` if one is free now (pre-fetches never queue behind main calls).
-    async fn try_permit(&self, host: &str) -> Option<Permit>;
+    /// A permit of `host` if one is free now and no rate limit holds for `scope` (pre-fetches
+    /// never queue behind main calls).
+    async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit>;
+
+    /// Records that `host` rate-limited the credentials of `scope` for `wait`, for every
+    /// replica.
+    async fn note_rate_limited(&self, host: &str, scope: &str, wait: Duration);
 
     /// Permits of `host` free now, for diagnostics and tests.
     async fn available_permits(&self, host: &str) -> usize;
@@ -160,11 +166,9 @@ pub trait StateStore: Send + Sync + 'static {
     async fn should_stop(&self, caller: &str, key: &CallKey, after_n: Option<u32>)
         -> Option<String>;
 
-    /// Records whether `caller`'s call `key` was productive (fail-fast counting).
-    async fn record_outcome(&self, caller: &str, key: &CallKey, productive: bool);
-
-    /// Notes that `caller` called `tool` (qualified); the last few are kept for the planner.
-    async fn note_call(&self, caller: &str, tool: &str);
+    /// Records that `caller` made the call `key` (its tool joins the recent calls the planner
+    /// is told about) and whether it was productive (fail-fast counting).
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool);
 
     /// `caller`'s most recent calls, oldest first.
     async fn recent_calls(&self, caller: &str) -> Vec<String>;

@@ -1,6 +1,8 @@
-//! The Redis backend: the state every replica shares, on a pooled async client (deadpool-redis
-//! over redis-rs), with Lua scripts wherever a step must be atomic (storing a result with its
-//! reference, invalidating a tool's entries, taking and renewing a permit). Keys are named
+//! The Redis backend: the state every replica shares, on a small pool of redis-rs's multiplexed
+//! connections (each pipelines the requests of every task and reconnects by itself; a pool that
+//! checks a connection out and PINGs it on every use would double the round trips), with Lua
+//! scripts wherever a step must be atomic (storing a result with its reference, invalidating a
+//! tool's entries, taking and renewing a permit). Keys are named
 //! `{key_prefix}:{kind}:{scope}:{hash}`; everything expires on its own.
 //!
 //! Every write also goes to the in-process state ([`MemoryState`]), and while Redis is
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_redis::{Connection, Pool, Runtime};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, Reference, Stored};
 use quiver_core::ToolResult;
 use redis::{AsyncCommands, RedisResult, Script};
@@ -37,8 +39,8 @@ const CALLER_MS: u64 = 60 * 60 * 1000;
 const SESSION_MS: u64 = 24 * 60 * 60 * 1000;
 /// While Redis is unreachable, how often it is tried again.
 const RETRY_MS: u64 = 1_000;
-/// Connections per replica.
-const POOL_SIZE: usize = 16;
+/// Connections per replica: each multiplexes every task's requests.
+const POOL_SIZE: usize = 4;
 
 /// Stores a result with its reference: the same content keeps its reference and first-seen time.
 const PUT: &str = r"
@@ -80,8 +82,11 @@ end
 return n
 ";
 
-/// Takes a permit when fewer than ARGV[2] unexpired ones are held.
+/// Takes a permit when fewer than ARGV[2] unexpired ones are held and no rate limit holds for
+/// the caller's credentials (KEYS[2]); while one does, its milliseconds left, negated.
 const ACQUIRE: &str = r"
+local cooling = redis.call('PTTL', KEYS[2])
+if cooling > 0 then return -cooling end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -125,7 +130,11 @@ pub struct RedisState {
 }
 
 struct Inner {
-    pool: Pool,
+    client: redis::Client,
+    connection_config: ConnectionManagerConfig,
+    /// Made on first use (an unreachable Redis at start-up is an outage, not a failure).
+    pool: Vec<tokio::sync::OnceCell<ConnectionManager>>,
+    next: std::sync::atomic::AtomicUsize,
     memory: MemoryState,
     prefix: String,
     replica: String,
@@ -152,21 +161,20 @@ impl RedisState {
         memory: MemoryState,
     ) -> Result<Self, String> {
         let timeout = Duration::from_millis(config.timeout_ms.max(1));
-        let pool = deadpool_redis::Config::from_url(url)
-            .builder()
-            .map_err(|e| format!("[state] Redis URL: {e}"))?
-            .max_size(POOL_SIZE)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(timeout))
-            .create_timeout(Some(timeout))
-            .recycle_timeout(Some(timeout))
-            .build()
-            .map_err(|e| format!("[state] Redis URL: {e}"))?;
         // A URL redis-rs cannot read fails here, not on the first call.
-        redis::Client::open(url).map_err(|e| format!("[state] Redis URL is not usable: {e}"))?;
+        let client = redis::Client::open(url)
+            .map_err(|e| format!("[state] the Redis URL is not usable: {e}"))?;
+        let connection_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(RETRY_MS));
         Ok(Self {
             inner: Arc::new(Inner {
-                pool,
+                client,
+                connection_config,
+                pool: (0..POOL_SIZE).map(|_| tokio::sync::OnceCell::new()).collect(),
+                next: std::sync::atomic::AtomicUsize::new(0),
                 memory,
                 prefix: config.key_prefix.clone(),
                 replica: super::replica_name(config),
@@ -201,7 +209,7 @@ impl Inner {
     /// (now, or still: it is tried at most once a second during an outage).
     async fn run<T, F, Fut>(&self, op: F) -> Option<T>
     where
-        F: FnOnce(Connection) -> Fut,
+        F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let now = now_ms();
@@ -210,7 +218,17 @@ impl Inner {
             return None;
         }
         let outcome = tokio::time::timeout(self.timeout, async {
-            let connection = self.pool.get().await.map_err(|e| e.to_string())?;
+            let slot = &self.pool[self.next.fetch_add(1, Ordering::Relaxed) % POOL_SIZE];
+            let connection = slot
+                .get_or_try_init(|| {
+                    ConnectionManager::new_with_config(
+                        self.client.clone(),
+                        self.connection_config.clone(),
+                    )
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .clone();
             op(connection).await.map_err(|e| e.to_string())
         })
         .await
@@ -245,15 +263,25 @@ impl Inner {
         }
     }
 
-    /// One permit attempt: `Some(true)` taken, `Some(false)` full, `None` Redis unreachable.
-    async fn try_acquire(&self, key: &str, id: &str) -> Option<bool> {
-        let (key, id) = (key.to_owned(), id.to_owned());
+    /// One permit attempt: `Some(Ok(true))` taken, `Some(Ok(false))` full, `Some(Err(left))` a
+    /// rate limit holds for the credentials, `None` Redis unreachable.
+    async fn try_acquire(&self, key: &str, cooling: &str, id: &str) -> Option<Result<bool, Duration>> {
         let (limit, lease) = (self.per_host, self.lease_ms);
         let script = &self.scripts.acquire;
         self.run(|mut c| async move {
-            let taken: i64 =
-                script.key(&key).arg(&id).arg(limit).arg(lease).invoke_async(&mut c).await?;
-            Ok(taken == 1)
+            let taken: i64 = script
+                .key(key)
+                .key(cooling)
+                .arg(id)
+                .arg(limit)
+                .arg(lease)
+                .invoke_async(&mut c)
+                .await?;
+            Ok(match taken {
+                1 => Ok(true),
+                0 => Ok(false),
+                left => Err(Duration::from_millis(left.unsigned_abs())),
+            })
         })
         .await
     }
@@ -545,33 +573,44 @@ impl StateStore for RedisState {
         }
     }
 
-    async fn permit(&self, host: &str) -> Permit {
+    async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration> {
         let inner = &self.inner;
         let key = format!("{}:p:{host}", inner.prefix);
+        let cooling = inner.key("cool", host, scope);
         let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
         let mut pause = Duration::from_millis(2);
         loop {
-            match inner.try_acquire(&key, &id).await {
-                Some(true) => return self.held(key, id),
-                Some(false) => {
+            match inner.try_acquire(&key, &cooling, &id).await {
+                Some(Ok(true)) => return Ok(self.held(key, id)),
+                Some(Ok(false)) => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(25));
                 }
+                Some(Err(left)) => return Err(left),
                 // Unreachable: this replica's own budget.
-                None => return inner.memory.permit(host).await,
+                None => return inner.memory.permit(host, scope).await,
             }
         }
     }
 
-    async fn try_permit(&self, host: &str) -> Option<Permit> {
+    async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit> {
         let inner = &self.inner;
         let key = format!("{}:p:{host}", inner.prefix);
+        let cooling = inner.key("cool", host, scope);
         let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
-        match inner.try_acquire(&key, &id).await {
-            Some(true) => Some(self.held(key, id)),
-            Some(false) => None,
-            None => inner.memory.try_permit(host).await,
+        match inner.try_acquire(&key, &cooling, &id).await {
+            Some(Ok(true)) => Some(self.held(key, id)),
+            Some(Ok(false) | Err(_)) => None,
+            None => inner.memory.try_permit(host, scope).await,
         }
+    }
+
+    async fn note_rate_limited(&self, host: &str, scope: &str, wait: Duration) {
+        let inner = &self.inner;
+        inner.memory.note_rate_limited_now(host, scope, wait);
+        let cooling = inner.key("cool", host, scope);
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+        inner.run(|mut c| async move { c.pset_ex::<_, _, ()>(&cooling, 1, ms).await }).await;
     }
 
     async fn available_permits(&self, host: &str) -> usize {
@@ -610,46 +649,33 @@ impl StateStore for RedisState {
         fail_fast_hint(key.tool(), count, n)
     }
 
-    async fn record_outcome(&self, caller: &str, key: &CallKey, productive: bool) {
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool) {
         let inner = &self.inner;
+        inner.memory.note_call_now(caller, key.tool());
         inner.memory.record_outcome_now(caller, key, productive);
+        let list = format!("{}:recent:{caller}", inner.prefix);
         let counters = format!("{}:f:{caller}", inner.prefix);
         let field = call_hash(key);
         inner
             .run(|mut c| async move {
-                if productive {
-                    c.hdel::<_, _, i64>(&counters, &field).await
-                } else {
-                    redis::pipe()
-                        .atomic()
-                        .hincr(&counters, &field, 1)
-                        .ignore()
-                        .pexpire(&counters, CALLER_MS as i64)
-                        .ignore()
-                        .query_async::<()>(&mut c)
-                        .await
-                        .map(|()| 0)
-                }
-            })
-            .await;
-    }
-
-    async fn note_call(&self, caller: &str, tool: &str) {
-        let inner = &self.inner;
-        inner.memory.note_call_now(caller, tool);
-        let list = format!("{}:recent:{caller}", inner.prefix);
-        inner
-            .run(|mut c| async move {
-                redis::pipe()
-                    .atomic()
-                    .rpush(&list, tool)
+                // One round trip for the caller's whole pipeline state.
+                let mut pipe = redis::pipe();
+                pipe.atomic()
+                    .rpush(&list, key.tool())
                     .ignore()
                     .ltrim(&list, -(RECENT_CALLS as isize), -1)
                     .ignore()
                     .pexpire(&list, CALLER_MS as i64)
-                    .ignore()
-                    .query_async::<()>(&mut c)
-                    .await
+                    .ignore();
+                if productive {
+                    pipe.hdel(&counters, &field).ignore();
+                } else {
+                    pipe.hincr(&counters, &field, 1)
+                        .ignore()
+                        .pexpire(&counters, CALLER_MS as i64)
+                        .ignore();
+                }
+                pipe.query_async::<()>(&mut c).await
             })
             .await;
     }
