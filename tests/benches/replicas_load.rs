@@ -20,7 +20,7 @@ use wiremock::{Mock, MockServer};
 
 #[path = "common/load.rs"]
 mod load;
-use load::{percentile, rss_kb, run_loops};
+use load::{cpu_seconds, percentile, rss_kb, run_loops};
 
 const SESSIONS: usize = 100;
 const GITHUB_LATENCY: Duration = Duration::from_millis(50);
@@ -72,6 +72,8 @@ async fn phases(run: Duration) {
         }
         let clients = Arc::new(clients);
         let next = Arc::new(AtomicU64::new(0));
+        let cpu_before: f64 = servers.iter().map(|s| cpu_seconds(s.id())).sum();
+        let redis_before = cpu_seconds(redis.pid());
         let through = run_loops(SESSIONS, run, move |n| {
             let client =
                 Arc::clone(&clients[(next.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
@@ -84,6 +86,8 @@ async fn phases(run: Duration) {
         })
         .await;
         let rss: Vec<u64> = servers.iter().map(|s| rss_kb(s.id(), "VmRSS:") / 1024).collect();
+        let quiver_cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>() - cpu_before;
+        let redis_cpu = cpu_seconds(redis.pid()) - redis_before;
         for mut server in servers {
             let _ = server.kill();
             let _ = server.wait();
@@ -97,6 +101,11 @@ async fn phases(run: Duration) {
             through.errors,
             percentile(&through.latencies, 0.5),
             percentile(&through.latencies, 0.99)
+        );
+        eprintln!(
+            "replicas_load: CPU per call: quiver {:.3} ms, redis-server {:.3} ms",
+            quiver_cpu * 1000.0 / answered as f64,
+            redis_cpu * 1000.0 / answered as f64
         );
         assert_eq!(answered, through.sent, "every request is answered exactly once");
         assert_eq!(through.errors, 0, "no call failed");

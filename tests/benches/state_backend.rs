@@ -38,6 +38,19 @@ fn redis_commands(redis: &RedisServer) -> u64 {
         .sum()
 }
 
+/// Bytes Redis has received and sent so far.
+fn redis_bytes(redis: &RedisServer) -> u64 {
+    redis
+        .cli(&["INFO", "stats"])
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.trim().split_once(':')?;
+            matches!(name, "total_net_input_bytes" | "total_net_output_bytes")
+                .then(|| value.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
 fn main() {
     if let Some(filter) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
         if !"state_backend".contains(filter.as_str()) {
@@ -87,7 +100,7 @@ async fn bench(calls: u64) {
             direct.push(started.elapsed());
             assert!(!result.is_error);
         }
-        let commands = redis_commands(&redis);
+        let (commands, bytes) = (redis_commands(&redis), redis_bytes(&redis));
         let mut miss = Vec::new();
         for n in 0..calls {
             let started = Instant::now();
@@ -96,7 +109,8 @@ async fn bench(calls: u64) {
             assert!(!result.is_error && !effects.cache_hit);
         }
         let per_miss = (redis_commands(&redis) - commands) as f64 / calls as f64;
-        let commands = redis_commands(&redis);
+        let bytes_miss = (redis_bytes(&redis) - bytes) as f64 / calls as f64;
+        let (commands, bytes) = (redis_commands(&redis), redis_bytes(&redis));
         let mut hit = Vec::new();
         for _ in 0..calls {
             let started = Instant::now();
@@ -106,6 +120,7 @@ async fn bench(calls: u64) {
             assert!(effects.cache_hit || hit.len() == 1, "repeats are served from the cache");
         }
         let per_hit = (redis_commands(&redis) - commands) as f64 / calls as f64;
+        let bytes_hit = (redis_bytes(&redis) - bytes) as f64 / calls as f64;
         let (direct, miss, hit) = (summary(direct), summary(miss), summary(hit));
         println!(
             "  {backend:<6} provider call {:>8.1?} / {:>8.1?}   session miss {:>8.1?} / {:>8.1?}   \
@@ -114,7 +129,8 @@ async fn bench(calls: u64) {
         );
         if backend == "redis" {
             println!(
-                "         Redis commands per call: {per_miss:.1} on a miss, {per_hit:.1} on a hit"
+                "         Redis commands per call: {per_miss:.1} on a miss, {per_hit:.1} on a hit; \
+                 bytes to and from Redis: {bytes_miss:.0} on a miss, {bytes_hit:.0} on a hit"
             );
         }
         rows.push((backend, direct, miss, hit));

@@ -205,6 +205,11 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server (SIGKILL): everything it held is gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -106,8 +106,7 @@ impl CountingGitHub {
             } else if request_line.starts_with("POST") {
                 ("201 Created", comment.to_string())
             } else {
-                let number: u64 =
-                    path.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let number: u64 = path.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
                 let mut reply = issue.clone();
                 reply["number"] = json!(number);
                 ("200 OK", reply.to_string())
@@ -151,6 +150,7 @@ impl Replica {
             "[providers.github]\nbase_url = \"{}\"\n\
              [tools.\"github.get_issue\"]\ncost_model = {{ freshness_ttl_s = 300 }}\n\
              [state]\nbackend = \"redis\"\nreplica = \"{name}\"\nlease_ms = 1000\n\
+             timeout_ms = 2000\n\
              [telemetry]\nenabled = true\ndir = \"{}\"\n{extra}",
             github.url(),
             dir.path().join("telemetry").display()
@@ -291,12 +291,23 @@ async fn replicas_share_the_cache_its_invalidation_and_the_per_host_concurrency(
     assert!(most <= 2, "GitHub saw {most} requests at once with per_host_concurrency = 2");
     assert_eq!(most, 2, "both permits were used");
 
-    // Each replica's telemetry names it.
+    // Each replica's telemetry names it, and `tune analyze` reads both files together.
+    let mut files = Vec::new();
+    let mut total = 0;
     for (replica, name) in [(&a, "a"), (&b, "b")] {
         let events = replica.telemetry();
         assert!(!events.is_empty());
         assert!(events.iter().all(|e| e["replica"] == name), "{name}: {events:?}");
+        total += events.len();
+        let dir = replica.dir.path().join("telemetry");
+        files.extend(std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()));
     }
+    let mut args = vec!["tune".to_owned(), "analyze".to_owned()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = quiver_tests::quiver(&args, &[]);
+    let (stdout, stderr) = quiver_tests::texts(&out);
+    assert!(stdout.contains(&format!("# {total} events from 2 file(s)")), "{stdout}\n{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -329,23 +340,21 @@ async fn legacy(
         .header("accept", "application/json, text/event-stream")
         .json(&body);
     if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25");
+        request =
+            request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
     }
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
-    let id = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let id =
+        response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let text = response.text().await.unwrap();
     let answer = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .chain(std::iter::once(text.as_str()))
-        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("id").is_some()));
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("id").is_some())
+        });
     (status, answer, id)
 }
 

@@ -203,7 +203,6 @@ fn is_read(model: &ToolValueModel) -> bool {
 }
 
 impl Session {
-
     /// Calls `name` with `args` (which may carry a `fields` list asking for opt-in groups) and
     /// `intent` keywords of the current turn.
     pub async fn call(
@@ -327,9 +326,10 @@ impl Session {
                                 }
                                 result
                             }
-                            Err(left) => {
-                                rate_limit_holds(rate_limit_host.as_deref().unwrap_or("the service"), left)
-                            }
+                            Err(left) => rate_limit_holds(
+                                rate_limit_host.as_deref().unwrap_or("the service"),
+                                left,
+                            ),
                         };
                         if !result.is_error {
                             // A call that changes something makes the cached reads it names
@@ -373,13 +373,12 @@ impl Session {
         };
         // A call served by a pre-fetch answers at once, like a cache hit: its own follow-ups are
         // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
-        let (started, landed) = if self.host.config().config.enrichment.enabled
-            && !prefetch_hit_or_joined
-        {
-            self.prefetch(&tool, &structured, intent).await
-        } else {
-            (0, Vec::new())
-        };
+        let (started, landed) =
+            if self.host.config().config.enrichment.enabled && !prefetch_hit_or_joined {
+                self.prefetch(&tool, &structured, intent).await
+            } else {
+                (0, Vec::new())
+            };
         let projected = project(structured, &model, &requested);
         self.record(EventKind::Call, &qualified, Some(&key), |e| {
             (e.latency_ms, e.predicted_cost_tokens) = (latency_ms, Some(predicted));

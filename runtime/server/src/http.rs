@@ -40,7 +40,9 @@ use quiver_runtime::host::Host;
 use quiver_runtime::upstream::UpstreamState;
 use quiver_runtime::PluginStatus;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use sha2::{Digest, Sha256};

@@ -25,6 +25,20 @@ pub(crate) fn rss_kb(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds (user + system) process `pid` has used so far.
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 =
+        fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    // USER_HZ is 100 on Linux.
+    ticks / 100.0
+}
+
 /// `quiver serve --http` on a free loopback port with `config` in `dir`; its MCP URL.
 pub(crate) async fn serve(
     dir: &Path,

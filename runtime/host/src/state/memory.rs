@@ -10,7 +10,7 @@ use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, SessionCache, Sto
 use quiver_core::ToolResult;
 use tokio::sync::watch;
 
-use super::{FinishFlight, Flight, FlightLease, Permit, StateStore, StateStatus, RECENT_CALLS};
+use super::{FinishFlight, Flight, FlightLease, Permit, StateStatus, StateStore, RECENT_CALLS};
 use crate::config::StateBackendKind;
 use crate::session::DEFAULT_CACHE_CAPACITY;
 use crate::speculation::HostBudgets;
@@ -100,7 +100,12 @@ impl MemoryState {
     }
 
     /// Stores in `scope`'s in-process cache.
-    pub(crate) fn put_now(&self, scope: &str, key: &CallKey, result: &ToolResult) -> Option<Stored> {
+    pub(crate) fn put_now(
+        &self,
+        scope: &str,
+        key: &CallKey,
+        result: &ToolResult,
+    ) -> Option<Stored> {
         let cache = self.cache(scope);
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.put(key, result.clone(), Instant::now())
@@ -324,7 +329,9 @@ mod tests {
         };
         let joiner = {
             let state = Arc::clone(&state);
-            tokio::spawn(async move { state.begin_read("s", &key(1), Duration::from_secs(5)).await })
+            tokio::spawn(
+                async move { state.begin_read("s", &key(1), Duration::from_secs(5)).await },
+            )
         };
         // Another scope never joins this scope's call.
         assert!(matches!(
@@ -352,7 +359,9 @@ mod tests {
         };
         let joiner = {
             let state = Arc::clone(&state);
-            tokio::spawn(async move { state.begin_read("s", &key(2), Duration::from_secs(5)).await })
+            tokio::spawn(
+                async move { state.begin_read("s", &key(2), Duration::from_secs(5)).await },
+            )
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(lease);

@@ -163,8 +163,12 @@ pub trait StateStore: Send + Sync + 'static {
     async fn available_permits(&self, host: &str) -> usize;
 
     /// The fail-fast hint that stops `key` for `caller` after `after_n` unproductive outcomes.
-    async fn should_stop(&self, caller: &str, key: &CallKey, after_n: Option<u32>)
-        -> Option<String>;
+    async fn should_stop(
+        &self,
+        caller: &str,
+        key: &CallKey,
+        after_n: Option<u32>,
+    ) -> Option<String>;
 
     /// Records that `caller` made the call `key` (its tool joins the recent calls the planner
     /// is told about) and whether it was productive (fail-fast counting).

@@ -19,14 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, Reference, Stored};
 use quiver_core::ToolResult;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, RedisResult, Script};
 use sha2::{Digest, Sha256};
 
 use super::memory::{wait_landing, MemoryState};
-use super::{Flight, FlightLease, Permit, StateStore, StateStatus, RECENT_CALLS};
+use super::{Flight, FlightLease, Permit, StateStatus, StateStore, RECENT_CALLS};
 use crate::config::{StateBackendKind, StateConfig};
 use crate::telemetry::now_ms;
 
@@ -197,7 +197,6 @@ impl RedisState {
             }),
         })
     }
-
 }
 
 impl Inner {
@@ -265,7 +264,12 @@ impl Inner {
 
     /// One permit attempt: `Some(Ok(true))` taken, `Some(Ok(false))` full, `Some(Err(left))` a
     /// rate limit holds for the credentials, `None` Redis unreachable.
-    async fn try_acquire(&self, key: &str, cooling: &str, id: &str) -> Option<Result<bool, Duration>> {
+    async fn try_acquire(
+        &self,
+        key: &str,
+        cooling: &str,
+        id: &str,
+    ) -> Option<Result<bool, Duration>> {
         let (limit, lease) = (self.per_host, self.lease_ms);
         let script = &self.scripts.acquire;
         self.run(|mut c| async move {
@@ -311,9 +315,7 @@ impl Drop for RedisPermit {
         let (inner, key, id) = (Arc::clone(&self.inner), self.key.clone(), self.id.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                inner
-                    .run(|mut c| async move { c.zrem::<_, _, i64>(&key, &id).await })
-                    .await;
+                inner.run(|mut c| async move { c.zrem::<_, _, i64>(&key, &id).await }).await;
             });
         }
     }
@@ -362,11 +364,7 @@ impl RedisState {
         let hash = call_hash(key);
         let lease_key = inner.key("l", scope, &hash);
         let landed_key = inner.key("d", scope, &hash);
-        let token = format!(
-            "{}#{}",
-            inner.replica,
-            inner.counter.fetch_add(1, Ordering::Relaxed)
-        );
+        let token = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
         let deadline = tokio::time::Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
         let mut waited = false;
@@ -452,7 +450,11 @@ impl StateStore for RedisState {
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         let shared = inner
             .run(|mut c| async move {
-                script.key(&entry).arg(ttl_ms).invoke_async::<Option<(String, u64, u64)>>(&mut c).await
+                script
+                    .key(&entry)
+                    .arg(ttl_ms)
+                    .invoke_async::<Option<(String, u64, u64)>>(&mut c)
+                    .await
             })
             .await;
         match shared {
@@ -683,9 +685,8 @@ impl StateStore for RedisState {
     async fn recent_calls(&self, caller: &str) -> Vec<String> {
         let inner = &self.inner;
         let list = format!("{}:recent:{caller}", inner.prefix);
-        let shared = inner
-            .run(|mut c| async move { c.lrange::<_, Vec<String>>(&list, 0, -1).await })
-            .await;
+        let shared =
+            inner.run(|mut c| async move { c.lrange::<_, Vec<String>>(&list, 0, -1).await }).await;
         shared.unwrap_or_else(|| inner.memory.recent_now(caller))
     }
 
