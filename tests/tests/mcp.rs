@@ -440,3 +440,40 @@ async fn a_provider_that_fails_to_start_is_logged_and_named_in_the_instructions(
     assert!(instructions.contains("unknown field `base_ur`"), "{instructions}");
     assert!(log.contains("provider `github` is not serving") && log.contains("base_ur"), "{log}");
 }
+
+/// 1000 identical reads pipelined on one connection while the first is in flight: they share
+/// its one request to GitHub, and every one gets the data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_pipelined_reads_share_one_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/7"))
+        .respond_with(json_reply(200, "issue.json").set_delay(Duration::from_millis(500)))
+        .mount(&server)
+        .await;
+    let setup = Setup::new(&server, "");
+    let client = std::sync::Arc::new(rmcp_client(&setup, "all").await);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..1000 {
+        let client = std::sync::Arc::clone(&client);
+        calls.spawn(async move {
+            let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 7});
+            client
+                .call_tool(
+                    CallToolRequestParams::new("github_get_issue")
+                        .with_arguments(arguments.as_object().unwrap().clone()),
+                )
+                .await
+                .unwrap()
+        });
+    }
+    let mut answered = 0;
+    while let Some(result) = calls.join_next().await {
+        let result = result.unwrap();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        answered += 1;
+    }
+    assert_eq!(answered, 1000);
+    let requests = server.received_requests().await.unwrap().len();
+    assert_eq!(requests, 1, "identical reads in flight made {requests} requests");
+}
