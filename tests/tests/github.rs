@@ -265,3 +265,52 @@ async fn a_token_written_in_the_config_is_used_and_never_shown() {
     assert_eq!(structured(&out)["number"], 1347);
     assert_no_token(&out);
 }
+
+/// `quiver call` goes through a session like `serve`: opt-in field groups are left out (the
+/// note on stderr says how to ask), and `--raw` gives the provider's untouched answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_goes_through_a_session_and_raw_gives_the_untouched_answer() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/pulls/1347/comments"))
+        .respond_with(json_reply(200, "pull_request_review_comments.json"))
+        .mount(&server)
+        .await;
+    let setup = Setup::new(&server, "");
+    let config = setup.config_dir.path().join("quiver.toml");
+    let plugins = setup.plugins.path().to_owned();
+    let run = move |extra: &'static [&'static str]| {
+        let (config, plugins) = (config.clone(), plugins.clone());
+        tokio::task::spawn_blocking(move || {
+            let args = r#"{"owner":"octocat","repo":"Hello-World","number":1347}"#;
+            let mut argv = vec![
+                "call",
+                "github.list_pull_request_review_comments",
+                "--args",
+                args,
+                "--config",
+                config.to_str().unwrap(),
+                "--plugins",
+                plugins.to_str().unwrap(),
+            ];
+            argv.extend_from_slice(extra);
+            quiver(&argv, &[])
+        })
+    };
+    let out = run(&[]).await.unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let trimmed: Value = serde_json::from_str(&stdout).unwrap();
+    let comments = trimmed["comments"].as_array().unwrap();
+    assert!(!comments.is_empty() && comments.iter().all(|c| c.get("diff_hunk").is_none()));
+    assert!(stderr.contains("diff_hunk"), "the note says how to ask for it: {stderr}");
+
+    let out = run(&["--raw"]).await.unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let raw: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        raw["comments"].as_array().unwrap().iter().all(|c| c.get("diff_hunk").is_some()),
+        "{raw}"
+    );
+}

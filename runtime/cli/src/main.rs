@@ -50,6 +50,9 @@ enum Command {
     #[command(subcommand)]
     Tools(ToolsCommand),
     /// Call a tool and print its result.
+    /// Call a tool through a session, as `serve` does: response projection by field groups
+    /// (`"fields": [...]` in --args asks for more), size caps, fail-fast, telemetry, and with
+    /// `[state] backend = "redis"` the shared cache.
     Call {
         /// Qualified tool name, e.g. github.get_issue.
         name: String,
@@ -62,6 +65,9 @@ enum Command {
         /// Print the whole result (content, structured value, metadata) as JSON.
         #[arg(long)]
         json: bool,
+        /// The provider's untouched answer: no session, no cache, no projection.
+        #[arg(long)]
+        raw: bool,
     },
     /// Check the setup: config, plugins directory, providers and their tokens (never printed).
     Doctor,
@@ -246,8 +252,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plugins => plugins(&host),
         Command::Tools(ToolsCommand::List { json }) => tools_list(&host, json),
         Command::Tools(ToolsCommand::Show { name, json }) => tools_show(&host, &name, json),
-        Command::Call { name, args, timeout_ms, json } => {
-            call(&host, &name, &args, timeout_ms, json)
+        Command::Call { name, args, timeout_ms, json, raw } => {
+            call(host, &name, &args, timeout_ms, json, raw)
         }
         Command::Doctor => doctor(&host),
         Command::Enrich(args) => enrich_cli::enrich(&host, args),
@@ -456,11 +462,12 @@ fn flatten(value: &Value) -> Vec<(String, Value)> {
 }
 
 fn call(
-    host: &Host,
+    host: Host,
     name: &str,
     args: &str,
     timeout_ms: Option<u64>,
     json: bool,
+    raw: bool,
 ) -> anyhow::Result<ExitCode> {
     let args: Value = serde_json::from_str(args).map_err(|e| {
         UsageError(format!(
@@ -471,13 +478,36 @@ fn call(
         return Err(UsageError(format!("--args must be a JSON object, got {args}")).into());
     }
     let timeout = timeout_ms.map(Duration::from_millis);
-    let result = runtime()?.block_on(host.call(name, args, timeout, "cli", None));
+    let result = if raw {
+        runtime()?.block_on(host.call(name, args, timeout, "cli", None))
+    } else {
+        let mut session = quiver_runtime::Session::new(std::sync::Arc::new(host), "cli")
+            // A terminal has no earlier answer to point back to: a repeat shows the data.
+            .repeats_as_data();
+        if let Some(timeout) = timeout {
+            session = session.with_timeout(timeout);
+        }
+        runtime()?.block_on(async {
+            let (result, _) = session.call(name, args, &[]).await;
+            session.shutdown().await;
+            result
+        })
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else if !result.is_error {
         // Models get compact JSON; people at a terminal get it indented.
         match &result.structured {
-            Some(value) => println!("{}", serde_json::to_string_pretty(value)?),
+            Some(value) => {
+                println!("{}", serde_json::to_string_pretty(value)?);
+                // What the session says about the result (what was left out and how to ask
+                // for it, a cached repeat) goes to stderr, beside the data.
+                for note in result.content.iter().skip(1) {
+                    if let quiver_core::Content::Text { text } = note {
+                        eprintln!("{text}");
+                    }
+                }
+            }
             None => println!("{}", result.text_content()),
         }
     }
