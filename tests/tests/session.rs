@@ -461,3 +461,35 @@ async fn sessions_of_one_credential_share_reads_in_flight_and_a_rate_limit_they_
     assert!(!other_credentials.is_error, "another credential's budget: {other_credentials:?}");
     assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeat_carries_the_data_for_programs_and_fresh_asks_the_service_again() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(reply(200, "issue.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let host = host(
+        &server,
+        plugins.path(),
+        "[tools.\"github.get_issue\"]\ncost_model = { freshness_ttl_s = 300 }\n",
+    );
+    let session = Session::new(Arc::clone(&host), "programs");
+    let issue = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let (first, _) = session.call("github.get_issue", issue.clone(), &[]).await;
+    let (repeat, effects) = session.call("github.get_issue", issue.clone(), &[]).await;
+    assert!(effects.cache_hit);
+    assert!(repeat.text_content().starts_with("same result as r1"), "the model reads a reference");
+    assert_eq!(repeat.structured, first.structured, "a program reads the same data as the first time");
+
+    let mut fresh = issue.clone();
+    fresh["_fresh"] = json!(true);
+    let (refetched, effects) = session.call("github.get_issue", fresh, &[]).await;
+    assert!(!effects.cache_hit && !refetched.is_error, "{refetched:?}");
+    assert_eq!(refetched.structured.as_ref().unwrap()["title"], "Found a bug");
+    assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
+    let posted = server.received_requests().await.unwrap();
+    assert!(posted.iter().all(|r| !r.url.as_str().contains("_fresh")), "control arguments stay");
+}

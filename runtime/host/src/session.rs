@@ -43,6 +43,9 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 256;
 /// How often a call waiting for its pre-fetch looks at its cancellation flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
+/// The control argument that bypasses the cache (`"_fresh": true`).
+pub const FRESH_ARGUMENT: &str = "_fresh";
+
 /// Tokens per KiB for predictions in telemetry: the planner's default.
 const TOKENS_PER_KB: f64 = 256.0;
 
@@ -252,8 +255,12 @@ impl Session {
             return (result, CallEffects { stopped: true, ..CallEffects::default() });
         }
         let ttl = ttl_of(&model);
-        let mut hit = state.cache_get(&self.scope, &key, ttl).await;
+        // `"_fresh": true` asks the service itself: no cached result, no call already in flight.
+        let fresh = args.get(FRESH_ARGUMENT) == Some(&Value::Bool(true));
+        let mut hit =
+            if fresh { None } else { state.cache_get(&self.scope, &key, ttl).await };
         let landed_meanwhile = hit.is_none()
+            && !fresh
             && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);
         if landed_meanwhile {
             // A pre-fetch landed between the look-up and now: its result is in the cache.
@@ -269,6 +276,8 @@ impl Session {
             } else if let Some(hit) = hit {
                 drop(prefetched);
                 return self.repeat(&qualified, &key, &model, &args, intent, &hit);
+            } else if fresh {
+                None
             } else {
                 prefetched.joinable(&key)
             }
@@ -285,7 +294,7 @@ impl Session {
             None => {
                 // Identical reads in flight — of any session of this scope, on any replica —
                 // make one request; the others wait for its result.
-                let flight = if is_read(&model) {
+                let flight = if is_read(&model) && !fresh {
                     let limit = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
                     state.begin_read(&self.scope, &key, limit).await
                 } else {
@@ -504,8 +513,14 @@ impl Session {
             });
             return (result, effects);
         }
-        let result = ToolResult::text(hit.hint())
+        // The model reads the short reference; a program reading the structured value gets the
+        // data, projected as the first answer was, so it conforms to the tool's output schema.
+        let schema = self.host.tool(qualified).map(|t| t.spec.input_schema.clone());
+        let requested = Requested::from_arguments(args, schema.as_ref(), intent.to_vec());
+        let mut result = ToolResult::text(hit.hint())
             .with_metadata("cached_ref", json!(hit.reference.to_string()));
+        result.structured =
+            hit.result.structured.clone().map(|s| project(s, model, &requested).value);
         let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
         let after = estimate_tokens(&Value::String(result.text_content()));
         self.record(EventKind::Call, qualified, Some(key), |e| {
