@@ -477,3 +477,85 @@ async fn identical_pipelined_reads_share_one_request() {
     let requests = server.received_requests().await.unwrap().len();
     assert_eq!(requests, 1, "identical reads in flight made {requests} requests");
 }
+
+/// A hostile client on stdio: every malformed request gets exactly one JSON-RPC error, with its
+/// id where it has one, an unknown tool is `-32602` with the closest names, and the server keeps
+/// serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_malformed_request_gets_one_answer_and_the_server_keeps_serving() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "");
+    let mut child = std::process::Command::new(quiver_bin())
+        .args(setup.serve_args("all"))
+        .current_dir(setup.dir.path())
+        .envs(setup.env())
+        .env_remove("QUIVER_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn quiver serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(value) = serde_json::from_str(&line) {
+                let _ = lines_tx.send(value);
+            }
+        }
+    });
+    let mut send = |line: &str| {
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = || lines_rx.recv_timeout(Duration::from_secs(20)).expect("an answer");
+    send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"hostile","version":"1"}}}"#,
+    );
+    assert_eq!(next()["id"], 0);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    let cases: [(&str, i64, Value); 6] = [
+        ("{this is not json", -32700, Value::Null),
+        (r#"[{"jsonrpc":"2.0","id":10,"method":"tools/list"}]"#, -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":11,"method":5}"#, -32600, json!(11)),
+        (
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/list","params":"a string"}"#,
+            -32602,
+            json!(12),
+        ),
+        (r#"{"jsonrpc":"1.0","id":13,"method":"tools/list"}"#, -32600, json!(13)),
+        (
+            r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":123}}"#,
+            -32602,
+            json!(14),
+        ),
+    ];
+    for (line, code, id) in cases {
+        send(line);
+        let answer = next();
+        assert_eq!(answer["error"]["code"], code, "{line}: {answer}");
+        assert_eq!(answer["id"], id, "{line}: {answer}");
+    }
+    send(
+        r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"github_get_isue","arguments":{}}}"#,
+    );
+    let unknown = next();
+    assert_eq!(unknown["id"], 15, "{unknown}");
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let message = unknown["error"]["message"].as_str().unwrap();
+    assert!(message.contains("github_get_issue"), "did you mean: {message}");
+
+    // Still serving, one answer per request.
+    send(r#"{"jsonrpc":"2.0","id":16,"method":"tools/list"}"#);
+    let listed = next();
+    assert_eq!(listed["id"], 16);
+    assert!(listed["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{listed}");
+    assert!(lines_rx.recv_timeout(Duration::from_millis(300)).is_err(), "no second answer");
+    drop(send);
+    let _ = child.kill();
+    let _ = child.wait();
+}

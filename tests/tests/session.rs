@@ -482,7 +482,10 @@ async fn a_repeat_carries_the_data_for_programs_and_fresh_asks_the_service_again
     let (repeat, effects) = session.call("github.get_issue", issue.clone(), &[]).await;
     assert!(effects.cache_hit);
     assert!(repeat.text_content().starts_with("same result as r1"), "the model reads a reference");
-    assert_eq!(repeat.structured, first.structured, "a program reads the same data as the first time");
+    assert_eq!(
+        repeat.structured, first.structured,
+        "a program reads the same data as the first time"
+    );
 
     let mut fresh = issue.clone();
     fresh["_fresh"] = json!(true);

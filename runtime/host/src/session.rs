@@ -257,8 +257,7 @@ impl Session {
         let ttl = ttl_of(&model);
         // `"_fresh": true` asks the service itself: no cached result, no call already in flight.
         let fresh = args.get(FRESH_ARGUMENT) == Some(&Value::Bool(true));
-        let mut hit =
-            if fresh { None } else { state.cache_get(&self.scope, &key, ttl).await };
+        let mut hit = if fresh { None } else { state.cache_get(&self.scope, &key, ttl).await };
         let landed_meanwhile = hit.is_none()
             && !fresh
             && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);

@@ -32,6 +32,7 @@ pub mod modes;
 pub mod oauth;
 pub mod policy;
 pub mod server;
+mod stdio_guard;
 
 pub use catalog::{Bundle, Catalog, ExposedTool};
 pub use http::{key_sha256, serve_http};

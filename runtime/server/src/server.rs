@@ -324,6 +324,30 @@ impl QuiverServer {
             .collect()
     }
 
+    /// Why `name` is no tool this caller may call directly, when it is none: not an escape hatch
+    /// of the mode, not in their catalog, and not the tool of an upstream that is down (which
+    /// gets its own answer).
+    fn unknown_tool(&self, name: &str, context: &RequestContext<RoleServer>) -> Option<String> {
+        let mode = self.mode_for(Some(context));
+        let hatch = matches!(
+            (mode, name),
+            (ServeMode::Search, FIND_TOOLS | CALL_TOOL) | (ServeMode::Dynamic, LOAD_TOOLS)
+        );
+        if hatch {
+            return None;
+        }
+        let view = self.view(identity(context).as_ref());
+        let catalog = view.catalog(&self.inner);
+        if catalog.get(name).is_some() {
+            return None;
+        }
+        let down = self.inner.host.upstream_reports().into_iter().any(|r| {
+            name.strip_prefix(r.name.as_str()).is_some_and(|rest| rest.starts_with(['_', '.']))
+                && r.state != quiver_runtime::upstream::UpstreamState::Ready
+        });
+        (!down).then(|| unknown_tool_message(&catalog, name, self.listing().mode()))
+    }
+
     async fn call(
         &self,
         name: &str,
@@ -593,6 +617,10 @@ impl ServerHandler for QuiverServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.unwrap_or_default();
+        if let Some(unknown) = self.unknown_tool(&request.name, &context) {
+            // A protocol error (the MCP spec's answer to an unknown tool), with the closest names.
+            return Err(McpError::invalid_params(unknown, None));
+        }
         Ok(self.call(&request.name, arguments, &context).await.into())
     }
 }
@@ -601,7 +629,9 @@ impl ServerHandler for QuiverServer {
 pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Result<()> {
     let session_id = format!("{}{}", escape::SESSION_PREFIX, std::process::id());
     let server = QuiverServer::new(host, &options, session_id)?;
-    let running = server.clone().serve(rmcp::transport::stdio()).await?;
+    // Every request gets one answer, malformed ones included (see `stdio_guard`).
+    let transport = crate::stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
+    let running = server.clone().serve(transport).await?;
     tracing::info!("serving MCP on stdio");
     let watcher = tokio::spawn(follow_upstream_changes(server.clone(), running.peer().clone()));
     let ended = running.waiting().await;

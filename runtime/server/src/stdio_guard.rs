@@ -1,0 +1,212 @@
+//! What stands between stdin/stdout and the MCP service on stdio, so that every JSON-RPC
+//! request gets exactly one answer: a line that is not JSON gets `-32700`; a batch, a message
+//! that is not a JSON-RPC 2.0 request, notification or response, or a method that is not a string
+//! gets `-32600`; `params` that are not an object (or a `tools/call` without a string `name`, or
+//! with `arguments` that are not an object) get `-32602` — each with the request's `id` when it
+//! has a usable one, else `null` (JSON-RPC 2.0 §5). Notifications never get an answer. Every other
+//! line goes to the service unchanged, and every line either writes goes out whole.
+//!
+//! rmcp itself ignores unparsable lines (to avoid error storms between two peers answering each
+//! other's garbage); a server answering a client is not at risk of that, and a client waiting on
+//! an id it will never hear about is worse.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Lines waiting for stdout; past it, the service and the guard wait for the client to read.
+const OUTGOING_LINES: usize = 64;
+/// Bytes in flight between the guard and the service in each direction.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// An error answer, or `None` when the line is to be passed on (or is a notification, which
+/// gets no answer even when it is malformed).
+pub(crate) fn check(line: &str) -> Option<Value> {
+    let message: Value = match serde_json::from_str(line) {
+        Ok(message) => message,
+        Err(e) => return Some(error(Value::Null, -32700, &format!("Parse error: {e}"))),
+    };
+    let Value::Object(fields) = &message else {
+        let why = if message.is_array() {
+            "Invalid Request: batches are not part of MCP; send one request per message"
+        } else {
+            "Invalid Request: a message is a JSON object"
+        };
+        return Some(error(Value::Null, -32600, why));
+    };
+    let id = match fields.get("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id.clone()),
+        Some(_) => {
+            return Some(error(
+                Value::Null,
+                -32600,
+                "Invalid Request: `id` is a string or a number",
+            ))
+        }
+    };
+    let answer = |code: i64, why: &str| id.clone().map(|id| error(id, code, why));
+    if fields.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        let why = "Invalid Request: `jsonrpc` must be \"2.0\"";
+        return match (&id, fields.contains_key("method")) {
+            (Some(id), _) => Some(error(id.clone(), -32600, why)),
+            // A notification: no answer, even to say it is malformed.
+            (None, true) => None,
+            (None, false) => Some(error(Value::Null, -32600, why)),
+        };
+    }
+    let Some(method) = fields.get("method") else {
+        // A response to one of the server's requests.
+        if id.is_some() && (fields.contains_key("result") || fields.contains_key("error")) {
+            return None;
+        }
+        return Some(error(
+            id.unwrap_or(Value::Null),
+            -32600,
+            "Invalid Request: neither a request (`method`) nor a response (`result` or `error`)",
+        ));
+    };
+    let Some(method) = method.as_str() else {
+        return answer(-32600, "Invalid Request: `method` must be a string");
+    };
+    match fields.get("params") {
+        None | Some(Value::Object(_)) => {}
+        Some(_) => return answer(-32602, "Invalid params: `params` must be an object"),
+    }
+    if method == "tools/call" {
+        let params = fields.get("params");
+        if params.and_then(|p| p.get("name")).and_then(Value::as_str).is_none() {
+            return answer(-32602, "Invalid params: tools/call needs `name`, a string");
+        }
+        match params.and_then(|p| p.get("arguments")) {
+            None | Some(Value::Object(_) | Value::Null) => {}
+            Some(_) => return answer(-32602, "Invalid params: `arguments` must be an object"),
+        }
+    }
+    None
+}
+
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The service's side of the guard: what it reads (checked client lines) and where it writes.
+pub(crate) fn guard<R, W>(
+    input: R,
+    output: W,
+) -> (impl AsyncRead + Send + Unpin + 'static, impl AsyncWrite + Send + Unpin + 'static)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (service_reads, mut to_service) = tokio::io::duplex(PIPE_BYTES);
+    let (from_service, service_writes) = tokio::io::duplex(PIPE_BYTES);
+    let (outgoing, mut lines) = mpsc::channel::<Vec<u8>>(OUTGOING_LINES);
+
+    // stdout: whole lines, from the service and from the guard, in the order they come.
+    tokio::spawn(async move {
+        let mut output = output;
+        while let Some(line) = lines.recv().await {
+            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    // The service's answers, line by line.
+    let answers = outgoing.clone();
+    tokio::spawn(async move {
+        let mut from_service = BufReader::new(from_service);
+        loop {
+            let mut line = Vec::new();
+            match from_service.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if answers.send(line).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    // stdin: checked; errors answered here, the rest passed on.
+    tokio::spawn(async move {
+        let mut input = BufReader::new(input);
+        loop {
+            let mut line = Vec::new();
+            match input.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&line);
+            let trimmed = text.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            match check(trimmed) {
+                Some(answer) => {
+                    let mut reply = answer.to_string().into_bytes();
+                    reply.push(b'\n');
+                    if outgoing.send(reply).await.is_err() {
+                        break;
+                    }
+                }
+                None => {
+                    if !line.ends_with(b"\n") {
+                        line.push(b'\n');
+                    }
+                    if to_service.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        // The client is gone: the service sees the end of its input.
+        let _ = to_service.shutdown().await;
+    });
+    (service_reads, service_writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(line: &str) -> Option<(i64, Value)> {
+        check(line).map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()))
+    }
+
+    #[test]
+    fn every_malformed_request_is_answered_with_its_code_and_id() {
+        assert_eq!(code("{not json"), Some((-32700, Value::Null)));
+        assert_eq!(
+            code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            Some((-32600, Value::Null))
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":2,"method":5}"#), Some((-32600, json!(2))));
+        assert_eq!(code(r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#), Some((-32600, json!(3))));
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":"4","method":"tools/list","params":"a string"}"#),
+            Some((-32602, json!("4")))
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":123}}"#),
+            Some((-32602, json!(5)))
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":[6],"method":"ping"}"#),
+            Some((-32600, Value::Null))
+        );
+    }
+
+    #[test]
+    fn good_messages_and_malformed_notifications_pass_without_an_answer() {
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#),
+            None
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","method":5}"#), None, "a notification gets no answer");
+        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"x","params":3}"#), None);
+    }
+}
