@@ -559,3 +559,88 @@ async fn every_malformed_request_gets_one_answer_and_the_server_keeps_serving() 
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A client that sends 3000 `tools/list` (all five providers: about 150 KB each) and does not read the answers: the server stops reading
+/// it instead of buffering answers without bound, and once the client reads, every request it
+/// got through is answered, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_not_read_either_and_loses_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let server = fake_github().await;
+    let setup = Setup::with_plugins(&ALL_PROVIDERS, &server.uri(), "");
+    let mut child = std::process::Command::new(quiver_bin())
+        .args(setup.serve_args("all"))
+        .current_dir(setup.dir.path())
+        .envs(setup.env())
+        .env_remove("QUIVER_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn quiver serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\
+              \"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"flood\",\"version\":\"1\"}}}\n\
+              {\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        )
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":0"), "{line}");
+
+    const FLOOD: usize = 3000;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&sent);
+    std::thread::spawn(move || {
+        for id in 1..=FLOOD {
+            if stopped.load(Ordering::SeqCst) {
+                // Dropping stdin ends the server's input.
+                return;
+            }
+            let request =
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n");
+            if stdin.write_all(request.as_bytes()).and_then(|()| stdin.flush()).is_err() {
+                return;
+            }
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let rss_mb = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
+        })
+        .unwrap()
+        / 1024;
+    let through = sent.load(Ordering::SeqCst);
+    assert!(through < FLOOD, "the server kept reading a client that reads nothing");
+    assert!(rss_mb < 400, "memory grew to {rss_mb} MB with {through} requests unanswered");
+
+    // The client stops sending and reads: every request it got through is answered, in full,
+    // once, and then the server ends with its input.
+    stop.store(true, Ordering::SeqCst);
+    let mut ids = std::collections::BTreeSet::new();
+    loop {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert!(answer["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{line}");
+        assert!(ids.insert(answer["id"].as_u64().unwrap()), "answered twice: {}", answer["id"]);
+    }
+    assert_eq!(ids.len(), sent.load(Ordering::SeqCst), "every request sent was answered");
+    let _ = child.kill();
+    let _ = child.wait();
+}

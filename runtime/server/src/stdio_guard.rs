@@ -9,15 +9,88 @@
 //! rmcp itself ignores unparsable lines (to avoid error storms between two peers answering each
 //! other's garbage); a server answering a client is not at risk of that, and a client waiting on
 //! an id it will never hear about is worse.
+//!
+//! It also applies backpressure: at most [`MAX_IN_FLIGHT`] requests are with the service at once
+//! (a request leaves when its answer goes out, or when the client cancels it), and answers wait
+//! in a bounded queue for stdout. A client that sends requests and never reads its answers stops
+//! being read; memory stays bounded whatever it does.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde::de::IgnoredAny;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 /// Lines waiting for stdout; past it, the service and the guard wait for the client to read.
 const OUTGOING_LINES: usize = 64;
 /// Bytes in flight between the guard and the service in each direction.
 const PIPE_BYTES: usize = 256 * 1024;
+/// Client requests the service works on at once; more wait, unread, in stdin.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+/// How long requests in flight may still be answered after the client closes stdin.
+const DRAIN_AT_END: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the guard makes of a line from the client.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Checked {
+    /// Malformed: this answer goes back, the line goes no further.
+    Answer(Value),
+    /// A malformed notification: dropped without an answer.
+    Drop,
+    /// For the service. `request`: the id of a request (it will be answered); `cancels`: the
+    /// id a `notifications/cancelled` gives up on.
+    Pass { request: Option<String>, cancels: Option<String> },
+}
+
+/// [`check`], and what passing lines mean for the requests in flight.
+pub(crate) fn classify(line: &str) -> Checked {
+    if let Some(answer) = check(line) {
+        return Checked::Answer(answer);
+    }
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(line) else {
+        return Checked::Drop;
+    };
+    let method = fields.get("method").and_then(Value::as_str);
+    if method.is_none() && fields.contains_key("method") {
+        return Checked::Drop;
+    }
+    let request = method.and(fields.get("id")).map(Value::to_string);
+    let cancels = (method == Some("notifications/cancelled"))
+        .then(|| fields.get("params")?.get("requestId").map(Value::to_string))
+        .flatten();
+    Checked::Pass { request, cancels }
+}
+
+/// The id of an answer the service wrote (a line with an `id` and no `method`).
+fn answer_id(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<Value>,
+        method: Option<IgnoredAny>,
+    }
+    let probe: Probe = serde_json::from_slice(line).ok()?;
+    match (probe.id, probe.method) {
+        (Some(id), None) => Some(id.to_string()),
+        _ => None,
+    }
+}
+
+/// The client requests the service has not answered yet, and the permits that bound them.
+struct InFlight {
+    ids: Mutex<HashSet<String>>,
+    permits: Semaphore,
+}
+
+impl InFlight {
+    /// The request `id` is answered or cancelled: its place is free.
+    fn done(&self, id: &str) {
+        if self.ids.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+            self.permits.add_permits(1);
+        }
+    }
+}
 
 /// An error answer, or `None` when the line is to be passed on (or is a notification, which
 /// gets no answer even when it is malformed).
@@ -102,6 +175,10 @@ where
     let (service_reads, mut to_service) = tokio::io::duplex(PIPE_BYTES);
     let (from_service, service_writes) = tokio::io::duplex(PIPE_BYTES);
     let (outgoing, mut lines) = mpsc::channel::<Vec<u8>>(OUTGOING_LINES);
+    let in_flight = Arc::new(InFlight {
+        ids: Mutex::new(HashSet::new()),
+        permits: Semaphore::new(MAX_IN_FLIGHT),
+    });
 
     // stdout: whole lines, from the service and from the guard, in the order they come.
     tokio::spawn(async move {
@@ -114,6 +191,7 @@ where
     });
     // The service's answers, line by line.
     let answers = outgoing.clone();
+    let answered = Arc::clone(&in_flight);
     tokio::spawn(async move {
         let mut from_service = BufReader::new(from_service);
         loop {
@@ -121,8 +199,13 @@ where
             match from_service.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {
+                    let id = answer_id(&line);
                     if answers.send(line).await.is_err() {
                         return;
+                    }
+                    // Queued for stdout: the next request may go in.
+                    if let Some(id) = id {
+                        answered.done(&id);
                     }
                 }
             }
@@ -142,15 +225,25 @@ where
             if trimmed.is_empty() {
                 continue;
             }
-            match check(trimmed) {
-                Some(answer) => {
+            match classify(trimmed) {
+                Checked::Answer(answer) => {
                     let mut reply = answer.to_string().into_bytes();
                     reply.push(b'\n');
                     if outgoing.send(reply).await.is_err() {
                         break;
                     }
                 }
-                None => {
+                Checked::Drop => {}
+                Checked::Pass { request, cancels } => {
+                    if let Some(id) = cancels {
+                        in_flight.done(&id);
+                    }
+                    if let Some(id) = request {
+                        // Full: stop reading stdin until an answer goes out.
+                        let Ok(permit) = in_flight.permits.acquire().await else { break };
+                        permit.forget();
+                        in_flight.ids.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+                    }
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
                     }
@@ -160,7 +253,10 @@ where
                 }
             }
         }
-        // The client is gone: the service sees the end of its input.
+        // The client has said all it will: its requests in flight are answered (for a while)
+        // before the service sees the end of its input and stops.
+        let all = u32::try_from(MAX_IN_FLIGHT).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(DRAIN_AT_END, in_flight.permits.acquire_many(all)).await;
         let _ = to_service.shutdown().await;
     });
     (service_reads, service_writes)
@@ -195,6 +291,19 @@ mod tests {
             code(r#"{"jsonrpc":"2.0","id":[6],"method":"ping"}"#),
             Some((-32600, Value::Null))
         );
+    }
+
+    #[test]
+    fn requests_and_cancellations_are_told_apart() {
+        let request = classify(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+        assert_eq!(request, Checked::Pass { request: Some("7".into()), cancels: None });
+        let cancel = classify(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#,
+        );
+        assert_eq!(cancel, Checked::Pass { request: None, cancels: Some("\"a\"".into()) });
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#), Some("7".into()));
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
+        assert_eq!(classify(r#"{"jsonrpc":"2.0","method":5}"#), Checked::Drop);
     }
 
     #[test]
