@@ -106,7 +106,7 @@ impl SecretMask {
             }
         }
         // Longest first, so a form that contains another is masked whole.
-        self.needles.sort_by(|a, b| b.text.len().cmp(&a.text.len()));
+        self.needles.sort_by_key(|n| std::cmp::Reverse(n.text.len()));
     }
 
     /// Adds every credential of `other`.
@@ -116,7 +116,7 @@ impl SecretMask {
                 self.needles.push(needle.clone());
             }
         }
-        self.needles.sort_by(|a, b| b.text.len().cmp(&a.text.len()));
+        self.needles.sort_by_key(|n| std::cmp::Reverse(n.text.len()));
     }
 
     /// Whether no credential is registered (echoed headers are still masked).

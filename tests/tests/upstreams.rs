@@ -154,10 +154,13 @@ fn faults(mode: &str, extra: &str) -> String {
     )
 }
 
+/// Progress notifications received: progress and message.
+type ProgressSeen = Arc<Mutex<Vec<(f64, Option<String>)>>>;
+
 /// What the client was sent besides replies.
 #[derive(Clone, Default)]
 struct Seen {
-    progress: Arc<Mutex<Vec<(f64, Option<String>)>>>,
+    progress: ProgressSeen,
     list_changed: Arc<AtomicUsize>,
 }
 

@@ -274,7 +274,8 @@ impl Session {
                 None
             } else if let Some(hit) = hit {
                 drop(prefetched);
-                return self.repeat(&qualified, &key, &model, &args, intent, &hit);
+                let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
+                return self.repeat(&qualified, &key, &model, &requested, &hit);
             } else if fresh {
                 None
             } else {
@@ -481,17 +482,14 @@ impl Session {
         qualified: &str,
         key: &CallKey,
         model: &ToolValueModel,
-        args: &Value,
-        intent: &[String],
+        requested: &Requested,
         hit: &quiver_core::session_cache::Hit,
     ) -> (ToolResult, CallEffects) {
         let effects = CallEffects { cache_hit: true, ..CallEffects::default() };
         if self.repeats_as_data {
-            let schema = self.host.tool(qualified).map(|t| t.spec.input_schema.clone());
-            let requested = Requested::from_arguments(args, schema.as_ref(), intent.to_vec());
             let result = match hit.result.structured.clone() {
                 Some(structured) => {
-                    let projected = project(structured, model, &requested);
+                    let projected = project(structured, model, requested);
                     let mut result = ToolResult::from_json(projected.value);
                     result.content.push(Content::Text {
                         text: format!(
@@ -514,12 +512,10 @@ impl Session {
         }
         // The model reads the short reference; a program reading the structured value gets the
         // data, projected as the first answer was, so it conforms to the tool's output schema.
-        let schema = self.host.tool(qualified).map(|t| t.spec.input_schema.clone());
-        let requested = Requested::from_arguments(args, schema.as_ref(), intent.to_vec());
         let mut result = ToolResult::text(hit.hint())
             .with_metadata("cached_ref", json!(hit.reference.to_string()));
         result.structured =
-            hit.result.structured.clone().map(|s| project(s, model, &requested).value);
+            hit.result.structured.clone().map(|s| project(s, model, requested).value);
         let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
         let after = estimate_tokens(&Value::String(result.text_content()));
         self.record(EventKind::Call, qualified, Some(key), |e| {

@@ -630,13 +630,17 @@ pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Resu
     let session_id = format!("{}{}", escape::SESSION_PREFIX, std::process::id());
     let server = QuiverServer::new(host, &options, session_id)?;
     // Every request gets one answer, malformed ones included (see `stdio_guard`).
-    let transport = crate::stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
-    let running = server.clone().serve(transport).await?;
+    let (reads, writes, written) =
+        crate::stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
+    let running = server.clone().serve((reads, writes)).await?;
     tracing::info!("serving MCP on stdio");
     let watcher = tokio::spawn(follow_upstream_changes(server.clone(), running.peer().clone()));
     let ended = running.waiting().await;
     watcher.abort();
     server.shutdown().await;
+    // The last answers reach stdout before the process ends (a client that stopped reading
+    // does not hold the exit for long).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), written).await;
     ended?;
     Ok(())
 }

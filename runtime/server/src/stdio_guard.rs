@@ -163,11 +163,17 @@ fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-/// The service's side of the guard: what it reads (checked client lines) and where it writes.
+/// The service's side of the guard: what it reads (checked client lines), where it writes, and
+/// a task that ends once every answer has been written out (wait for it before exiting, or the
+/// last answers are cut off).
 pub(crate) fn guard<R, W>(
     input: R,
     output: W,
-) -> (impl AsyncRead + Send + Unpin + 'static, impl AsyncWrite + Send + Unpin + 'static)
+) -> (
+    impl AsyncRead + Send + Unpin + 'static,
+    impl AsyncWrite + Send + Unpin + 'static,
+    tokio::task::JoinHandle<()>,
+)
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -181,7 +187,7 @@ where
     });
 
     // stdout: whole lines, from the service and from the guard, in the order they come.
-    tokio::spawn(async move {
+    let written = tokio::spawn(async move {
         let mut output = output;
         while let Some(line) = lines.recv().await {
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
@@ -259,7 +265,7 @@ where
         let _ = tokio::time::timeout(DRAIN_AT_END, in_flight.permits.acquire_many(all)).await;
         let _ = to_service.shutdown().await;
     });
-    (service_reads, service_writes)
+    (service_reads, service_writes, written)
 }
 
 #[cfg(test)]

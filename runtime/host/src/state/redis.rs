@@ -226,12 +226,34 @@ impl Inner {
                     )
                 })
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| Unreachable(e.to_string()))?
                 .clone();
-            op(connection).await.map_err(|e| e.to_string())
+            match op(connection).await {
+                Ok(value) => Ok(value),
+                // Redis answered, with an error (a script or type error): not an outage.
+                Err(e)
+                    if !(e.is_io_error()
+                        || e.is_connection_dropped()
+                        || e.is_connection_refusal()
+                        || e.is_timeout()) =>
+                {
+                    Err(Answered(e.to_string()))
+                }
+                Err(e) => Err(Unreachable(e.to_string())),
+            }
         })
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {} ms", self.timeout.as_millis())));
+        .unwrap_or_else(|_| {
+            Err(Unreachable(format!("no answer within {} ms", self.timeout.as_millis())))
+        });
+        let outcome = match outcome {
+            Err(Answered(error)) => {
+                tracing::warn!(replica = %self.replica, "Redis refused an operation: {error}");
+                return None;
+            }
+            Err(Unreachable(error)) => Err(error),
+            Ok(value) => Ok(value),
+        };
         match outcome {
             Ok(value) => {
                 self.retry_at.store(0, Ordering::SeqCst);
@@ -290,6 +312,15 @@ impl Inner {
         .await
     }
 }
+
+/// Why an operation came back without a value.
+enum Failure {
+    /// Redis answered with an error.
+    Answered(String),
+    /// Redis did not answer: an outage.
+    Unreachable(String),
+}
+use Failure::{Answered, Unreachable};
 
 fn call_hash(key: &CallKey) -> String {
     let digest = Sha256::digest(key.to_string().as_bytes());
