@@ -21,7 +21,7 @@ use wiremock::{Mock, MockServer};
 
 #[path = "common/load.rs"]
 mod load;
-use load::{percentile, rss_kb, run_loops};
+use load::{cpu_seconds, percentile, rss_kb, run_loops};
 
 const SESSIONS: usize = 200;
 const GITHUB_LATENCY: Duration = Duration::from_millis(50);
@@ -81,6 +81,7 @@ async fn load(run: Duration) {
     })
     .await;
     let (rss, peak) = (rss_kb(quiver.id(), "VmRSS:"), rss_kb(quiver.id(), "VmHWM:"));
+    let cpu = cpu_seconds(quiver.id());
     let _ = quiver.kill();
     let _ = quiver.wait();
 
@@ -102,6 +103,10 @@ async fn load(run: Duration) {
         q99.saturating_sub(b99)
     );
     eprintln!("http_load: quiver RSS {} MB at the end, {} MB peak", rss / 1024, peak / 1024);
+    eprintln!(
+        "http_load: quiver CPU {:.3} ms per call",
+        cpu * 1000.0 / through.latencies.len().max(1) as f64
+    );
     assert_eq!(answered, through.sent, "every request is answered exactly once");
     assert_eq!(through.errors, 0, "no call failed");
 }

@@ -24,7 +24,24 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
-fn summary(mut times: Vec<Duration>) -> (Duration, Duration) {
+/// p50 and p99.
+type Percentiles = (Duration, Duration);
+
+/// One backend's cases: the provider call alone, a session miss, a session hit.
+struct Row {
+    direct: Percentiles,
+    miss: Percentiles,
+    hit: Percentiles,
+}
+
+impl Row {
+    /// What the session adds to the provider call on a miss.
+    fn added(&self) -> Percentiles {
+        (self.miss.0.saturating_sub(self.direct.0), self.miss.1.saturating_sub(self.direct.1))
+    }
+}
+
+fn summary(mut times: Vec<Duration>) -> Percentiles {
     times.sort();
     (percentile(&times, 0.5), percentile(&times, 0.99))
 }
@@ -74,7 +91,7 @@ async fn bench(calls: u64) {
     let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
     let issue = |n: u64| json!({"owner": "octocat", "repo": "Hello-World", "number": n});
 
-    println!("state_backend: {calls} calls per case; p50 / p99");
+    eprintln!("state_backend: {calls} calls per case; p50 / p99");
     let mut rows = Vec::new();
     for backend in ["memory", "redis"] {
         let text = format!(
@@ -122,37 +139,34 @@ async fn bench(calls: u64) {
         let per_hit = (redis_commands(&redis) - commands) as f64 / calls as f64;
         let bytes_hit = (redis_bytes(&redis) - bytes) as f64 / calls as f64;
         let (direct, miss, hit) = (summary(direct), summary(miss), summary(hit));
-        println!(
+        eprintln!(
             "  {backend:<6} provider call {:>8.1?} / {:>8.1?}   session miss {:>8.1?} / {:>8.1?}   \
              session hit {:>8.1?} / {:>8.1?}",
             direct.0, direct.1, miss.0, miss.1, hit.0, hit.1
         );
         if backend == "redis" {
-            println!(
+            eprintln!(
                 "         Redis commands per call: {per_miss:.1} on a miss, {per_hit:.1} on a hit; \
                  bytes to and from Redis: {bytes_miss:.0} on a miss, {bytes_hit:.0} on a hit"
             );
         }
-        rows.push((backend, direct, miss, hit));
+        rows.push(Row { direct, miss, hit });
         session.shutdown().await;
     }
     let (memory, redis_row) = (&rows[0], &rows[1]);
-    let added = |row: &(&str, (Duration, Duration), (Duration, Duration), (Duration, Duration))| {
-        (row.2 .0.saturating_sub(row.1 .0), row.2 .1.saturating_sub(row.1 .1))
-    };
-    let (memory_added, redis_added) = (added(memory), added(redis_row));
-    println!(
+    let (memory_added, redis_added) = (memory.added(), redis_row.added());
+    eprintln!(
         "  added by the session on a miss (p50 / p99): memory {:.1?} / {:.1?}, redis {:.1?} / \
          {:.1?}",
         memory_added.0, memory_added.1, redis_added.0, redis_added.1
     );
-    println!(
+    eprintln!(
         "  a hit: memory {:.1?} / {:.1?}, redis {:.1?} / {:.1?} ({:.1}x at p50)",
-        memory.3 .0,
-        memory.3 .1,
-        redis_row.3 .0,
-        redis_row.3 .1,
-        redis_row.3 .0.as_secs_f64() / memory.3 .0.as_secs_f64()
+        memory.hit.0,
+        memory.hit.1,
+        redis_row.hit.0,
+        redis_row.hit.1,
+        redis_row.hit.0.as_secs_f64() / memory.hit.0.as_secs_f64()
     );
     // Nothing pending in the background is measured after this point.
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -555,7 +555,6 @@ async fn every_malformed_request_gets_one_answer_and_the_server_keeps_serving() 
     assert_eq!(listed["id"], 16);
     assert!(listed["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{listed}");
     assert!(lines_rx.recv_timeout(Duration::from_millis(300)).is_err(), "no second answer");
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
 }
