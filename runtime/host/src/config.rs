@@ -128,8 +128,8 @@ pub enum StateBackendKind {
 pub struct StateConfig {
     /// `memory` (default) or `redis`.
     pub backend: StateBackendKind,
-    /// The variable holding the Redis URL (`redis://[:password@]host:port[/db]`, `rediss://`
-    /// for TLS); it wins over `url`.
+    /// The variable holding the Redis URL (`redis://[:password@]host:port[/db]`; TLS is not
+    /// built in); it wins over `url`.
     pub url_env: String,
     /// The Redis URL, when not in the environment; keep the file private if it has a password.
     pub url: Option<String>,
