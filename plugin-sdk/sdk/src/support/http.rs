@@ -201,16 +201,20 @@ impl RetryBudget {
         self.retries < self.max_retries && wait.is_some_and(|w| w <= self.max_wait)
     }
 
-    /// The end of a rate-limit error after giving up on `wait`, saying why and what to change:
-    /// `, past this call's deadline: retry later` when the deadline stood in the way; `, longer
-    /// than [providers.NAME] max_retry_wait_s = N s allows: …` when nothing was waited yet;
-    /// `: retry later, or raise [providers.NAME] max_retry_wait_s` after waiting.
+    /// The end of a rate-limit error after giving up on `wait`, naming the limit actually hit:
+    /// `, past this call's deadline: retry later` when the deadline stood in the way; `, still
+    /// limited after N retries: retry later` when the retries ran out (a service that keeps
+    /// asking for 0 s, say); `, longer than [providers.NAME] max_retry_wait_s = N s allows: …`
+    /// when the wait asked for was too long; `: retry later, or raise [providers.NAME]
+    /// max_retry_wait_s` after waiting.
     pub fn advice(&self, provider: &str, wait: Option<Duration>) -> String {
         if self.past_deadline(wait) {
             ", past this call's deadline: retry later".to_owned()
         } else if wait.is_none() {
             // Nothing said how long: waiting longer would not have helped.
             ": retry later".to_owned()
+        } else if self.retries >= self.max_retries && wait.is_some_and(|w| w <= self.max_wait) {
+            format!(", still limited after {} retries: retry later", self.retries)
         } else if self.waited.is_zero() {
             format!(
                 ", longer than [providers.{provider}] max_retry_wait_s = {} s allows: retry \
@@ -335,6 +339,20 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_that_keeps_asking_for_no_wait_names_the_retries_not_the_wait() {
+        let mut budget = RetryBudget::new(Duration::from_secs(10), 2, None);
+        let zero = Some(Duration::ZERO);
+        assert_eq!(budget.next_wait(zero), zero);
+        assert_eq!(budget.next_wait(zero), zero);
+        assert_eq!(budget.next_wait(zero), None, "the retries ran out");
+        assert_eq!(budget.advice("github", zero), ", still limited after 2 retries: retry later");
+        let mut fresh = RetryBudget::new(Duration::from_secs(10), 2, None);
+        let long = Some(Duration::from_secs(60));
+        assert_eq!(fresh.next_wait(long), None);
+        assert!(fresh.advice("github", long).contains("max_retry_wait_s = 10 s"), "too long");
+    }
+
+    #[test]
     fn retry_after_reads_seconds_and_http_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470);
         assert_eq!(parse_retry_after("3", now), Some(Duration::from_secs(3)));
@@ -399,7 +417,13 @@ mod tests {
         assert!(!budget.past_deadline(Some(s(1))), "out of retries, not of time");
         assert_eq!(
             budget.advice("demo", Some(s(1))),
-            ": retry later, or raise [providers.demo] max_retry_wait_s"
+            ", still limited after 2 retries: retry later",
+            "the retries ran out, not the wait allowed"
+        );
+        assert_eq!(
+            budget.advice("demo", Some(s(60))),
+            ": retry later, or raise [providers.demo] max_retry_wait_s",
+            "after waiting, a wait longer than allowed"
         );
 
         let mut hurried = RetryBudget::new(s(10), 2, Some(1000));
