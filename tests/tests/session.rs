@@ -496,3 +496,33 @@ async fn a_repeat_carries_the_data_for_programs_and_fresh_asks_the_service_again
     let posted = server.received_requests().await.unwrap();
     assert!(posted.iter().all(|r| !r.url.as_str().contains("_fresh")), "control arguments stay");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_argument_quoted_back_in_an_error_is_cut() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(404).set_body_string(r#"{"message":"Not Found","status":"404"}"#),
+        )
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let telemetry = tempfile::tempdir().unwrap();
+    let host = host(
+        &server,
+        plugins.path(),
+        &format!("[telemetry]\nenabled = true\ndir = \"{}\"\n", telemetry.path().display()),
+    );
+    let session = Session::new(Arc::clone(&host), "huge");
+    let owner = "o".repeat(10 * 1024 * 1024);
+    let args = json!({"owner": owner, "repo": "r", "number": 1});
+    let (result, effects) = session.call("github.get_issue", args, &[]).await;
+    assert!(result.is_error);
+    let text = result.text_content();
+    assert!(text.len() < 8 * 1024, "the error came back with {} bytes", text.len());
+    assert!(text.contains("bytes of this error left out"), "{}", &text[..200.min(text.len())]);
+    assert!(effects.tokens_after < 4096, "{effects:?}");
+    let events = quiver_tests::telemetry_events(telemetry.path());
+    let tokens: Vec<u64> = events.iter().filter_map(|e| e["tokens_after"].as_u64()).collect();
+    assert!(tokens.iter().all(|t| *t < 4096), "telemetry counted {tokens:?} tokens");
+}

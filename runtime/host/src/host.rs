@@ -698,7 +698,7 @@ impl Host {
                 "done"
             );
             // A server quiver does not control may echo a credential even in a success.
-            return scrub_result(result);
+            return scrub_error(scrub_result(result));
         }
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let (tool_for_thread, flag, session) =
@@ -823,13 +823,44 @@ fn scrub_result(mut result: ToolResult) -> ToolResult {
     result
 }
 
-/// An error result scrubbed as [`scrub_result`] does; successes unchanged.
+/// An error result scrubbed as [`scrub_result`] does and cut to [`MAX_ERROR_BYTES`] per text
+/// (an argument quoted back whole — a 10 MB `owner` — must not come back whole); successes
+/// unchanged.
 fn scrub_error(result: ToolResult) -> ToolResult {
-    if result.is_error {
-        scrub_result(result)
-    } else {
-        result
+    if !result.is_error {
+        return result;
     }
+    let mut result = scrub_result(result);
+    for content in &mut result.content {
+        if let quiver_core::tool::Content::Text { text } = content {
+            if text.len() > MAX_ERROR_BYTES {
+                *text = cut_middle(text, MAX_ERROR_BYTES);
+            }
+        }
+    }
+    result
+}
+
+/// The longest error text a call returns; longer ones keep their start and end.
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// `text` cut to about `max` bytes: its start and its end (where errors say what to do), with
+/// what was left out named between them. Cuts fall on character boundaries.
+fn cut_middle(text: &str, max: usize) -> String {
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let head = floor(max * 3 / 4);
+    let tail = floor(text.len() - max / 4);
+    format!(
+        "{} … [{} bytes of this error left out] … {}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
 }
 
 /// A provider instance from `module`, configured by `section` (its token read from the variable
