@@ -10,14 +10,7 @@
 
 #![allow(missing_docs)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
-
-use rmcp::model::CallToolRequestParams;
-use serde_json::json;
-use wiremock::matchers::{method, path_regex};
-use wiremock::{Mock, MockServer};
 
 #[path = "common/load.rs"]
 mod load;
@@ -41,14 +34,7 @@ fn main() {
 
 async fn load(run: Duration) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let github = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
-        .respond_with(
-            quiver_tests::recorded_reply(200, "github", "issue.json").set_delay(GITHUB_LATENCY),
-        )
-        .mount(&github)
-        .await;
+    let github = load::github_answering_in(GITHUB_LATENCY).await;
 
     // Baseline: the same concurrency straight at the fake.
     let http = reqwest::Client::new();
@@ -65,21 +51,9 @@ async fn load(run: Duration) {
         "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nper_host_concurrency = {SESSIONS}\n",
         github.uri()
     );
-    let (mut quiver, url) = load::serve(dir.path(), &config, plugins.path(), &[]).await;
+    let (mut quiver, url) = load::serve(dir.path(), &config, plugins.path(), &[]);
     let clients = load::clients(&url, SESSIONS).await;
-    let next_client = Arc::new(AtomicU64::new(0));
-    let clients = Arc::new(clients);
-    let through = run_loops(SESSIONS, run, move |n| {
-        let client =
-            Arc::clone(&clients[(next_client.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
-        async move {
-            let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": n});
-            let params = CallToolRequestParams::new("github_get_issue")
-                .with_arguments(arguments.as_object().unwrap().clone());
-            matches!(client.call_tool(params).await, Ok(r) if r.is_error != Some(true))
-        }
-    })
-    .await;
+    let through = run_loops(SESSIONS, run, load::get_issue_in_turn(clients)).await;
     let (rss, peak) = (rss_kb(quiver.id(), "VmRSS:"), rss_kb(quiver.id(), "VmHWM:"));
     let cpu = cpu_seconds(quiver.id());
     let _ = quiver.kill();

@@ -9,14 +9,7 @@
 
 #![allow(missing_docs)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
-
-use rmcp::model::CallToolRequestParams;
-use serde_json::json;
-use wiremock::matchers::{method, path_regex};
-use wiremock::{Mock, MockServer};
 
 #[path = "common/load.rs"]
 mod load;
@@ -39,14 +32,7 @@ fn main() {
 
 async fn phases(run: Duration) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let github = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
-        .respond_with(
-            quiver_tests::recorded_reply(200, "github", "issue.json").set_delay(GITHUB_LATENCY),
-        )
-        .mount(&github)
-        .await;
+    let github = load::github_answering_in(GITHUB_LATENCY).await;
     let redis = quiver_tests::RedisServer::start();
     let plugins = quiver_tests::plugins_dir(&["quiver-provider-github"]);
     let config = format!(
@@ -63,28 +49,15 @@ async fn phases(run: Duration) {
         for (i, dir) in dirs.iter().enumerate() {
             let url = redis.url();
             let (child, mcp) =
-                load::serve(dir.path(), &config, plugins.path(), &[("QUIVER_REDIS_URL", &url)])
-                    .await;
+                load::serve(dir.path(), &config, plugins.path(), &[("QUIVER_REDIS_URL", &url)]);
             servers.push(child);
             // The sessions split evenly over the replicas.
             let share = SESSIONS / replicas + usize::from(i < SESSIONS % replicas);
             clients.extend(load::clients(&mcp, share).await);
         }
-        let clients = Arc::new(clients);
-        let next = Arc::new(AtomicU64::new(0));
         let cpu_before: f64 = servers.iter().map(|s| cpu_seconds(s.id())).sum();
         let redis_before = cpu_seconds(redis.pid());
-        let through = run_loops(SESSIONS, run, move |n| {
-            let client =
-                Arc::clone(&clients[(next.fetch_add(1, Ordering::Relaxed) as usize) % SESSIONS]);
-            async move {
-                let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": n});
-                let params = CallToolRequestParams::new("github_get_issue")
-                    .with_arguments(arguments.as_object().unwrap().clone());
-                matches!(client.call_tool(params).await, Ok(r) if r.is_error != Some(true))
-            }
-        })
-        .await;
+        let through = run_loops(SESSIONS, run, load::get_issue_in_turn(clients)).await;
         let rss: Vec<u64> = servers.iter().map(|s| rss_kb(s.id(), "VmRSS:") / 1024).collect();
         let quiver_cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>() - cpu_before;
         let redis_cpu = cpu_seconds(redis.pid()) - redis_before;

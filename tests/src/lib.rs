@@ -141,6 +141,38 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `quiver serve --http` on a free loopback port with `dir/quiver.toml` and the plugins in
+/// `plugins`, run in `dir` with its data under `dir/data` and none of the machine's own quiver
+/// setup (config, log level, GitHub token); stdout and stderr discarded. The command, for the
+/// caller's own environment or stderr, and the port.
+pub fn serve_http_command(dir: &Path, plugins: &Path) -> (Command, u16) {
+    let port = free_port();
+    let mut command = Command::new(quiver_bin());
+    command
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(dir.join("quiver.toml"))
+        .arg("--plugins")
+        .arg(plugins)
+        .current_dir(dir)
+        .env("QUIVER_DATA_DIR", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir)
+        .env_remove("QUIVER_CONFIG")
+        .env_remove("RUST_LOG")
+        .env_remove("GITHUB_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    (command, port)
+}
+
+/// Waits until something listens on loopback `port`; panics naming `what` after 20 s.
+pub fn wait_until_listening(port: u16, what: &str) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{what} did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Every telemetry event written under `dir` so far (none when it does not exist yet; a line
 /// still being written is skipped).
 pub fn telemetry_events(dir: &Path) -> Vec<serde_json::Value> {

@@ -5,11 +5,12 @@
 //! binary, the real GitHub plugin and a loopback GitHub.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use quiver_tests::{
-    free_port, plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, texts,
+    plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, serve_http_command, texts,
+    wait_until_listening,
 };
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
@@ -69,34 +70,12 @@ impl Served {
             format!("{config}\n[telemetry]\nenabled = true\ndir = \"{}\"\n", telemetry.display()),
         )
         .unwrap();
-        let port = free_port();
-        let child = Command::new(quiver_bin())
-            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
-            .arg(dir.path().join("quiver.toml"))
-            .arg("--plugins")
-            .arg(plugins.path())
-            .current_dir(dir.path())
-            .env("QUIVER_DATA_DIR", dir.path().join("data"))
-            .env("XDG_CONFIG_HOME", dir.path())
-            .env_remove("QUIVER_CONFIG")
-            .env_remove("RUST_LOG")
-            .env_remove("GITHUB_TOKEN")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn quiver serve --http");
+        let (mut command, port) = serve_http_command(dir.path(), plugins.path());
+        let child = command.envs(env.iter().copied()).spawn().expect("spawn quiver serve --http");
         let scheme = if config.contains("tls_cert") { "https" } else { "http" };
         let served =
             Self { child, url: format!("{scheme}://127.0.0.1:{port}"), dir, _plugins: plugins };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "quiver serve --http did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until_listening(port, "quiver serve --http");
         served
     }
 

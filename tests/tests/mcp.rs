@@ -20,6 +20,9 @@ use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+/// The machine's own quiver setup, which no server under test may see.
+const MACHINE_ENV: [&str; 4] = ["QUIVER_CONFIG", "QUIVER_PLUGINS", "GITHUB_TOKEN", "RUST_LOG"];
+
 /// How long the fake takes to answer the call that gets cancelled.
 const SLOW: Duration = Duration::from_secs(30);
 
@@ -100,6 +103,23 @@ impl Setup {
         ]
     }
 
+    /// `quiver serve --mode MODE` with stdin and stdout piped, for a client that writes raw
+    /// lines (a hostile one, or one that never reads).
+    fn spawn_raw(&self, mode: &str) -> std::process::Child {
+        let mut command = std::process::Command::new(quiver_bin());
+        command.args(self.serve_args(mode)).current_dir(self.dir.path());
+        for var in MACHINE_ENV {
+            command.env_remove(var);
+        }
+        command
+            .envs(self.env())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn quiver serve")
+    }
+
     /// Runs `scenarios.py SCENARIO` against `quiver serve --mode MODE`, off the async workers so
     /// the fake keeps answering; returns what the client saw and the server's stderr.
     async fn python(&self, mode: &str, scenario: &str) -> (Value, String) {
@@ -112,7 +132,7 @@ impl Setup {
             .env("QUIVER_BIN", quiver_bin())
             .env("QUIVER_SERVE_ARGS", serde_json::to_string(&self.serve_args(mode)).unwrap())
             .current_dir(self.dir.path());
-        for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "GITHUB_TOKEN", "RUST_LOG"] {
+        for var in MACHINE_ENV {
             command.env_remove(var);
         }
         command.envs(self.env());
@@ -316,7 +336,7 @@ async fn rmcp_client(
     let transport =
         TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
             cmd.args(&args).current_dir(setup.dir.path());
-            for var in ["QUIVER_CONFIG", "QUIVER_PLUGINS", "GITHUB_TOKEN", "RUST_LOG"] {
+            for var in MACHINE_ENV {
                 cmd.env_remove(var);
             }
             cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -486,17 +506,7 @@ async fn every_malformed_request_gets_one_answer_and_the_server_keeps_serving() 
     use std::io::{BufRead, BufReader, Write};
     let server = fake_github().await;
     let setup = Setup::new(&server, "");
-    let mut child = std::process::Command::new(quiver_bin())
-        .args(setup.serve_args("all"))
-        .current_dir(setup.dir.path())
-        .envs(setup.env())
-        .env_remove("QUIVER_CONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn quiver serve");
+    let mut child = setup.spawn_raw("all");
     let mut stdin = child.stdin.take().unwrap();
     let (lines_tx, lines_rx) = std::sync::mpsc::channel::<Value>();
     let stdout = child.stdout.take().unwrap();
@@ -569,17 +579,7 @@ async fn a_client_that_never_reads_is_not_read_either_and_loses_nothing() {
     use std::sync::Arc;
     let server = fake_github().await;
     let setup = Setup::with_plugins(&ALL_PROVIDERS, &server.uri(), "");
-    let mut child = std::process::Command::new(quiver_bin())
-        .args(setup.serve_args("all"))
-        .current_dir(setup.dir.path())
-        .envs(setup.env())
-        .env_remove("QUIVER_CONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn quiver serve");
+    let mut child = setup.spawn_raw("all");
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     stdin

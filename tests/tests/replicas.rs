@@ -5,12 +5,12 @@
 //! restarted under load, and permits of a killed replica coming back after their lease.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{free_port, plugins_dir, quiver_bin, recorded, RedisServer};
+use quiver_tests::{plugins_dir, recorded, serve_http_command, wait_until_listening, RedisServer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -156,27 +156,14 @@ impl Replica {
             dir.path().join("telemetry").display()
         );
         std::fs::write(dir.path().join("quiver.toml"), config).unwrap();
-        let port = free_port();
-        let child = Command::new(quiver_bin())
-            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
-            .arg(dir.path().join("quiver.toml"))
-            .arg("--plugins")
-            .arg(plugins.path())
-            .current_dir(dir.path())
-            .env("QUIVER_DATA_DIR", dir.path().join("data"))
+        let (mut command, port) = serve_http_command(dir.path(), plugins.path());
+        let child = command
             .env("QUIVER_REDIS_URL", redis.url())
             .env("GITHUB_TOKEN", "ghp_replicaTestToken000000000001")
-            .env_remove("QUIVER_CONFIG")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(dir.path().join("stderr")).unwrap()))
             .spawn()
             .expect("spawn quiver serve --http");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(20), "replica {name} did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until_listening(port, &format!("replica {name}"));
         Self { child, url: format!("http://127.0.0.1:{port}"), dir, _plugins: plugins }
     }
 

@@ -183,16 +183,17 @@ impl Host {
             loader::plugins_dir(plugins_flag, config.config.plugins_dir.as_deref());
         let (loaded, failed) = loader::load_dir(&plugins_dir);
         let per_host = config.config.enrichment.per_host_concurrency;
-        let (state, state_error) = match crate::state::open(&config.config.state, per_host) {
-            Ok(state) => (state, None),
-            Err(error) => {
-                tracing::error!("{error}; state stays in this process");
-                let memory: Arc<dyn StateStore> =
-                    Arc::new(crate::state::MemoryState::new(per_host));
-                (memory, Some(error))
-            }
-        };
         let replica = crate::state::replica_name(&config.config.state);
+        let (state, state_error) =
+            match crate::state::open(&config.config.state, per_host, &replica) {
+                Ok(state) => (state, None),
+                Err(error) => {
+                    tracing::error!("{error}; state stays in this process");
+                    let memory: Arc<dyn StateStore> =
+                        Arc::new(crate::state::MemoryState::new(per_host));
+                    (memory, Some(error))
+                }
+            };
         let telemetry = config
             .config
             .telemetry

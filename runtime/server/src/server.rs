@@ -341,11 +341,17 @@ impl QuiverServer {
         if catalog.get(name).is_some() {
             return None;
         }
-        let down = self.inner.host.upstream_reports().into_iter().any(|r| {
+        let down = self.down_upstream(name).is_some();
+        (!down).then(|| unknown_tool_message(&catalog, name, self.listing().mode()))
+    }
+
+    /// The upstream whose tool `name` would be, when it is not serving now: its tools are
+    /// missing for that reason, not unknown.
+    fn down_upstream(&self, name: &str) -> Option<quiver_runtime::upstream::UpstreamReport> {
+        self.inner.host.upstream_reports().into_iter().find(|r| {
             name.strip_prefix(r.name.as_str()).is_some_and(|rest| rest.starts_with(['_', '.']))
                 && r.state != quiver_runtime::upstream::UpstreamState::Ready
-        });
-        (!down).then(|| unknown_tool_message(&catalog, name, self.listing().mode()))
+        })
     }
 
     async fn call(
@@ -486,11 +492,7 @@ impl QuiverServer {
         let catalog = view.catalog(&self.inner);
         let Some(tool) = catalog.get(name) else {
             // A tool of an upstream that is down is not "unknown": say why it is missing.
-            let down = self.inner.host.upstream_reports().into_iter().find(|r| {
-                name.strip_prefix(r.name.as_str()).is_some_and(|rest| rest.starts_with(['_', '.']))
-                    && r.state != quiver_runtime::upstream::UpstreamState::Ready
-            });
-            if let Some(report) = down {
+            if let Some(report) = self.down_upstream(name) {
                 return error_result(format!(
                     "upstream `{}` is unavailable ({}); its tools return once it restarts",
                     report.name, report.state

@@ -44,12 +44,17 @@ pub(crate) enum Checked {
     Pass { request: Option<String>, cancels: Option<String> },
 }
 
-/// [`check`], and what passing lines mean for the requests in flight.
+/// What to do with a line from the client: the answer to a malformed one ([`check`]), or what a
+/// passing one means for the requests in flight. The line is parsed once.
 pub(crate) fn classify(line: &str) -> Checked {
-    if let Some(answer) = check(line) {
+    let message: Value = match serde_json::from_str(line) {
+        Ok(message) => message,
+        Err(e) => return Checked::Answer(error(Value::Null, -32700, &format!("Parse error: {e}"))),
+    };
+    if let Some(answer) = check(&message) {
         return Checked::Answer(answer);
     }
-    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(line) else {
+    let Value::Object(fields) = &message else {
         return Checked::Drop;
     };
     let method = fields.get("method").and_then(Value::as_str);
@@ -92,14 +97,10 @@ impl InFlight {
     }
 }
 
-/// An error answer, or `None` when the line is to be passed on (or is a notification, which
-/// gets no answer even when it is malformed).
-pub(crate) fn check(line: &str) -> Option<Value> {
-    let message: Value = match serde_json::from_str(line) {
-        Ok(message) => message,
-        Err(e) => return Some(error(Value::Null, -32700, &format!("Parse error: {e}"))),
-    };
-    let Value::Object(fields) = &message else {
+/// The error answer to a malformed message, or `None` when it is to be passed on (or is a
+/// notification, which gets no answer even when it is malformed).
+fn check(message: &Value) -> Option<Value> {
+    let Value::Object(fields) = message else {
         let why = if message.is_array() {
             "Invalid Request: batches are not part of MCP; send one request per message"
         } else {
@@ -273,7 +274,10 @@ mod tests {
     use super::*;
 
     fn code(line: &str) -> Option<(i64, Value)> {
-        check(line).map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()))
+        match classify(line) {
+            Checked::Answer(e) => Some((e["error"]["code"].as_i64().unwrap(), e["id"].clone())),
+            Checked::Drop | Checked::Pass { .. } => None,
+        }
     }
 
     #[test]

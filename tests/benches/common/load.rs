@@ -3,7 +3,7 @@
 //! with distinct arguments until a deadline, timing each call.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,31 +40,16 @@ pub(crate) fn cpu_seconds(pid: u32) -> f64 {
 }
 
 /// `quiver serve --http` on a free loopback port with `config` in `dir`; its MCP URL.
-pub(crate) async fn serve(
+pub(crate) fn serve(
     dir: &Path,
     config: &str,
     plugins: &Path,
     env: &[(&str, &str)],
 ) -> (Child, String) {
     std::fs::write(dir.join("quiver.toml"), config).unwrap();
-    let port = quiver_tests::free_port();
-    let child = Command::new(quiver_tests::quiver_bin())
-        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--config"])
-        .arg(dir.join("quiver.toml"))
-        .arg("--plugins")
-        .arg(plugins)
-        .current_dir(dir)
-        .env("QUIVER_DATA_DIR", dir)
-        .env("XDG_CONFIG_HOME", dir)
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn quiver serve --http");
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (mut command, port) = quiver_tests::serve_http_command(dir, plugins);
+    let child = command.envs(env.iter().copied()).spawn().expect("spawn quiver serve --http");
+    quiver_tests::wait_until_listening(port, "quiver serve --http");
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
@@ -86,6 +71,39 @@ pub(crate) async fn clients(url: &str, n: usize) -> Vec<Arc<RunningService<RoleC
             .push(Arc::new(().serve_with_lifecycle(transport, lifecycle).await.expect("connect")));
     }
     clients
+}
+
+/// A loopback GitHub whose issues (the recorded issue 1347, whatever the number) answer after
+/// `latency`.
+pub(crate) async fn github_answering_in(latency: Duration) -> wiremock::MockServer {
+    use wiremock::matchers::{method, path_regex};
+    let github = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("GET"))
+        .and(path_regex(r"^/repos/octocat/Hello-World/issues/\d+$"))
+        .respond_with(quiver_tests::recorded_reply(200, "github", "issue.json").set_delay(latency))
+        .mount(&github)
+        .await;
+    github
+}
+
+/// A call for [`run_loops`]: `github_get_issue` of issue `n` on the next of `clients` in turn;
+/// `true` when it was answered without error.
+pub(crate) fn get_issue_in_turn(
+    clients: Vec<Arc<RunningService<RoleClient, ()>>>,
+) -> impl Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync
+{
+    let next = AtomicU64::new(0);
+    move |n| {
+        let client =
+            Arc::clone(&clients[(next.fetch_add(1, Ordering::Relaxed) as usize) % clients.len()]);
+        Box::pin(async move {
+            let arguments =
+                serde_json::json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+            let params = rmcp::model::CallToolRequestParams::new("github_get_issue")
+                .with_arguments(arguments.as_object().unwrap().clone());
+            matches!(client.call_tool(params).await, Ok(r) if r.is_error != Some(true))
+        })
+    }
 }
 
 pub(crate) struct Run {

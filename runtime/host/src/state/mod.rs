@@ -192,7 +192,11 @@ pub const RECENT_CALLS: usize = 8;
 
 /// Opens the state `config` asks for. Redis without a URL, or with an unusable one, is an error
 /// naming the setting to fix (the URL itself is never quoted: it may hold a password).
-pub fn open(config: &StateConfig, per_host: usize) -> Result<Arc<dyn StateStore>, String> {
+pub fn open(
+    config: &StateConfig,
+    per_host: usize,
+    replica: &str,
+) -> Result<Arc<dyn StateStore>, String> {
     let memory = MemoryState::new(per_host);
     match config.backend {
         StateBackendKind::Memory => Ok(Arc::new(memory)),
@@ -208,7 +212,7 @@ pub fn open(config: &StateConfig, per_host: usize) -> Result<Arc<dyn StateStore>
                         config.url_env
                     )
                 })?;
-            Ok(Arc::new(RedisState::open(&url, config, per_host, memory)?))
+            Ok(Arc::new(RedisState::open(&url, config, per_host, replica, memory)?))
         }
     }
 }

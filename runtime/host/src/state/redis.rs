@@ -158,6 +158,7 @@ impl RedisState {
         url: &str,
         config: &StateConfig,
         per_host: usize,
+        replica: &str,
         memory: MemoryState,
     ) -> Result<Self, String> {
         let timeout = Duration::from_millis(config.timeout_ms.max(1));
@@ -177,7 +178,7 @@ impl RedisState {
                 next: std::sync::atomic::AtomicUsize::new(0),
                 memory,
                 prefix: config.key_prefix.clone(),
-                replica: super::replica_name(config),
+                replica: replica.to_owned(),
                 lease_ms: config.lease_ms.max(100),
                 timeout,
                 max_value: usize::try_from(config.max_value_kb.saturating_mul(1024))
@@ -200,8 +201,19 @@ impl RedisState {
 }
 
 impl Inner {
+    /// The key of `kind` for a call (or tool) `rest` in `scope`.
     fn key(&self, kind: &str, scope: &str, rest: &str) -> String {
         format!("{}:{kind}:{scope}:{rest}", self.prefix)
+    }
+
+    /// The key of `kind` for one name: a scope, a rate-limit host, a caller, a session.
+    fn key_of(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{name}", self.prefix)
+    }
+
+    /// A name for a permit or lease no other holder on any replica has.
+    fn holder_id(&self) -> String {
+        format!("{}#{}", self.replica, self.counter.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Runs `op` on a pooled connection within the timeout; `None` when Redis is unreachable
@@ -395,7 +407,7 @@ impl RedisState {
         let hash = call_hash(key);
         let lease_key = inner.key("l", scope, &hash);
         let landed_key = inner.key("d", scope, &hash);
-        let token = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
+        let token = inner.holder_id();
         let deadline = tokio::time::Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
         let mut waited = false;
@@ -524,7 +536,7 @@ impl StateStore for RedisState {
         let (entry, index, refs) = (
             inner.key("c", scope, &hash),
             inner.key("t", scope, key.tool()),
-            format!("{}:r:{scope}", inner.prefix),
+            inner.key_of("r", scope),
         );
         let keep_ms = ttl
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
@@ -608,9 +620,9 @@ impl StateStore for RedisState {
 
     async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration> {
         let inner = &self.inner;
-        let key = format!("{}:p:{host}", inner.prefix);
+        let key = inner.key_of("p", host);
         let cooling = inner.key("cool", host, scope);
-        let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
+        let id = inner.holder_id();
         let mut pause = Duration::from_millis(2);
         loop {
             match inner.try_acquire(&key, &cooling, &id).await {
@@ -628,9 +640,9 @@ impl StateStore for RedisState {
 
     async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit> {
         let inner = &self.inner;
-        let key = format!("{}:p:{host}", inner.prefix);
+        let key = inner.key_of("p", host);
         let cooling = inner.key("cool", host, scope);
-        let id = format!("{}#{}", inner.replica, inner.counter.fetch_add(1, Ordering::Relaxed));
+        let id = inner.holder_id();
         match inner.try_acquire(&key, &cooling, &id).await {
             Some(Ok(true)) => Some(self.held(key, id)),
             Some(Ok(false) | Err(_)) => None,
@@ -648,7 +660,7 @@ impl StateStore for RedisState {
 
     async fn available_permits(&self, host: &str) -> usize {
         let inner = &self.inner;
-        let key = format!("{}:p:{host}", inner.prefix);
+        let key = inner.key_of("p", host);
         let held = inner
             .run(|mut c| async move {
                 let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut c).await?;
@@ -670,7 +682,7 @@ impl StateStore for RedisState {
     ) -> Option<String> {
         let n = after_n.filter(|n| *n > 0)?;
         let inner = &self.inner;
-        let counters = format!("{}:f:{caller}", inner.prefix);
+        let counters = inner.key_of("f", caller);
         let field = call_hash(key);
         let count = inner
             .run(|mut c| async move { c.hget::<_, _, Option<u32>>(&counters, &field).await })
@@ -686,8 +698,8 @@ impl StateStore for RedisState {
         let inner = &self.inner;
         inner.memory.note_call_now(caller, key.tool());
         inner.memory.record_outcome_now(caller, key, productive);
-        let list = format!("{}:recent:{caller}", inner.prefix);
-        let counters = format!("{}:f:{caller}", inner.prefix);
+        let list = inner.key_of("recent", caller);
+        let counters = inner.key_of("f", caller);
         let field = call_hash(key);
         inner
             .run(|mut c| async move {
@@ -715,7 +727,7 @@ impl StateStore for RedisState {
 
     async fn recent_calls(&self, caller: &str) -> Vec<String> {
         let inner = &self.inner;
-        let list = format!("{}:recent:{caller}", inner.prefix);
+        let list = inner.key_of("recent", caller);
         let shared =
             inner.run(|mut c| async move { c.lrange::<_, Vec<String>>(&list, 0, -1).await }).await;
         shared.unwrap_or_else(|| inner.memory.recent_now(caller))
@@ -724,7 +736,7 @@ impl StateStore for RedisState {
     async fn session_put(&self, id: &str, metadata: &str) -> Result<(), String> {
         let inner = &self.inner;
         inner.memory.session_put(id, metadata).await?;
-        let key = format!("{}:s:{id}", inner.prefix);
+        let key = inner.key_of("s", id);
         inner
             .run(|mut c| async move { c.pset_ex::<_, _, ()>(&key, metadata, SESSION_MS).await })
             .await
@@ -733,7 +745,7 @@ impl StateStore for RedisState {
 
     async fn session_get(&self, id: &str) -> Result<Option<String>, String> {
         let inner = &self.inner;
-        let key = format!("{}:s:{id}", inner.prefix);
+        let key = inner.key_of("s", id);
         match inner.run(|mut c| async move { c.get::<_, Option<String>>(&key).await }).await {
             Some(found) => Ok(found),
             None => inner.memory.session_get(id).await,
@@ -743,7 +755,7 @@ impl StateStore for RedisState {
     async fn session_delete(&self, id: &str) -> Result<(), String> {
         let inner = &self.inner;
         inner.memory.session_delete(id).await?;
-        let key = format!("{}:s:{id}", inner.prefix);
+        let key = inner.key_of("s", id);
         inner.run(|mut c| async move { c.del::<_, ()>(&key).await }).await;
         Ok(())
     }
