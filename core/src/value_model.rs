@@ -39,6 +39,7 @@ pub enum ValueClass {
 
 impl ValueClass {
     /// The planner's value weight for this class.
+    #[inline]
     pub fn score(self) -> f64 {
         match self {
             ValueClass::Critical => 1.0,
@@ -68,6 +69,7 @@ pub enum SideEffectClass {
 
 impl SideEffectClass {
     /// Whether a call may be issued without the agent asking for it: only `Pure` and `ReadOnly`.
+    #[inline]
     pub fn is_speculatable(self) -> bool {
         matches!(self, SideEffectClass::Pure | SideEffectClass::ReadOnly)
     }
@@ -200,6 +202,7 @@ impl Default for ToolValueModel {
 impl ToolValueModel {
     /// Whether the host may run this tool without the agent asking: the side-effect class allows it
     /// and `speculate = false` was not set (which always wins).
+    #[inline]
     pub fn may_speculate(&self) -> bool {
         self.side_effect_class.is_speculatable() && self.speculate != Some(false)
     }

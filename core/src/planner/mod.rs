@@ -191,6 +191,7 @@ pub struct Plan<'a> {
 
 /// The tokens a call of `model` is predicted to cost: `ceil(typical_kb × tokens_per_kb)`, at least
 /// 1, and 0 for `AuditOnly` tools.
+#[inline]
 pub fn predicted_tokens(model: &ToolValueModel, tokens_per_kb: f64) -> u32 {
     if model.value_class == ValueClass::AuditOnly {
         return 0;
@@ -303,6 +304,7 @@ impl<'f> FieldMemo<'f> {
 
 /// The cost-aware factor: ×0.5 for a median latency at or above the knee, ×0.5 for a price at or
 /// above the knee; 1 when `cost_aware` is off.
+#[inline]
 pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
     if !options.cost_aware {
         return 1.0;
@@ -318,6 +320,7 @@ pub fn cost_factor(model: &ToolValueModel, options: &PlannerOptions) -> f64 {
 }
 
 /// A link's probability as the planner uses it: clamped to 0..=1, NaN as 0.
+#[inline]
 fn probability(link: &FollowUpLink) -> f64 {
     if link.probability.is_nan() {
         0.0
