@@ -19,6 +19,8 @@
 //! - [`enrich`]: enrichments — which passes over the registry exist, what each writes and needs,
 //!   their order, the offline embedder, dataflow edges, neighbours and the chain samplers.
 //! - [`manifest`]: what a plugin reports about itself.
+//! - [`client_schema`]: tool schemas as every MCP client accepts them (references inlined, no
+//!   custom formats, no null unions) and stringified arguments coerced per the schema.
 //! - [`telemetry`]: call events (argument hashes, never values) and the effectiveness rates.
 //! - [`defaults`]: built-in priors — by verb and shape for any tool, and by name for the common
 //!   agent built-ins (Read, Grep, Bash…).
@@ -50,6 +52,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod client_schema;
 pub mod defaults;
 pub mod enrich;
 pub mod manifest;

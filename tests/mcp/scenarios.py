@@ -75,7 +75,18 @@ async def scenario_all(session, client):
     tools = [wire(t) for t in (await session.list_tools()).tools]
     by_name = {t["name"]: t for t in tools}
     result = await session.call_tool("github_get_issue", ISSUE)
+    # The SDK checks every structuredContent against the tool's outputSchema: a repeat (served
+    # from the cache) must conform as the first answer did.
+    repeat = await session.call_tool("github_get_issue", ISSUE)
+    # As the MCP Inspector's CLI sends them: every argument a string.
+    stringly = await session.call_tool("github_get_issue", {k: str(v) for k, v in ISSUE.items()})
     return {
+        "repeat_error": bool(repeat.is_error),
+        "repeat_structured": repeat.structured_content,
+        "repeat_text": text_of(repeat),
+        "stringly_error": bool(stringly.is_error),
+        "stringly_text": text_of(stringly),
+        "stringly_structured": stringly.structured_content,
         "names": [t["name"] for t in tools],
         "names_valid": all(NAME.match(t["name"]) for t in tools),
         "get_issue": by_name.get("github_get_issue"),

@@ -10,6 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use quiver_core::response_projection::estimate_tokens;
+use quiver_runtime::config::LoadedConfig;
+use quiver_runtime::host::Host;
 use quiver_tests::{
     plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, texts, ALL_PROVIDERS,
 };
@@ -204,6 +206,17 @@ async fn all_mode_lists_every_tool_with_schemas_and_annotations_and_returns_stru
     let first_line = seen["text"].as_str().unwrap().lines().next().unwrap();
     let mirrored: Value = serde_json::from_str(first_line).unwrap();
     assert_eq!(mirrored, seen["structured"]);
+    // A repeat reads short for the model, but a program gets the same data, valid per the
+    // schema (the SDK checked it).
+    assert_eq!(seen["repeat_error"], false, "{seen}");
+    assert_eq!(seen["repeat_structured"], seen["structured"], "{seen}");
+    assert!(seen["repeat_text"].as_str().unwrap().len() < first_line.len(), "{seen}");
+    // Every argument sent as a string, as the Inspector's CLI does: parsed per the schema.
+    assert_eq!(seen["stringly_error"], false, "{seen}");
+    assert_eq!(seen["stringly_structured"]["number"], 1347, "{seen}");
+    // Output schemas promise again what a result always has.
+    let required = &seen["get_issue"]["outputSchema"]["required"];
+    assert!(required.as_array().is_some_and(|r| r.contains(&json!("number"))), "{seen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,6 +384,11 @@ async fn rmcp_client_initializes_lists_and_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_tokens_per_mode_with_all_five_providers() {
     let setup = Setup::with_plugins(&ALL_PROVIDERS, "http://127.0.0.1:9", "");
+    // The same tools as the providers declare them (what was listed before schemas were made
+    // client-friendly), measured in the same run.
+    let config = std::fs::read_to_string(setup.config()).unwrap();
+    let config = LoadedConfig::parse(&setup.config(), &config).unwrap();
+    let host = Host::with_config(config, Some(setup.plugins.path()));
     let mut figures = Vec::new();
     for mode in ["all", "search", "dynamic"] {
         let client = rmcp_client(&setup, mode).await;
@@ -379,19 +397,71 @@ async fn tools_list_tokens_per_mode_with_all_five_providers() {
             client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
         client.cancel().await.unwrap();
         let list = serde_json::to_value(json!({ "tools": tools })).unwrap();
+        let declared = as_declared(&host, &list);
         let tokens = estimate_tokens(&list);
+        let bytes = list.to_string().len();
         let with_instructions = tokens + estimate_tokens(&Value::String(instructions));
         eprintln!(
-            "tools/list {mode:<8} {:>3} tools  {tokens:>6} tokens  ({with_instructions} with the \
-             instructions)",
-            tools.len()
+            "tools/list {mode:<8} {:>3} tools  {tokens:>6} tokens {bytes:>7} bytes  ({with_instructions} \
+             tokens with the instructions); as declared: {} tokens {} bytes",
+            tools.len(),
+            estimate_tokens(&declared),
+            declared.to_string().len(),
         );
-        figures.push((mode, tools.len(), tokens));
+        figures.push((mode, tools.len(), tokens, bytes, declared.to_string().len()));
+        // Every client accepts every schema: no references, no custom formats, no null unions
+        // in inputs, no `default: null`.
+        for tool in list["tools"].as_array().unwrap() {
+            let input = tool["inputSchema"].to_string();
+            for unwanted in ["$ref", "$defs", "\"null\"", "\"default\":null", "\"format\":\"uint", "\"format\":\"int", "\"format\":\"double"] {
+                assert!(!input.contains(unwanted), "{unwanted} in {}: {input}", tool["name"]);
+            }
+            let output = tool.get("outputSchema").map(Value::to_string).unwrap_or_default();
+            for unwanted in ["$ref", "$defs", "\"format\":\"uint", "\"format\":\"int", "\"format\":\"double"] {
+                assert!(!output.contains(unwanted), "{unwanted} in {}: {output}", tool["name"]);
+            }
+        }
     }
     let (all, search, dynamic) = (figures[0], figures[1], figures[2]);
     assert!(all.1 >= 60, "every tool of the five providers: {figures:?}");
     assert!(search.2 * 10 < all.2, "search costs a fraction of all: {figures:?}");
     assert!(dynamic.2 * 10 < all.2, "dynamic starts at a fraction of all: {figures:?}");
+    assert!(all.3 * 3 < all.4 * 2, "all-mode list at most two thirds of the declared: {figures:?}");
+}
+
+/// `list` (a served `tools/list`) with each provider tool's schemas as its provider declares
+/// them: the input schema whole, the output schema with `required` and a top-level
+/// `additionalProperties: false` dropped (how they were served before).
+fn as_declared(host: &Host, list: &Value) -> Value {
+    let mut list = list.clone();
+    for tool in list["tools"].as_array_mut().unwrap() {
+        let Some(spec) = host.tool(tool["name"].as_str().unwrap()) else { continue };
+        tool["inputSchema"] = spec.spec.input_schema.clone();
+        if let Some(output) = &spec.spec.output_schema {
+            let mut output = output.clone();
+            strip_required(&mut output);
+            if let Some(map) = output.as_object_mut() {
+                if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+                    map.remove("additionalProperties");
+                }
+            }
+            tool["outputSchema"] = output;
+        }
+    }
+    list
+}
+
+fn strip_required(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("required").is_some_and(Value::is_array) {
+                map.remove("required");
+            }
+            map.values_mut().for_each(strip_required);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_required),
+        _ => {}
+    }
 }
 
 /// A tool that declares no output schema is listed with the one `output_parameters` inferred,

@@ -294,7 +294,7 @@ impl From<ToolError> for ToolResult {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::export::root_module;
-    pub use crate::registry::{call_handler, spec_of};
+    pub use crate::registry::{call_handler, output_schema_of, spec_of};
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
         RootModuleResult,

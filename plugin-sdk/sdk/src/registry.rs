@@ -62,6 +62,17 @@ pub(crate) async fn dispatch<P: Provider>(
     }
 }
 
+/// The schema of what a tool returns: of the type as it *serializes* — a field skipped when empty
+/// (`skip_serializing_if`) is not required, since results leave it out — where `schema_for!`
+/// describes what deserializes, which would promise fields a result may not have.
+pub fn output_schema_of<T: JsonSchema>() -> Value {
+    schemars::generate::SchemaSettings::default()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
 /// Builds a spec from the argument type's schema. Used by [`register_tool!`](crate::register_tool).
 pub fn spec_of<A: JsonSchema>(
     name: &str,
@@ -173,7 +184,7 @@ macro_rules! register_tool {
                 let mut output: ::std::option::Option<$crate::serde_json::Value> =
                     ::std::option::Option::None;
                 $(output = ::std::option::Option::Some(
-                    $crate::schemars::schema_for!($output).to_value()
+                    $crate::__private::output_schema_of::<$output>()
                 );)?
                 $crate::__private::spec_of::<$input>(
                     $name,

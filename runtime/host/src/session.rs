@@ -251,7 +251,10 @@ impl Session {
             self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
                 e.predicted_cost_tokens = Some(predicted_tokens(&model, TOKENS_PER_KB));
             });
-            let result = ToolResult::text(hint).with_metadata("fail_fast", json!(true));
+            // Not run: an error to the client, like any call refused before it left (a result
+            // would have to carry data its output schema promises).
+            let result = ToolResult { is_error: true, ..ToolResult::text(hint) }
+                .with_metadata("fail_fast", json!(true));
             return (result, CallEffects { stopped: true, ..CallEffects::default() });
         }
         let ttl = ttl_of(&model);

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use quiver_core::client_schema::{input_for_clients, output_for_clients};
 use quiver_core::{SideEffectClass, ToolName};
 use serde_json::{json, Map, Value};
 
@@ -36,9 +37,10 @@ pub struct ExposedTool {
     pub group: Option<String>,
     /// For the model.
     pub description: String,
-    /// The provider's input schema (plus `_confirm` when the policy asks for it).
+    /// The provider's input schema as every client accepts it (see
+    /// [`quiver_core::client_schema`]), plus `_confirm` when the policy asks for it.
     pub input_schema: Value,
-    /// The provider's output schema, relaxed (see [`relax_output_schema`]).
+    /// The provider's output schema for clients, relaxed (see [`relax_output_schema`]).
     pub output_schema: Option<Value>,
     /// From the effective value model.
     pub class: SideEffectClass,
@@ -100,19 +102,20 @@ impl Catalog {
         let mut tools = Vec::new();
         for tool in host.tools() {
             let qualified = tool.name.to_string();
-            let class = host.value_model(&tool).model.side_effect_class;
+            let model = host.value_model(&tool).model;
+            let class = model.side_effect_class;
             tools.push(ExposedTool {
                 mcp_name: String::new(),
                 provider: tool.name.provider.clone(),
                 group: tool.spec.group.clone(),
                 description: tool.spec.description.clone(),
-                input_schema: tool.spec.input_schema.clone(),
-                output_schema: tool
-                    .spec
-                    .output_schema
-                    .clone()
-                    .or_else(|| inferred.get(&qualified).cloned())
-                    .map(relax_output_schema),
+                input_schema: input_for_clients(&tool.spec.input_schema),
+                output_schema: match (&tool.spec.output_schema, inferred.get(&qualified)) {
+                    (Some(declared), _) => Some(promised_output_schema(declared, &model)),
+                    // A schema an LLM inferred from samples promises no field.
+                    (None, Some(inferred)) => Some(relax_output_schema(output_for_clients(inferred))),
+                    (None, None) => None,
+                },
                 class,
                 refusal: None,
                 confirm: false,
@@ -284,8 +287,30 @@ impl UntruncatedName for ToolName {
     }
 }
 
-/// An output schema a projected result always satisfies: results are trimmed to their field
-/// groups and size caps, so any field may be left out — `required` is dropped at every depth.
+/// A declared output schema as served: for clients (see [`output_for_clients`]), and with the
+/// fields response projection can delete — those of field groups left out by default — no longer
+/// required. Size caps shorten arrays and strings but delete no field, so every other field the
+/// provider promises stays promised. A top-level `additionalProperties: false` is dropped, so a
+/// result without a structured value can still carry its note (see `server::to_call_result`).
+pub fn promised_output_schema(declared: &Value, model: &quiver_core::ToolValueModel) -> Value {
+    let mut schema = output_for_clients(declared);
+    let droppable: Vec<&str> = model
+        .field_groups
+        .values()
+        .filter(|group| !group.default_include)
+        .flat_map(|group| group.fields.iter().map(String::as_str))
+        .collect();
+    quiver_core::client_schema::make_optional(&mut schema, &droppable);
+    if let Some(map) = schema.as_object_mut() {
+        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+            map.remove("additionalProperties");
+        }
+    }
+    schema
+}
+
+/// An output schema that promises no field: for schemas quiver inferred rather than a provider
+/// declared — `required` is dropped at every depth.
 /// A top-level `additionalProperties: false` is dropped too, so a result without a structured
 /// value can still carry its note (see `server::to_call_result`).
 pub fn relax_output_schema(mut schema: Value) -> Value {

@@ -511,6 +511,13 @@ impl QuiverServer {
                 tool.mcp_name
             ));
         }
+        // Clients that send every argument as a string (the MCP Inspector's CLI) get them parsed
+        // per the schema here, instead of each provider refusing `"1347"` for a number.
+        let mut arguments = arguments;
+        let coerced = quiver_core::client_schema::coerce_arguments(&tool.input_schema, &mut arguments);
+        if !coerced.is_empty() {
+            tracing::debug!(tool = %tool.qualified, ?coerced, "string arguments parsed per the schema");
+        }
         let listed = self.listing().is_listed(&catalog, &tool.qualified);
         if !listed {
             let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
@@ -684,9 +691,9 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
 }
 
 /// A result whose text and (for tools with an output schema) `structuredContent` mirror each
-/// other. A tool with an output schema always gets structured content — clients check for it —
-/// so a result without a structured value (a cache reference, a fail-fast hint) carries its text
-/// as `{"quiver_note": …}`, which the relaxed schema admits.
+/// other. A tool with an output schema always gets structured content — clients check for it.
+/// Successful results carry their (projected) data, repeats included; a result without a
+/// structured value (a provider that sent only text) carries its text as `{"quiver_note": …}`.
 fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
     let text = result.text_content();
     let content: Vec<Value> = result
