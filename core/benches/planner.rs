@@ -214,9 +214,12 @@ impl Registry {
         let mut cands = Vec::new();
         for &from in recent {
             let Some(links) = self.follow_ups.get(from) else { continue };
-            cands.extend(
-                links.iter().map(|(link, model)| Candidate { from, link, model, requires: None }),
-            );
+            cands.extend(links.iter().map(|(link, model)| Candidate {
+                from,
+                link,
+                model,
+                requires: None,
+            }));
         }
         plan(recent, &cands, &INTENT, options)
     }

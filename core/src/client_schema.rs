@@ -95,7 +95,8 @@ fn clean_input(schema: &mut Value) -> bool {
     }
     // Optional is how a client leaves a nullable property out.
     if let Some(Value::Array(required)) = map.get_mut("required") {
-        required.retain(|r| !r.as_str().is_some_and(|r| nullable_properties.iter().any(|n| n == r)));
+        required
+            .retain(|r| !r.as_str().is_some_and(|r| nullable_properties.iter().any(|n| n == r)));
         if required.is_empty() {
             map.remove("required");
         }
@@ -154,7 +155,8 @@ fn unrequire(schema: &mut Value, steps: &[crate::projection::Step]) {
             }
         }
         Step::Field(name) => {
-            if let Some(property) = map.get_mut("properties").and_then(|p| p.get_mut(name.as_str())) {
+            if let Some(property) = map.get_mut("properties").and_then(|p| p.get_mut(name.as_str()))
+            {
                 unrequire(property, rest);
             }
         }
@@ -372,7 +374,9 @@ fn property_types(property: &Value, root: &Value) -> Vec<String> {
         }
         match map.get("type") {
             Some(Value::String(t)) => out.push(t.clone()),
-            Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str).map(str::to_owned)),
+            Some(Value::Array(ts)) => {
+                out.extend(ts.iter().filter_map(Value::as_str).map(str::to_owned))
+            }
             _ => {}
         }
         if let Some(values) = map.get("enum").and_then(Value::as_array) {
@@ -397,27 +401,26 @@ fn property_types(property: &Value, root: &Value) -> Vec<String> {
 /// `text` as the first of `types` it parses as.
 fn parse_as(text: &str, types: &[String]) -> Option<Value> {
     for t in types {
-        let parsed = match t.as_str() {
-            "integer" => text
-                .parse::<i64>()
-                .map(Value::from)
-                .ok()
-                .or_else(|| text.parse::<u64>().ok().map(Value::from)),
-            "number" => text
-                .parse::<i64>()
-                .map(Value::from)
-                .ok()
-                .or_else(|| text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)),
-            "boolean" => match text {
-                "true" => Some(Value::Bool(true)),
-                "false" => Some(Value::Bool(false)),
+        let parsed =
+            match t.as_str() {
+                "integer" => text
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .ok()
+                    .or_else(|| text.parse::<u64>().ok().map(Value::from)),
+                "number" => text.parse::<i64>().map(Value::from).ok().or_else(|| {
+                    text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)
+                }),
+                "boolean" => match text {
+                    "true" => Some(Value::Bool(true)),
+                    "false" => Some(Value::Bool(false)),
+                    _ => None,
+                },
+                "array" => serde_json::from_str::<Value>(text).ok().filter(Value::is_array),
+                "object" => serde_json::from_str::<Value>(text).ok().filter(Value::is_object),
+                "null" => (text == "null").then_some(Value::Null),
                 _ => None,
-            },
-            "array" => serde_json::from_str::<Value>(text).ok().filter(Value::is_array),
-            "object" => serde_json::from_str::<Value>(text).ok().filter(Value::is_object),
-            "null" => (text == "null").then_some(Value::Null),
-            _ => None,
-        };
+            };
         if parsed.is_some() {
             return parsed;
         }

@@ -40,6 +40,16 @@ class Client:
 
     def __init__(self):
         self.list_changed = 0
+        # What the user answers to each confirmation, in order; what they were shown.
+        self.answers = []
+        self.asked = []
+
+    async def on_elicit(self, context, params):
+        self.asked.append({"message": params.message, "schema": params.requested_schema})
+        answer = self.answers.pop(0)
+        if answer == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"confirm": answer == "accept"})
 
     async def on_message(self, message):
         if isinstance(message, types.ToolListChangedNotification):
@@ -57,7 +67,11 @@ async def run(scenario):
     )
     client = Client()
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, message_handler=client.on_message) as session:
+        # Only the scenarios about asking the user declare that this client can.
+        elicit = client.on_elicit if scenario.startswith("ask") else None
+        async with ClientSession(
+            read, write, message_handler=client.on_message, elicitation_callback=elicit
+        ) as session:
             init = await session.initialize()
             seen = {
                 "server": init.server_info.name,
@@ -192,6 +206,25 @@ async def scenario_confirm(session, client):
     }
 
 
+async def scenario_ask_to_confirm(session, client):
+    args = {"owner": "octocat", "repo": "Hello-World", "title": "Found a bug"}
+    client.answers = ["decline", "accept", "untick"]
+    # The model claims the user agreed; the user, asked, declines.
+    forged = await session.call_tool("github_create_issue", {**args, "_confirm": True})
+    accepted = await session.call_tool("github_create_issue", args)
+    unticked = await session.call_tool("github_create_issue", args)
+    return {
+        "forged_error": bool(forged.is_error),
+        "forged_text": text_of(forged),
+        "accepted_error": bool(accepted.is_error),
+        "accepted_text": text_of(accepted),
+        "accepted_structured": accepted.structured_content,
+        "unticked_error": bool(unticked.is_error),
+        "unticked_text": text_of(unticked),
+        "asked": client.asked,
+    }
+
+
 async def scenario_tokens(session, client):
     result = await session.list_tools()
     return {"tools_list": wire(result)}
@@ -204,6 +237,7 @@ SCENARIOS = {
     "cancel": scenario_cancel,
     "read_only": scenario_read_only,
     "confirm": scenario_confirm,
+    "ask_to_confirm": scenario_ask_to_confirm,
     "tokens": scenario_tokens,
 }
 

@@ -347,3 +347,97 @@ fn entries_that_are_not_files_are_listed_with_a_reason() {
     assert!(line("libdangling").contains("which does not exist"), "{stdout}");
     assert!(line("libloop_a").contains("cannot be followed"), "{stdout}");
 }
+
+/// A bad key or value in a provider's section is a config problem at its line and column, with
+/// the likely fix; before, the plugin reported a position in the JSON it was given ("line 1").
+#[test]
+fn a_provider_section_typo_is_a_config_problem_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[providers.github]\nbase_ur = \"http://x\"\n\n[providers.gitlab]\ntimeout_s = \"fast\"\nauth = \"basic\"\n",
+    );
+    let plugins = plugins_dir(&["quiver-provider-github", "quiver-provider-gitlab"]);
+    let out = quiver(
+        &["doctor", "--config", &config, "--plugins", plugins.path().to_str().unwrap()],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("3 problem(s):"), "{stdout}");
+    assert!(
+        stdout.contains("quiver.toml:2:1: [providers.github] has no setting `base_ur` — did you mean `base_url`?"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("quiver.toml:5:1: [providers.gitlab] timeout_s must be a whole number"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "quiver.toml:6:1: [providers.gitlab] auth must be one of \"private_token\", \"oauth\""
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not serving — its section has a config problem"), "{stdout}");
+    assert!(stdout.ends_with("3 problem(s)\n"), "counted once each: {stdout}");
+}
+
+/// A value out of range names its line and column, once.
+#[test]
+fn a_range_error_names_its_line_and_column_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[tools.\"github.get_issue\"]\nvalue_class = \"critical\"\nfollow_up = [{ tool = \"a\", probability = 0.5 }, { tool = \"b\", probability = 1.5 }]\n\n[tools.\"github.list_issues\"]\ncost_model = { typical_kb = -3 }\n",
+    );
+    let out = quiver(&["tools", "list", "--config", &config], &[]);
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    // The first bad section in name order is reported.
+    let expected = "quiver.toml:3:63: [tools.\"github.get_issue\"] follow_up[1].probability (tool `b`) = 1.5 is outside 0..=1";
+    assert!(stderr.contains(expected), "{stderr}");
+    assert_eq!(stderr.matches("is outside 0..=1").count(), 1, "said once: {stderr}");
+
+    let config = write_config(
+        dir.path(),
+        "[tools.\"github.list_issues\"]\ncost_model = { typical_kb = -3 }\n",
+    );
+    let out = quiver(&["tools", "list", "--config", &config], &[]);
+    let (_, stderr) = texts(&out);
+    assert!(stderr.contains("quiver.toml:2:16: [tools.\"github.list_issues\"] cost_model.typical_kb = -3 must be a size ≥ 0"), "{stderr}");
+}
+
+/// Sections that change nothing are warned about with their line, counted by doctor, and not
+/// taken for problems: a provider no plugin serves, a pattern no tool matches, a follow-up to a
+/// tool no provider serves.
+#[test]
+fn sections_that_change_nothing_are_warned_about_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[providers.githib]\ntimeout_s = 5\n\n[tools.\"gitlab.*\"]\nvalue_class = \"critical\"\n\n[tools.\"github.get_issue\"]\nfollow_up = [{ tool = \"list_issue_comments\", probability = 0.5 }, { tool = \"get_isue\", probability = 0.5 }]\n",
+    );
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let out = quiver(
+        &["doctor", "--config", &config, "--plugins", plugins.path().to_str().unwrap()],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "warnings are not problems: {stdout}\n{stderr}");
+    for expected in [
+        "quiver.toml:1:12: [providers.githib] names no provider a plugin here serves (plugins here: github)",
+        "quiver.toml:4:8: [tools.\"gitlab.*\"] matches no served tool",
+        "quiver.toml:8:67: [tools.\"github.get_issue\"] follow_up to `get_isue`, which no provider here serves",
+    ] {
+        let line = stdout.lines().find(|l| l.contains(expected));
+        assert!(line.is_some_and(|l| l.starts_with("config warning: ")), "{expected}\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("list_issue_comments`, which"),
+        "a served follow-up is fine: {stdout}"
+    );
+    assert!(stdout.ends_with("no problems, 3 warning(s)\n"), "{stdout}");
+    // `serve` and every other command log them too.
+    assert!(stderr.contains("[providers.githib] names no provider"), "{stderr}");
+}

@@ -339,6 +339,108 @@ async fn confirm_refuses_until_the_call_is_repeated_with_confirm_true() {
     assert!(body.get("_confirm").is_none(), "control arguments stay on the host: {body}");
 }
 
+/// A client that can ask its user (elicitation) gets asked for every confirmed tool: the user's
+/// answer decides, and a `"_confirm": true` the model wrote counts for nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_can_ask_gets_the_user_asked_and_the_model_cannot_confirm() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "confirm = [\"github.create_*\"]");
+    let (seen, stderr) = setup.python("all", "ask_to_confirm").await;
+
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "asked once per call: {seen}");
+    let message = asked[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("github_create_issue") && message.contains("Found a bug"),
+        "{message}"
+    );
+    assert_eq!(asked[0]["schema"]["properties"]["confirm"]["type"], "boolean", "{seen}");
+    assert_eq!(seen["forged_error"], true, "{seen}");
+    let forged = seen["forged_text"].as_str().unwrap();
+    assert!(forged.contains("the user declined") && forged.contains("not run"), "{forged}");
+    assert_eq!(seen["accepted_error"], false, "{seen}\n{stderr}");
+    assert_eq!(seen["accepted_structured"]["number"], 1349, "{seen}");
+    assert_eq!(seen["unticked_error"], true, "{seen}");
+    let posts = server.received_requests().await.unwrap();
+    let posts = posts.iter().filter(|r| r.method.as_str() == "POST").count();
+    assert_eq!(posts, 1, "only the call the user agreed to reached GitHub");
+}
+
+/// The 2026-07-28 way: no server-to-client requests, so the call comes back as
+/// `InputRequiredResult` with the question, and the client sends it again with the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_client_is_asked_through_an_input_required_result() {
+    use rmcp::model::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct User {
+        agrees: bool,
+        asked: std::sync::Arc<AtomicUsize>,
+    }
+    impl rmcp::ClientHandler for User {
+        fn get_info(&self) -> rmcp::model::ClientConfig {
+            let mut info = rmcp::model::ClientConfig::default();
+            info.capabilities =
+                serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}}))
+                    .unwrap();
+            info
+        }
+
+        async fn create_elicitation(
+            &self,
+            request: ElicitRequestParams,
+            _context: RequestContext<rmcp::RoleClient>,
+        ) -> Result<ElicitResult, rmcp::ErrorData> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            assert!(serde_json::to_string(&request).unwrap().contains("github_create_issue"));
+            Ok(match self.agrees {
+                true => ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(json!({"confirm": true})),
+                false => ElicitResult::new(ElicitationAction::Decline),
+            })
+        }
+    }
+
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "confirm = [\"github.create_*\"]");
+    let args = json!({"owner": "octocat", "repo": "Hello-World", "title": "Found a bug"});
+    for agrees in [false, true] {
+        let asked = std::sync::Arc::new(AtomicUsize::new(0));
+        let serve_args = setup.serve_args("all");
+        let env = setup.env();
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+                cmd.args(&serve_args).current_dir(setup.dir.path());
+                for var in MACHINE_ENV {
+                    cmd.env_remove(var);
+                }
+                cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            }))
+            .unwrap();
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        };
+        let user = User { agrees, asked: std::sync::Arc::clone(&asked) };
+        let client = user.serve_with_lifecycle(transport, lifecycle).await.expect("discover");
+        let version = client.peer().peer_info().map(|i| i.protocol_version.to_string());
+        assert_eq!(version.as_deref(), Some("2026-07-28"));
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("github_create_issue")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        client.cancel().await.unwrap();
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "asked once");
+        assert_eq!(result.is_error, Some(!agrees), "{result:?}");
+    }
+    let posts = server.received_requests().await.unwrap();
+    let posts = posts.iter().filter(|r| r.method.as_str() == "POST").count();
+    assert_eq!(posts, 1, "only the call the user agreed to reached GitHub");
+}
+
 /// Starts `quiver serve` under rmcp's client.
 async fn rmcp_client(
     setup: &Setup,
@@ -413,11 +515,21 @@ async fn tools_list_tokens_per_mode_with_all_five_providers() {
         // in inputs, no `default: null`.
         for tool in list["tools"].as_array().unwrap() {
             let input = tool["inputSchema"].to_string();
-            for unwanted in ["$ref", "$defs", "\"null\"", "\"default\":null", "\"format\":\"uint", "\"format\":\"int", "\"format\":\"double"] {
+            for unwanted in [
+                "$ref",
+                "$defs",
+                "\"null\"",
+                "\"default\":null",
+                "\"format\":\"uint",
+                "\"format\":\"int",
+                "\"format\":\"double",
+            ] {
                 assert!(!input.contains(unwanted), "{unwanted} in {}: {input}", tool["name"]);
             }
             let output = tool.get("outputSchema").map(Value::to_string).unwrap_or_default();
-            for unwanted in ["$ref", "$defs", "\"format\":\"uint", "\"format\":\"int", "\"format\":\"double"] {
+            for unwanted in
+                ["$ref", "$defs", "\"format\":\"uint", "\"format\":\"int", "\"format\":\"double"]
+            {
                 assert!(!output.contains(unwanted), "{unwanted} in {}: {output}", tool["name"]);
             }
         }
@@ -527,7 +639,8 @@ async fn a_provider_that_fails_to_start_is_logged_and_named_in_the_instructions(
     let mut log = String::new();
     let _ = stderr.read_to_string(&mut log).await;
     assert!(instructions.contains("Providers unavailable"), "{instructions}");
-    assert!(instructions.contains("unknown field `base_ur`"), "{instructions}");
+    assert!(instructions.contains("no setting `base_ur`"), "{instructions}");
+    assert!(instructions.contains("quiver.toml:2:1"), "where it is written: {instructions}");
     assert!(log.contains("provider `github` is not serving") && log.contains("base_ur"), "{log}");
 }
 

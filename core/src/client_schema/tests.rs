@@ -72,7 +72,10 @@ fn input_schemas_have_no_references_custom_formats_or_null_unions() {
         assert!(!text.contains(unwanted), "{unwanted} in {schema:#}");
     }
     let p = &schema["properties"];
-    assert_eq!(p["page"], json!({"description": "Page, from 1.", "type": "integer", "minimum": 1, "maximum": 4294967295u32}));
+    assert_eq!(
+        p["page"],
+        json!({"description": "Page, from 1.", "type": "integer", "minimum": 1, "maximum": 4294967295u32})
+    );
     assert_eq!(p["per_page"]["maximum"], 255);
     assert_eq!(p["limit"]["minimum"], i32::MIN);
     assert_eq!(p["limit"]["maximum"], i32::MAX);
@@ -81,8 +84,12 @@ fn input_schemas_have_no_references_custom_formats_or_null_unions() {
     assert_eq!(p["labels"]["items"]["type"], "string");
     // The enum, inlined, keeps its variants' descriptions; the property's own description wins.
     assert_eq!(p["state"]["description"], "Which ones.");
-    let variants: Vec<&str> =
-        p["state"]["oneOf"].as_array().unwrap().iter().filter_map(|v| v["const"].as_str()).collect();
+    let variants: Vec<&str> = p["state"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["const"].as_str())
+        .collect();
     assert_eq!(variants, ["open", "closed"]);
     assert!(texts(&p["state"]).contains("Only closed ones."));
     // The nested struct is inlined, and its recursive field is left open instead of looping.
@@ -103,7 +110,10 @@ fn a_required_nullable_property_becomes_optional() {
         "required": ["a", "b"],
     });
     let schema = input_for_clients(&raw);
-    assert_eq!(schema, json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}));
+    assert_eq!(
+        schema,
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}})
+    );
 }
 
 #[test]

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    error_chain, format_unix_time, human_duration, mask_secret, set_token_hint, unix_now,
-    RateLimit, RetryBudget,
+    error_chain, format_unix_time, human_duration, is_transient_status, mask_secret,
+    set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit, RateLimit, RetryBudget,
+    TransientRetries,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use reqwest::{Method, StatusCode};
@@ -26,6 +27,10 @@ pub(crate) struct ClientSettings {
     pub(crate) auth: AuthScheme,
     pub(crate) timeout: Duration,
     pub(crate) max_retry_wait: Duration,
+    /// PEM certificates of a private CA to trust besides the system store and web roots.
+    pub(crate) ca_certificates: Option<Vec<u8>>,
+    /// The largest response body read.
+    pub(crate) max_response_bytes: u64,
 }
 
 /// The provider's connection to ClickUp.
@@ -79,6 +84,22 @@ impl Subject {
     }
 }
 
+/// A request that failed before an answer was read, and whether the fault may pass.
+pub(crate) struct Failure {
+    pub(crate) error: ToolError,
+    pub(crate) transient: bool,
+}
+
+impl Failure {
+    fn fatal(error: ToolError) -> Self {
+        Self { error, transient: false }
+    }
+
+    fn transient(error: ToolError) -> Self {
+        Self { error, transient: true }
+    }
+}
+
 /// A response read to the end.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -90,18 +111,25 @@ pub(crate) struct Reply {
 impl Client {
     /// Builds the reqwest client (no runtime needed).
     pub(crate) fn new(settings: ClientSettings) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .user_agent(concat!("quiver-provider-clickup/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                format!(
-                    "could not build the clickup HTTP client: {}; if no CA certificates are \
-                     installed, install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
-                    error_chain(&e)
-                )
+            .user_agent(concat!("quiver-provider-clickup/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &settings.ca_certificates {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                format!("[providers.clickup] ca_file is not a usable PEM bundle: {e}")
             })?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder.build().map_err(|e| {
+            format!(
+                "could not build the clickup HTTP client: {}; if no CA certificates are \
+                 installed, install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
+                error_chain(&e)
+            )
+        })?;
         Ok(Self { http, settings })
     }
 
@@ -154,7 +182,8 @@ impl Client {
     }
 
     /// Sends a request; waits out short rate limits (up to `max_retry_wait_s`, at most
-    /// [`MAX_RETRIES`] times) and turns every non-2xx answer into an error.
+    /// [`MAX_RETRIES`] times), sends a GET again after a passing fault ([`TransientRetries`])
+    /// and turns every non-2xx answer into an error.
     pub(crate) async fn request(
         &self,
         method: Method,
@@ -178,8 +207,41 @@ impl Client {
         let url = self.url(path, query)?;
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
+        let mut transient = TransientRetries::new(ctx.timeout_ms);
+        // Only reads are sent again after a passing fault: a write may have landed. Every read
+        // here is a GET; POST and PUT create and change tasks and comments.
+        let idempotent = method == Method::GET;
         loop {
-            let reply = self.send_once(&method, url.clone(), token, body, subject).await?;
+            let reply = match self.send_once(&method, url.clone(), token, body, subject).await {
+                Ok(reply) => reply,
+                Err(failure) => {
+                    if idempotent && failure.transient {
+                        if let Some(pause) = transient.next_pause() {
+                            tracing::debug!(
+                                "clickup: {} failed ({}); retrying in {} ms",
+                                subject.describe(),
+                                failure.error.message,
+                                pause.as_millis()
+                            );
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                    }
+                    return Err(failure.error);
+                }
+            };
+            if idempotent && is_transient_status(reply.status.as_u16()) {
+                if let Some(pause) = transient.next_pause() {
+                    tracing::debug!(
+                        "clickup answered {} for {}; retrying in {} ms",
+                        reply.status,
+                        subject.describe(),
+                        pause.as_millis()
+                    );
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            }
             if reply.status == StatusCode::TOO_MANY_REQUESTS {
                 let limit = RateLimit::from_headers(
                     |name| header(&reply.headers, name),
@@ -213,19 +275,19 @@ impl Client {
         token: &str,
         body: Option<&Value>,
         subject: &Subject,
-    ) -> Result<Reply, ToolError> {
+    ) -> Result<Reply, Failure> {
         let value = match self.settings.auth {
             AuthScheme::Personal => token.to_owned(),
             AuthScheme::Oauth => format!("Bearer {token}"),
         };
         let mut auth = HeaderValue::from_str(&value).map_err(|_| {
-            self.error(
+            Failure::fatal(self.error(
                 ToolErrorKind::Unauthorized,
                 format!(
                     "the configured clickup token contains characters a header cannot carry: {}",
                     self.set_token_hint()
                 ),
-            )
+            ))
         })?;
         auth.set_sensitive(true);
         let mut request = self.http.request(method.clone(), url).header(AUTHORIZATION, auth);
@@ -233,46 +295,73 @@ impl Client {
             request = request.json(body);
         }
         let exchange = async {
-            let response = request.send().await.map_err(|e| self.transport_error(&e, subject))?;
+            let mut response =
+                request.send().await.map_err(|e| self.transport_error(&e, subject))?;
             let status = response.status();
             let headers = response.headers().clone();
-            let body = response.text().await.map_err(|e| {
-                if e.is_timeout() {
-                    return self.timeout_error(subject);
+            let too_large = |_| Failure::fatal(self.too_large(subject));
+            let mut limit =
+                BodyLimit::new(self.settings.max_response_bytes, response.content_length())
+                    .map_err(too_large)?;
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => limit.push(&chunk).map_err(too_large)?,
+                    Ok(None) => break,
+                    Err(e) => {
+                        if e.is_timeout() {
+                            return Err(Failure::fatal(self.timeout_error(subject)));
+                        }
+                        // A connection cut mid-body is a passing fault like a refused one.
+                        return Err(Failure::transient(self.error(
+                            ToolErrorKind::Upstream,
+                            format!(
+                                "clickup returned an unreadable body for {}: {}",
+                                subject.describe(),
+                                error_chain(&e)
+                            ),
+                        )));
+                    }
                 }
-                self.error(
-                    ToolErrorKind::Upstream,
-                    format!(
-                        "clickup returned an unreadable body for {}: {}",
-                        subject.describe(),
-                        error_chain(&e)
-                    ),
-                )
-            })?;
-            Ok(Reply { status, headers, body })
+            }
+            Ok(Reply { status, headers, body: limit.into_string() })
         };
         // reqwest's own timeout covers the whole exchange; this one is a backstop.
         match tokio::time::timeout(self.settings.timeout + Duration::from_millis(500), exchange)
             .await
         {
             Ok(result) => result,
-            Err(_) => Err(self.timeout_error(subject)),
+            Err(_) => Err(Failure::fatal(self.timeout_error(subject))),
         }
     }
 
-    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> ToolError {
-        if e.is_timeout() {
-            return self.timeout_error(subject);
-        }
+    fn too_large(&self, subject: &Subject) -> ToolError {
         self.error(
             ToolErrorKind::Upstream,
+            too_large_message("clickup", subject.describe(), self.settings.max_response_bytes),
+        )
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> Failure {
+        if e.is_timeout() {
+            return Failure::fatal(self.timeout_error(subject));
+        }
+        let chain = error_chain(e);
+        let advice = tls_advice("clickup", &chain);
+        let error = self.error(
+            ToolErrorKind::Upstream,
             format!(
-                "could not reach clickup at {} for {}: {}",
+                "could not reach clickup at {} for {}: {chain}{}",
                 self.settings.base_url,
                 subject.describe(),
-                error_chain(e)
+                advice.as_deref().unwrap_or_default()
             ),
-        )
+        );
+        // An untrusted certificate stays untrusted; a refused or reset connection may pass.
+        if advice.is_none() && (e.is_connect() || e.is_request()) {
+            Failure::transient(error)
+        } else {
+            Failure::fatal(error)
+        }
     }
 
     fn timeout_error(&self, subject: &Subject) -> ToolError {

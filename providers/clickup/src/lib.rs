@@ -35,6 +35,14 @@
 //! - `timeout_s` (30): how long one request may take.
 //! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
 //!   `X-RateLimit-Reset`) before giving up with a `rate_limited` error.
+//! - `ca_file` (none; the top-level `ca_file` when set): a PEM file of the CA that signed the
+//!   certificate of `base_url` (a proxy behind a private CA), trusted besides the system store
+//!   and the bundled web roots (`SSL_CERT_FILE` is honoured too).
+//! - `max_response_mb` (32): a response body past this is refused, never read whole.
+//!
+//! Reads (GETs) are retried twice after a 500/502/503/504 or a connection that failed, with
+//! jittered pauses inside the call's deadline; writes (`create_task`, `update_task`,
+//! `add_task_comment`) never are.
 //!
 //! ```toml
 //! [providers.clickup]
@@ -81,8 +89,9 @@
 //! does not exist or its workspace was not authorized; 403 is a missing permission; 404 (and a
 //! 400 with an `ITEM_…` "not found" code) names the object; other 400s are invalid arguments;
 //! 429 is waited out per `Retry-After` or `X-RateLimit-Reset` up to `max_retry_wait_s` and the
-//! call's deadline (twice at most), else reported with the reset time; 5xx and unreadable
-//! bodies are `upstream` errors; slow answers are `timeout` errors naming `timeout_s`.
+//! call's deadline (twice at most), else reported with the reset time; 5xx (once a read's retries
+//! are spent), unreadable bodies and bodies past `max_response_mb` are `upstream` errors, and an
+//! untrusted certificate names `ca_file`; slow answers are `timeout` errors naming `timeout_s`.
 //!
 //! # Value models
 //! [`ToolEnricher`] gives every tool a value model: reads are `read_only` (the hierarchy cached
@@ -108,7 +117,8 @@ use std::fmt;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::config::{
-    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+    base_url_host, ca_certificates, max_response_bytes, max_retry_wait, non_blank, timeout,
+    token_env,
 };
 
 use crate::client::{Client, ClientSettings};
@@ -152,6 +162,11 @@ pub struct ClickUpConfig {
     pub timeout_s: Option<u64>,
     /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
     pub max_retry_wait_s: Option<u64>,
+    /// A PEM file of the CA that signed the API's certificate (a private CA, e.g. of a proxy),
+    /// trusted besides the system store and the bundled web roots.
+    pub ca_file: Option<String>,
+    /// The largest response body read, in MB (32 when unset).
+    pub max_response_mb: Option<u64>,
 }
 
 impl fmt::Debug for ClickUpConfig {
@@ -163,6 +178,8 @@ impl fmt::Debug for ClickUpConfig {
             .field("auth", &self.auth)
             .field("timeout_s", &self.timeout_s)
             .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .field("ca_file", &self.ca_file)
+            .field("max_response_mb", &self.max_response_mb)
             .finish()
     }
 }
@@ -189,6 +206,8 @@ impl Provider for ClickUp {
             auth: config.auth.unwrap_or_default(),
             timeout: timeout(config.timeout_s),
             max_retry_wait: max_retry_wait(config.max_retry_wait_s),
+            ca_certificates: ca_certificates("clickup", config.ca_file.as_deref())?,
+            max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(ClickUp { client, host })

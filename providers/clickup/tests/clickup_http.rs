@@ -630,6 +630,91 @@ async fn unreadable_and_failed_answers_are_upstream_errors() {
     assert!(message.contains("clickup failed with 502 Bad Gateway"), "{message}");
 }
 
+/// How many requests with `verb` reached `to`.
+async fn requests(server: &MockServer, verb: &str, to: &str) -> usize {
+    let received = server.received_requests().await.unwrap();
+    received.iter().filter(|r| r.method.as_str() == verb && r.url.path() == to).count()
+}
+
+/// A read that meets a passing fault (a 503) is sent again after a short jittered pause and
+/// succeeds; the user never sees the fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_answered_503_once_is_sent_again_and_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .set_body_raw("<html>Service Unavailable</html>", "text/html"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok("task.json"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let task = ok_call(&clickup, "get_task", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(task["task_id"], "86cv5pkvr");
+    assert_eq!(requests(&server, "GET", "/task/86cv5pkvr").await, 2, "one retry");
+}
+
+/// A write is sent once, whatever comes back: it may have landed before the fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_answered_503_is_not_sent_again() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/list/901/task"))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .set_body_raw("<html>Service Unavailable</html>", "text/html"),
+        )
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let (kind, message) =
+        failing_call(&clickup, "create_task", json!({"list_id": "901", "name": "Flaky test"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("503 Service Unavailable"), "{message}");
+    assert_eq!(requests(&server, "POST", "/list/901/task").await, 1);
+}
+
+/// A body past `max_response_mb` is refused with the setting named, whether its length is
+/// declared (refused unread) or it arrives chunked without one (cut off at the limit).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_past_max_response_mb_is_refused() {
+    let server = MockServer::start().await;
+    let huge = format!("{{\"id\": \"86cv5pkvr\", \"name\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok_body(huge.clone()))
+        .mount(&server)
+        .await;
+    // An explicit `Transfer-Encoding: chunked` makes wiremock's server send no Content-Length.
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvs"))
+        .respond_with(ok_body(huge).insert_header("transfer-encoding", "chunked"))
+        .mount(&server)
+        .await;
+    let chunked = reqwest::get(format!("{}/task/86cv5pkvs", server.uri())).await.unwrap();
+    assert_eq!(chunked.content_length(), None, "the fake must not declare a length");
+    let clickup =
+        ClickUp::new(ClickUpConfig { max_response_mb: Some(1), ..config(&server) }).unwrap();
+    for id in ["86cv5pkvr", "86cv5pkvs"] {
+        let route = format!("/task/{id}");
+        let before = requests(&server, "GET", &route).await;
+        let (kind, message) = failing_call(&clickup, "get_task", json!({"task_id": id})).await;
+        assert_eq!(kind, ToolErrorKind::Upstream);
+        assert!(message.contains(&format!("for task {id}")), "{message}");
+        assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+        let sent = requests(&server, "GET", &route).await - before;
+        assert_eq!(sent, 1, "{id}: a body too large is not a passing fault, so never retried");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_clickup_times_out_after_timeout_s() {
     let server = MockServer::start().await;
@@ -829,12 +914,32 @@ fn configuration_typos_are_errors_and_the_token_is_not_printed() {
     assert!(err.to_string().contains("unknown field `base_ur`"), "{err}");
     let err = serde_json::from_value::<ClickUpConfig>(json!({"auth": "bearer"})).err().unwrap();
     assert!(err.to_string().contains("personal"), "{err}");
-    let config: ClickUpConfig = serde_json::from_value(
-        json!({"token": TOKEN, "token_env": "CU", "auth": "oauth", "max_retry_wait_s": 5}),
-    )
+    let config: ClickUpConfig = serde_json::from_value(json!({
+        "token": TOKEN, "token_env": "CU", "auth": "oauth", "max_retry_wait_s": 5,
+        "ca_file": "/etc/ssl/proxy-ca.pem", "max_response_mb": 8,
+    }))
     .unwrap();
     assert_eq!(config.auth, Some(AuthScheme::Oauth));
+    assert_eq!(config.max_response_mb, Some(8));
     assert!(!format!("{config:?}").contains(TOKEN));
+}
+
+/// A private CA's PEM file is read at start: a wrong path or a file without a usable certificate
+/// is a start-up error naming `ca_file`, a real CA certificate is accepted.
+#[test]
+fn ca_file_is_checked_at_start() {
+    let with_ca =
+        |ca_file: &str| ClickUpConfig { ca_file: Some(ca_file.into()), ..Default::default() };
+    let ca = format!("{}/../../tests/data/tls/ca.pem", env!("CARGO_MANIFEST_DIR"));
+    assert!(ClickUp::new(with_ca(&ca)).is_ok());
+    let err = ClickUp::new(with_ca("/nonexistent/ca.pem")).err().unwrap();
+    assert!(err.to_string().contains("[providers.clickup] ca_file `/nonexistent/ca.pem`"), "{err}");
+    let bad =
+        std::env::temp_dir().join(format!("quiver-clickup-bad-ca-{}.pem", std::process::id()));
+    std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap();
+    let err = ClickUp::new(with_ca(bad.to_str().unwrap())).err().unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    assert!(err.to_string().contains("[providers.clickup] ca_file"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

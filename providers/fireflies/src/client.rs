@@ -1,13 +1,15 @@
 //! HTTP to Fireflies: one reqwest client, GraphQL queries POSTed to the configured endpoint,
-//! errors a user can act on (from GraphQL `errors` entries and HTTP statuses alike), and
-//! rate-limit waits bounded by `max_retry_wait_s` and the call's deadline.
+//! errors a user can act on (from GraphQL `errors` entries and HTTP statuses alike), rate-limit
+//! waits bounded by `max_retry_wait_s` and the call's deadline, and retries of queries (never of
+//! mutations) after a passing fault.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    error_chain, format_unix_time, human_duration, mask_secret, parse_retry_after, set_token_hint,
-    unix_now, RateLimit as Signal, RetryBudget,
+    error_chain, format_unix_time, human_duration, is_transient_status, mask_secret,
+    parse_retry_after, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
+    RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use quiver_plugin_sdk::support::json::nullable;
 use reqwest::header::HeaderMap;
@@ -24,6 +26,10 @@ pub(crate) struct ClientSettings {
     pub(crate) token_env: String,
     pub(crate) timeout: Duration,
     pub(crate) max_retry_wait: Duration,
+    /// PEM certificates of a private CA to trust besides the system store and web roots.
+    pub(crate) ca_certificates: Option<Vec<u8>>,
+    /// The largest response body read.
+    pub(crate) max_response_bytes: u64,
 }
 
 /// The provider's connection to one Fireflies GraphQL endpoint.
@@ -62,6 +68,41 @@ impl Subject {
     pub(crate) fn describe(&self) -> &str {
         &self.description
     }
+}
+
+/// A request that failed before an answer was read, and whether the fault may pass.
+pub(crate) struct Failure {
+    pub(crate) error: ToolError,
+    pub(crate) transient: bool,
+}
+
+impl Failure {
+    fn fatal(error: ToolError) -> Self {
+        Self { error, transient: false }
+    }
+
+    fn transient(error: ToolError) -> Self {
+        Self { error, transient: true }
+    }
+}
+
+/// Whether a GraphQL document is a query, which reads and may be sent again, rather than a
+/// mutation or a subscription: its first definition is `query …` or the `{ … }` shorthand. A
+/// document this does not recognise counts as a write, so it is never repeated on its own.
+pub(crate) fn is_query(document: &str) -> bool {
+    let mut rest = document;
+    // GraphQL ignores whitespace, commas, a byte order mark and `#` comments before a definition.
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',' || c == '\u{feff}');
+        match rest.strip_prefix('#') {
+            Some(comment) => rest = comment.split_once('\n').map_or("", |(_, next)| next),
+            None => break,
+        }
+    }
+    rest.starts_with('{')
+        || rest.strip_prefix("query").is_some_and(|after| {
+            !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        })
 }
 
 /// A response read to the end.
@@ -214,18 +255,32 @@ impl RateLimit {
 impl Client {
     /// Builds the reqwest client (once per provider).
     pub(crate) fn new(settings: ClientSettings) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .user_agent(concat!("quiver-provider-fireflies/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("could not build the fireflies client: {}", error_chain(&e)))?;
+            .user_agent(concat!("quiver-provider-fireflies/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &settings.ca_certificates {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                format!("[providers.fireflies] ca_file is not a usable PEM bundle: {e}")
+            })?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder.build().map_err(|e| {
+            format!(
+                "could not build the fireflies client: {}; if no CA certificates are installed, \
+                 install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
+                error_chain(&e)
+            )
+        })?;
         Ok(Self { http, settings })
     }
 
     /// Runs a GraphQL query and reads `data.<root>` into `T` (`None` when it is null). Waits out
-    /// short rate limits (up to `max_retry_wait_s`, at most [`MAX_RETRIES`] times) and turns
-    /// every error entry or non-2xx answer into a [`ToolError`].
+    /// short rate limits (up to `max_retry_wait_s`, at most [`MAX_RETRIES`] times), sends a query
+    /// again after a passing fault ([`TransientRetries`]; a mutation never, see [`is_query`]) and
+    /// turns every error entry or non-2xx answer into a [`ToolError`].
     pub(crate) async fn query<T: DeserializeOwned>(
         &self,
         query: &str,
@@ -248,9 +303,32 @@ impl Client {
         let body = json!({ "query": query, "variables": variables });
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
+        let mut transient = TransientRetries::new(ctx.timeout_ms);
+        // Every operation is a POST, so the document says whether it reads: only a query is sent
+        // again after a passing fault, since a mutation may have landed.
+        let idempotent = is_query(query);
         loop {
-            let reply = self.send_once(&body, token, subject).await?;
+            let reply = match self.send_once(&body, token, subject).await {
+                Ok(reply) => reply,
+                Err(failure) => {
+                    if idempotent && failure.transient {
+                        if let Some(pause) = transient.next_pause() {
+                            tracing::debug!(
+                                "fireflies: {} failed ({}); retrying in {} ms",
+                                subject.describe(),
+                                failure.error.message,
+                                pause.as_millis()
+                            );
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                    }
+                    return Err(failure.error);
+                }
+            };
             let envelope = serde_json::from_str::<Envelope>(&reply.body).ok();
+            // Before the 5xx retry: a `too_many_requests` entry rides on any status and is waited
+            // out for as long as Fireflies asks, not after a short jittered pause.
             if let Some(limit) = RateLimit::of(&reply, envelope.as_ref(), SystemTime::now()) {
                 if let Some(w) = budget.next_wait(limit.wait) {
                     tracing::debug!(
@@ -262,6 +340,18 @@ impl Client {
                     continue;
                 }
                 return Err(self.rate_limited(&limit, &budget, subject));
+            }
+            if idempotent && is_transient_status(reply.status) {
+                if let Some(pause) = transient.next_pause() {
+                    tracing::debug!(
+                        "fireflies answered {} for {}; retrying in {} ms",
+                        reply.status,
+                        subject.describe(),
+                        pause.as_millis()
+                    );
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
             }
             return self.read(&reply, envelope, root, subject);
         }
@@ -309,42 +399,70 @@ impl Client {
         body: &Value,
         token: &str,
         subject: &Subject,
-    ) -> Result<Reply, ToolError> {
+    ) -> Result<Reply, Failure> {
         let exchange = async {
-            let response = self
+            let mut response = self
                 .http
                 .post(&self.settings.endpoint)
                 .bearer_auth(token)
                 .json(body)
                 .send()
                 .await
-                .map_err(|e| {
-                    if e.is_timeout() {
-                        return self.timeout_error(subject);
-                    }
-                    self.error(
-                        ToolErrorKind::Upstream,
-                        format!(
-                            "could not reach fireflies at {} for {}: {}",
-                            self.settings.endpoint,
-                            subject.describe(),
-                            error_chain(&e)
-                        ),
-                    )
-                })?;
+                .map_err(|e| self.transport_error(&e, subject))?;
             let status = response.status().as_u16();
             let headers = response.headers().clone();
-            let body = response.text().await.map_err(|e| {
-                if e.is_timeout() {
-                    return self.timeout_error(subject);
+            let too_large = |_| Failure::fatal(self.too_large(subject));
+            let mut limit =
+                BodyLimit::new(self.settings.max_response_bytes, response.content_length())
+                    .map_err(too_large)?;
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => limit.push(&chunk).map_err(too_large)?,
+                    Ok(None) => break,
+                    Err(e) => {
+                        if e.is_timeout() {
+                            return Err(Failure::fatal(self.timeout_error(subject)));
+                        }
+                        // A connection cut mid-body is a passing fault like a refused one.
+                        return Err(Failure::transient(self.unreadable(subject, &error_chain(&e))));
+                    }
                 }
-                self.unreadable(subject, &error_chain(&e))
-            })?;
-            Ok(Reply { status, headers, body })
+            }
+            Ok(Reply { status, headers, body: limit.into_string() })
         };
         match tokio::time::timeout(self.settings.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(self.timeout_error(subject)),
+            Err(_) => Err(Failure::fatal(self.timeout_error(subject))),
+        }
+    }
+
+    fn too_large(&self, subject: &Subject) -> ToolError {
+        self.error(
+            ToolErrorKind::Upstream,
+            too_large_message("fireflies", subject.describe(), self.settings.max_response_bytes),
+        )
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> Failure {
+        if e.is_timeout() {
+            return Failure::fatal(self.timeout_error(subject));
+        }
+        let chain = error_chain(e);
+        let advice = tls_advice("fireflies", &chain);
+        let error = self.error(
+            ToolErrorKind::Upstream,
+            format!(
+                "could not reach fireflies at {} for {}: {chain}{}",
+                self.settings.endpoint,
+                subject.describe(),
+                advice.as_deref().unwrap_or_default()
+            ),
+        );
+        // An untrusted certificate stays untrusted; a refused or reset connection may pass.
+        if advice.is_none() && (e.is_connect() || e.is_request()) {
+            Failure::transient(error)
+        } else {
+            Failure::fatal(error)
         }
     }
 
@@ -621,6 +739,74 @@ mod tests {
         assert!(RateLimit::of(&reply(200, &[], body), Some(&envelope(body)), now()).is_none());
         let silent = RateLimit::of(&reply(429, &[], ""), None, now()).unwrap();
         assert_eq!(silent.wait, None);
+    }
+
+    #[test]
+    fn only_queries_count_as_reads() {
+        for read in [
+            "query GetTranscript($id: String!) { transcript(id: $id) { id } }",
+            "  \n# the kickoff\n, query{ user { email } }",
+            "\u{feff}{ user { email } }",
+            "query { user { email } }",
+        ] {
+            assert!(is_query(read), "{read:?}");
+        }
+        for write in [
+            "mutation DeleteTranscript($id: String!) { deleteTranscript(id: $id) { id } }",
+            "# query\nmutation { setUserRole(user_id: \"u\", role: admin) { id } }",
+            "subscription { transcripts { id } }",
+            "queryX { a }",
+            "fragment F on Transcript { id } query Q { transcripts { ...F } }",
+            "",
+            "# only a comment",
+        ] {
+            assert!(!is_query(write), "{write:?}");
+        }
+    }
+
+    /// A mutation may have landed before the fault: it is sent once, and the fault reported.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_mutation_answered_503_is_not_sent_again() {
+        use wiremock::matchers::method;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503).set_body_raw("busy", "text/plain"))
+            .mount(&server)
+            .await;
+        let client = Client::new(ClientSettings {
+            endpoint: format!("{}/graphql", server.uri()),
+            token: Some("ff_key".into()),
+            token_env: "FIREFLIES_API_KEY".into(),
+            timeout: Duration::from_secs(5),
+            max_retry_wait: Duration::from_secs(1),
+            ca_certificates: None,
+            max_response_bytes: 1024 * 1024,
+        })
+        .unwrap();
+        let subject = Subject::transcript("01J2XKQ4TV7Z8R5M9N3B6C1D0E");
+        let mutation = "mutation Delete($id: String!) { deleteTranscript(id: $id) { id } }";
+        let ctx = ToolContext::default();
+        let error = client
+            .query::<Value>(mutation, json!({"id": "01J2"}), "deleteTranscript", &subject, &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, ToolErrorKind::Upstream);
+        assert!(error.message.contains("503 Service Unavailable"), "{}", error.message);
+        assert_eq!(server.received_requests().await.unwrap().len(), 1, "never sent twice");
+
+        // The same fault on a query is a passing one: the query is sent again.
+        let query = "query Get($id: String!) { transcript(id: $id) { id } }";
+        client
+            .query::<Value>(query, json!({"id": "01J2"}), "transcript", &subject, &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1 + 3,
+            "the first try and two retries"
+        );
     }
 
     #[test]

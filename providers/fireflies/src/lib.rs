@@ -29,6 +29,14 @@
 //! - `timeout_s` (30): how long one request may take.
 //! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or the
 //!   `retryAfter` Fireflies puts in an error's `extensions`) before giving up with `rate_limited`.
+//! - `ca_file` (none; the top-level `ca_file` when set): a PEM file of the CA that signed the
+//!   endpoint's certificate (a proxy behind a private CA), trusted besides the system store and
+//!   the bundled web roots (`SSL_CERT_FILE` is honoured too).
+//! - `max_response_mb` (32): a response body past this is refused, never read whole.
+//!
+//! Every GraphQL operation is a POST; reads are told apart by the document: queries are retried
+//! twice after a 500/502/503/504 or a connection that failed, with jittered pauses inside the
+//! call's deadline; mutations (none is sent today) never are.
 //!
 //! ```toml
 //! [providers.fireflies]
@@ -68,8 +76,9 @@
 //! `object_not_found`/404 is `not_found` naming the transcript; `invalid_arguments`/`args_required`
 //! are `invalid_arguments` with Fireflies' per-field messages; `too_many_requests`/429 is waited
 //! out up to `max_retry_wait_s` (twice at most, within the call's deadline), else reported as
-//! `rate_limited` with when to retry; 5xx, schema mismatches and unreadable bodies are `upstream`;
-//! a request slower than `timeout_s` is `timeout`.
+//! `rate_limited` with when to retry; 5xx (once a query's retries are spent), schema mismatches,
+//! unreadable bodies and bodies past `max_response_mb` are `upstream`, and an untrusted
+//! certificate names `ca_file`; a request slower than `timeout_s` is `timeout`.
 //!
 //! # Value models
 //! [`ToolEnricher`] gives every tool a value model (all `read_only`; `get_transcript` has a
@@ -90,7 +99,8 @@ use std::fmt;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::config::{
-    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+    base_url_host, ca_certificates, max_response_bytes, max_retry_wait, non_blank, timeout,
+    token_env,
 };
 
 use crate::client::{Client, ClientSettings};
@@ -122,6 +132,11 @@ pub struct FirefliesConfig {
     pub timeout_s: Option<u64>,
     /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
     pub max_retry_wait_s: Option<u64>,
+    /// A PEM file of the CA that signed the endpoint's certificate (a private CA, e.g. of a
+    /// proxy), trusted besides the system store and the bundled web roots.
+    pub ca_file: Option<String>,
+    /// The largest response body read, in MB (32 when unset).
+    pub max_response_mb: Option<u64>,
 }
 
 impl fmt::Debug for FirefliesConfig {
@@ -132,6 +147,8 @@ impl fmt::Debug for FirefliesConfig {
             .field("token_env", &self.token_env)
             .field("timeout_s", &self.timeout_s)
             .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .field("ca_file", &self.ca_file)
+            .field("max_response_mb", &self.max_response_mb)
             .finish()
     }
 }
@@ -157,6 +174,8 @@ impl Provider for Fireflies {
             token_env: token_env(config.token_env, DEFAULT_TOKEN_ENV),
             timeout: timeout(config.timeout_s),
             max_retry_wait: max_retry_wait(config.max_retry_wait_s),
+            ca_certificates: ca_certificates("fireflies", config.ca_file.as_deref())?,
+            max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(Fireflies { client, host })

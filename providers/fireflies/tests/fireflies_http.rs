@@ -511,6 +511,75 @@ async fn unreadable_and_failed_answers_are_upstream_errors() {
     assert!(message.contains("unreadable body"), "{message}");
 }
 
+/// A query (every call is a POST, and every tool sends a query) that meets a passing fault (a
+/// 503) is sent again after a short jittered pause and succeeds; the user never sees the fault.
+/// Mutations are never sent twice: see the client's unit tests, as no tool sends one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_answered_503_once_is_sent_again_and_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(ENDPOINT))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .set_body_raw("<html>Service Unavailable</html>", "text/html"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(ENDPOINT))
+        .respond_with(ok("transcript.json"))
+        .mount(&server)
+        .await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let t = ok_call(&ff, "get_transcript", json!({"id": KICKOFF})).await;
+    assert_eq!(t["title"], "Pinecrest Lodge kickoff");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2, "one retry");
+}
+
+/// A body past `max_response_mb` is refused with the setting named, whether its length is
+/// declared (refused unread) or it arrives chunked without one (cut off at the limit).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_past_max_response_mb_is_refused() {
+    let server = MockServer::start().await;
+    let huge =
+        json!({"data": {"transcript": {"id": KICKOFF, "title": "x".repeat(2 * 1024 * 1024)}}})
+            .to_string();
+    mount(
+        &server,
+        json!({"variables": {"id": "01DECLARED"}}),
+        ResponseTemplate::new(200).set_body_raw(huge.clone(), "application/json"),
+    )
+    .await;
+    // An explicit `Transfer-Encoding: chunked` makes wiremock's server send no Content-Length.
+    mount(
+        &server,
+        json!({"variables": {"id": "01CHUNKED"}}),
+        ResponseTemplate::new(200)
+            .set_body_raw(huge, "application/json")
+            .insert_header("transfer-encoding", "chunked"),
+    )
+    .await;
+    let chunked = reqwest::Client::new()
+        .post(format!("{}{ENDPOINT}", server.uri()))
+        .json(&json!({"variables": {"id": "01CHUNKED"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chunked.content_length(), None, "the fake must not declare a length");
+    let ff =
+        Fireflies::new(FirefliesConfig { max_response_mb: Some(1), ..config(&server) }).unwrap();
+    for id in ["01DECLARED", "01CHUNKED"] {
+        let before = server.received_requests().await.unwrap().len();
+        let (kind, message) = failing_call(&ff, "get_transcript", json!({"id": id})).await;
+        assert_eq!(kind, ToolErrorKind::Upstream);
+        assert!(message.contains(&format!("for transcript `{id}`")), "{message}");
+        assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+        let sent = server.received_requests().await.unwrap().len() - before;
+        assert_eq!(sent, 1, "{id}: a body too large is not a passing fault, so never retried");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_fireflies_times_out_after_timeout_s() {
     let server = MockServer::start().await;
@@ -553,9 +622,32 @@ fn configuration_typos_are_errors_and_the_key_is_not_printed() {
     assert!(err.to_string().contains("unknown field `base_ur`"), "{err}");
     let config: FirefliesConfig = serde_json::from_value(json!({
         "token": TOKEN, "token_env": "FIREFLIES_TOKEN", "timeout_s": 10, "max_retry_wait_s": 5,
+        "ca_file": "/etc/ssl/proxy-ca.pem", "max_response_mb": 8,
     }))
     .unwrap();
     assert!(!format!("{config:?}").contains(TOKEN));
+    assert_eq!(config.max_response_mb, Some(8));
+}
+
+/// A private CA's PEM file is read at start: a wrong path or a file without a usable certificate
+/// is a start-up error naming `ca_file`, a real CA certificate is accepted.
+#[test]
+fn ca_file_is_checked_at_start() {
+    let with_ca =
+        |ca_file: &str| FirefliesConfig { ca_file: Some(ca_file.into()), ..Default::default() };
+    let ca = format!("{}/../../tests/data/tls/ca.pem", env!("CARGO_MANIFEST_DIR"));
+    assert!(Fireflies::new(with_ca(&ca)).is_ok());
+    let err = Fireflies::new(with_ca("/nonexistent/ca.pem")).err().unwrap();
+    assert!(
+        err.to_string().contains("[providers.fireflies] ca_file `/nonexistent/ca.pem`"),
+        "{err}"
+    );
+    let bad =
+        std::env::temp_dir().join(format!("quiver-fireflies-bad-ca-{}.pem", std::process::id()));
+    std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap();
+    let err = Fireflies::new(with_ca(bad.to_str().unwrap())).err().unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    assert!(err.to_string().contains("[providers.fireflies] ca_file"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

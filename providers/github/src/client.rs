@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use http::{HeaderMap, Method, StatusCode};
+use http_body_util::BodyExt;
 use octocrab::Octocrab;
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    encode_component, error_chain, format_unix_time, human_duration, is_timeout, mask_secret,
-    page_query, set_token_hint, unix_now, RateLimit as Signal, RetryBudget,
+    encode_component, error_chain, format_unix_time, human_duration, is_timeout,
+    is_transient_status, mask_secret, page_query, set_token_hint, tls_advice, too_large_message,
+    unix_now, BodyLimit, RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use serde::de::DeserializeOwned;
 
@@ -22,6 +24,82 @@ pub(crate) struct ClientSettings {
     pub(crate) token_env: String,
     pub(crate) timeout: Duration,
     pub(crate) max_retry_wait: Duration,
+    /// The largest response body read.
+    pub(crate) max_response_bytes: u64,
+    /// PEM certificates of a private CA to trust besides the system store.
+    pub(crate) ca_certificates: Option<Vec<u8>>,
+}
+
+/// octocrab on a connector that trusts the system store and the private CA in `pem`: the stack
+/// octocrab's own builder makes (base URI, user agent, the token for the API's host only,
+/// redirects followed), since that builder offers no way to add a root certificate.
+fn with_private_ca(settings: &ClientSettings, pem: &[u8]) -> Result<Octocrab, String> {
+    use octocrab::service::middleware::auth_header::AuthHeaderLayer;
+    use octocrab::service::middleware::base_uri::BaseUriLayer;
+    use octocrab::service::middleware::extra_headers::ExtraHeadersLayer;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    use std::sync::Arc;
+    use tower::Layer;
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    let private: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("[providers.github] ca_file is not a usable PEM bundle: {e}"))?;
+    let (added, _) = roots.add_parsable_certificates(private);
+    if added == 0 {
+        return Err("[providers.github] ca_file holds no usable CA certificate".into());
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("could not set up TLS for github: {e}"))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector);
+    let client = tower_http::follow_redirect::FollowRedirectLayer::new().layer(client);
+    let base_uri: http::Uri = settings
+        .base_url
+        .parse()
+        .map_err(|e| format!("base_url `{}` is not a usable URI: {e}", settings.base_url))?;
+    let user_agent = http::HeaderValue::from_static(concat!(
+        "quiver-provider-github/",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let authorization = settings.token.as_ref().and_then(|token| {
+        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    });
+    octocrab::OctocrabBuilder::new_empty()
+        .with_service(client)
+        .with_layer(&BaseUriLayer::new(base_uri.clone()))
+        .with_layer(&ExtraHeadersLayer::new(Arc::new(vec![(http::header::USER_AGENT, user_agent)])))
+        // The token goes to the API's host only (uploads share it on Enterprise Server).
+        .with_layer(&AuthHeaderLayer::new(authorization, base_uri.clone(), base_uri))
+        .with_auth(octocrab::AuthState::None)
+        .build()
+        .map_err(|e| format!("could not build the github client: {e}"))
+}
+
+/// A request that failed before an answer was read, and whether the fault may pass.
+pub(crate) struct Failure {
+    error: ToolError,
+    transient: bool,
+}
+
+impl Failure {
+    fn fatal(error: ToolError) -> Self {
+        Self { error, transient: false }
+    }
 }
 
 /// The provider's connection to one GitHub (github.com or a GitHub Enterprise Server).
@@ -98,6 +176,10 @@ pub(crate) struct Reply {
 impl Client {
     /// Builds the octocrab client. Needs a tokio runtime context.
     pub(crate) fn new(settings: ClientSettings) -> Result<Self, String> {
+        if let Some(pem) = &settings.ca_certificates {
+            let octo = with_private_ca(&settings, pem)?;
+            return Ok(Self { octo, settings });
+        }
         let mut builder = Octocrab::builder()
             .base_uri(settings.base_url.as_str())
             .map_err(|e| format!("base_url `{}` is not a usable URI: {e}", settings.base_url))?
@@ -179,8 +261,40 @@ impl Client {
     ) -> Result<Reply, ToolError> {
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
+        let mut transient = TransientRetries::new(ctx.timeout_ms);
+        // Only reads are sent again after a passing fault: a write may have landed.
+        let idempotent = method == Method::GET;
         loop {
-            let reply = self.send_once(&method, uri, body, subject).await?;
+            let reply = match self.send_once(&method, uri, body, subject).await {
+                Ok(reply) => reply,
+                Err(failure) => {
+                    match transient.next_pause().filter(|_| idempotent && failure.transient) {
+                        Some(pause) => {
+                            tracing::debug!(
+                                "github: {} failed ({}); retrying in {} ms",
+                                subject.describe(),
+                                failure.error.message,
+                                pause.as_millis()
+                            );
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                        None => return Err(failure.error),
+                    }
+                }
+            };
+            if idempotent && is_transient_status(reply.status.as_u16()) {
+                if let Some(pause) = transient.next_pause() {
+                    tracing::debug!(
+                        "github answered {} for {}; retrying in {} ms",
+                        reply.status,
+                        subject.describe(),
+                        pause.as_millis()
+                    );
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            }
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {
@@ -207,7 +321,7 @@ impl Client {
         uri: &str,
         body: Option<&Value>,
         subject: &Subject,
-    ) -> Result<Reply, ToolError> {
+    ) -> Result<Reply, Failure> {
         let exchange = async {
             let response = match *method {
                 Method::POST => self.octo._post(uri, body).await,
@@ -217,36 +331,62 @@ impl Client {
                 // octocrab's own read timeout and the deadline below race; either way it is a
                 // timeout, not an unreachable server.
                 if is_timeout(&e) {
-                    return self.timeout_error(subject);
+                    return Failure::fatal(self.timeout_error(subject));
                 }
-                self.error(
+                let chain = error_chain(&e);
+                let advice = tls_advice("github", &chain);
+                // An untrusted certificate stays untrusted; a refused or reset connection may pass.
+                let transient = advice.is_none();
+                let error = self.error(
                     ToolErrorKind::Upstream,
                     format!(
-                        "could not reach github at {} for {}: {}",
+                        "could not reach github at {} for {}: {chain}{}",
                         self.settings.base_url,
                         subject.describe(),
-                        error_chain(&e)
+                        advice.unwrap_or_default()
                     ),
-                )
+                );
+                Failure { error, transient }
             })?;
             let status = response.status();
             let headers = response.headers().clone();
-            let body = self.octo.body_to_string(response).await.map_err(|e| {
-                self.error(
-                    ToolErrorKind::Upstream,
-                    format!(
-                        "github returned an unreadable body for {}: {}",
-                        subject.describe(),
-                        error_chain(&e)
+            let declared = headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+            let too_large = |_| Failure::fatal(self.too_large(subject));
+            let mut limit =
+                BodyLimit::new(self.settings.max_response_bytes, declared).map_err(too_large)?;
+            let mut stream = response.into_body();
+            while let Some(frame) = stream.frame().await {
+                let frame = frame.map_err(|e| Failure {
+                    // A connection cut mid-body is a passing fault like a refused one.
+                    error: self.error(
+                        ToolErrorKind::Upstream,
+                        format!(
+                            "github returned an unreadable body for {}: {}",
+                            subject.describe(),
+                            error_chain(&e)
+                        ),
                     ),
-                )
-            })?;
-            Ok(Reply { status, headers, body })
+                    transient: true,
+                })?;
+                if let Some(chunk) = frame.data_ref() {
+                    limit.push(chunk).map_err(too_large)?;
+                }
+            }
+            Ok(Reply { status, headers, body: limit.into_string() })
         };
         match tokio::time::timeout(self.settings.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(self.timeout_error(subject)),
+            Err(_) => Err(Failure::fatal(self.timeout_error(subject))),
         }
+    }
+
+    fn too_large(&self, subject: &Subject) -> ToolError {
+        self.error(
+            ToolErrorKind::Upstream,
+            too_large_message("github", &subject.describe(), self.settings.max_response_bytes),
+        )
     }
 
     fn timeout_error(&self, subject: &Subject) -> ToolError {

@@ -28,6 +28,14 @@
 //! - `timeout_s` (30): how long one request may take.
 //! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `retry-after` or
 //!   `x-ratelimit-reset`) before giving up with a `rate_limited` error.
+//! - `max_response_mb` (32): a response body past this is refused, never read whole.
+//! - `ca_file` (none; the top-level `ca_file` when set): a PEM file of the CA that signed a GitHub
+//!   Enterprise Server's certificate, trusted besides the system store (which `SSL_CERT_FILE`
+//!   replaces, as rustls-native-certs reads it).
+//!
+//! Reads (GETs) are retried
+//! twice after a 500/502/503/504 or a connection that failed, with jittered pauses inside the
+//! call's deadline; writes never are.
 //!
 //! ```toml
 //! [providers.github]
@@ -96,7 +104,8 @@ use std::fmt;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::config::{
-    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+    base_url_host, ca_certificates, max_response_bytes, max_retry_wait, non_blank, timeout,
+    token_env,
 };
 
 use crate::client::{Client, ClientSettings};
@@ -129,6 +138,11 @@ pub struct GitHubConfig {
     pub timeout_s: Option<u64>,
     /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
     pub max_retry_wait_s: Option<u64>,
+    /// The largest response body read, in MB (32 when unset).
+    pub max_response_mb: Option<u64>,
+    /// A PEM file of the CA that signed a GitHub Enterprise Server's certificate (a private CA),
+    /// trusted besides the system store.
+    pub ca_file: Option<String>,
 }
 
 impl fmt::Debug for GitHubConfig {
@@ -139,6 +153,8 @@ impl fmt::Debug for GitHubConfig {
             .field("token_env", &self.token_env)
             .field("timeout_s", &self.timeout_s)
             .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .field("max_response_mb", &self.max_response_mb)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -164,6 +180,8 @@ impl Provider for GitHub {
             token_env: token_env(config.token_env, DEFAULT_TOKEN_ENV),
             timeout: timeout(config.timeout_s),
             max_retry_wait: max_retry_wait(config.max_retry_wait_s),
+            max_response_bytes: max_response_bytes(config.max_response_mb),
+            ca_certificates: ca_certificates("github", config.ca_file.as_deref())?,
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(GitHub { client, host })

@@ -624,6 +624,109 @@ async fn unreadable_and_failed_answers_are_upstream_errors() {
     assert!(message.contains("github failed with 502 Bad Gateway"), "{message}");
 }
 
+/// A read that meets a passing fault (a 503, a 502) is sent again after a short jittered pause,
+/// and succeeds; the user never sees the fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_is_retried_after_a_passing_5xx() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(github_error(503, "Service Unavailable"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(ok("issue.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let issue = ok_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(issue["number"], 1347);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2, "one retry");
+}
+
+/// A fault that persists is reported after two retries; a write is never sent twice on its own
+/// (it may have landed before the fault).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_persisting_5xx_is_reported_after_two_retries_and_writes_are_never_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(github_error(502, "Bad Gateway"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues")))
+        .respond_with(github_error(502, "Bad Gateway"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("502"), "{message}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 3, "the first try and two retries");
+    let args = json!({"owner": "octocat", "repo": "Hello-World", "title": "Found a bug"});
+    failing_call(&github, "create_issue", args).await;
+    let posts = server.received_requests().await.unwrap();
+    assert_eq!(posts.iter().filter(|r| r.method.as_str() == "POST").count(), 1, "never retried");
+}
+
+/// A body past `max_response_mb` is refused, with the setting named, whether its length is
+/// declared or it only keeps coming.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_past_max_response_mb_is_refused_unread() {
+    let server = MockServer::start().await;
+    let huge = format!("{{\"number\": 1347, \"title\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge, "application/json"))
+        .mount(&server)
+        .await;
+    let config = GitHubConfig { max_response_mb: Some(1), ..config(&server) };
+    let github = GitHub::new(config).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "not a passing fault");
+}
+
+/// An endless chunked body (no length declared) is cut off at the limit, not buffered forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_chunked_body_is_cut_off_at_max_response_mb() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = std::sync::Arc::clone(&sent);
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let chunk = format!("4000\r\n{}\r\n", " ".repeat(0x4000));
+        // Until the client hangs up; a cap of 1 MB stops it long before this one does.
+        for _ in 0..100_000 {
+            if socket.write_all(chunk.as_bytes()).await.is_err() {
+                break;
+            }
+            counter.fetch_add(0x4000, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let config = GitHubConfig {
+        base_url: Some(format!("http://{address}")),
+        max_response_mb: Some(1),
+        ..GitHubConfig::default()
+    };
+    let github = GitHub::new(config).unwrap();
+    let (kind, message) = failing_call(&github, "get_issue", issue_args(1347)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(sent < 64 * 1024 * 1024, "the client stopped reading early; {sent} bytes were sent");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_github_times_out_after_timeout_s() {
     let server = MockServer::start().await;

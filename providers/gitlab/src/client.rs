@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    encode_component, error_chain, format_unix_time, human_duration, mask_secret, page_query,
-    set_token_hint, unix_now, RateLimit as Signal, RetryBudget,
+    encode_component, error_chain, format_unix_time, human_duration, is_transient_status,
+    mask_secret, page_query, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
+    RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, LOCATION};
 use reqwest::{Method, StatusCode};
@@ -28,6 +29,10 @@ pub(crate) struct ClientSettings {
     pub(crate) auth: AuthScheme,
     pub(crate) timeout: Duration,
     pub(crate) max_retry_wait: Duration,
+    /// PEM certificates of a private CA to trust besides the system store and web roots.
+    pub(crate) ca_certificates: Option<Vec<u8>>,
+    /// The largest response body read.
+    pub(crate) max_response_bytes: u64,
 }
 
 /// The provider's connection to one GitLab instance.
@@ -110,6 +115,22 @@ impl Page {
     }
 }
 
+/// A request that failed before an answer was read, and whether the fault may pass.
+pub(crate) struct Failure {
+    pub(crate) error: ToolError,
+    pub(crate) transient: bool,
+}
+
+impl Failure {
+    fn fatal(error: ToolError) -> Self {
+        Self { error, transient: false }
+    }
+
+    fn transient(error: ToolError) -> Self {
+        Self { error, transient: true }
+    }
+}
+
 /// A response read to the end.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -123,19 +144,26 @@ impl Client {
     pub(crate) fn new(settings: ClientSettings) -> Result<Self, String> {
         // Redirects are followed by hand (see `send_once`): reqwest keeps custom headers such as
         // `PRIVATE-TOKEN` on a redirect to another host, and the token must not leave GitLab.
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .user_agent(concat!("quiver-provider-gitlab/", env!("CARGO_PKG_VERSION")))
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| {
-                format!(
-                    "could not build the gitlab client: {}; if no CA certificates are \
-                     installed, install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
-                    error_chain(&e)
-                )
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(pem) = &settings.ca_certificates {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                format!("[providers.gitlab] ca_file is not a usable PEM bundle: {e}")
             })?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder.build().map_err(|e| {
+            format!(
+                "could not build the gitlab client: {}; if no CA certificates are installed, \
+                 install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
+                error_chain(&e)
+            )
+        })?;
         Ok(Self { http, settings })
     }
 
@@ -199,8 +227,40 @@ impl Client {
     ) -> Result<Reply, ToolError> {
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
+        let mut transient = TransientRetries::new(ctx.timeout_ms);
+        // Only reads are sent again after a passing fault: a write may have landed.
+        let idempotent = method == Method::GET;
         loop {
-            let reply = self.send_once(&method, uri, body, subject).await?;
+            let reply = match self.send_once(&method, uri, body, subject).await {
+                Ok(reply) => reply,
+                Err(failure) => {
+                    match transient.next_pause().filter(|_| idempotent && failure.transient) {
+                        Some(pause) => {
+                            tracing::debug!(
+                                "gitlab: {} failed ({}); retrying in {} ms",
+                                subject.describe(),
+                                failure.error.message,
+                                pause.as_millis()
+                            );
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                        None => return Err(failure.error),
+                    }
+                }
+            };
+            if idempotent && is_transient_status(reply.status.as_u16()) {
+                if let Some(pause) = transient.next_pause() {
+                    tracing::debug!(
+                        "gitlab answered {} for {}; retrying in {} ms",
+                        reply.status,
+                        subject.describe(),
+                        pause.as_millis()
+                    );
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            }
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.signal.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {
@@ -243,7 +303,7 @@ impl Client {
         uri: &str,
         body: Option<&Value>,
         subject: &Subject,
-    ) -> Result<Reply, ToolError> {
+    ) -> Result<Reply, Failure> {
         let exchange = async {
             let mut url = format!("{}{uri}", self.settings.api_root);
             let origin = origin_of(&url);
@@ -257,7 +317,7 @@ impl Client {
                 if let Some(body) = body {
                     request = request.json(body);
                 }
-                let response =
+                let mut response =
                     request.send().await.map_err(|e| self.transport_error(&e, subject))?;
                 let status = response.status();
                 let headers = response.headers().clone();
@@ -271,20 +331,31 @@ impl Client {
                         continue;
                     }
                 }
-                let body = response.text().await.map_err(|e| {
-                    if e.is_timeout() {
-                        return self.timeout_error(subject);
+                let too_large = |_| Failure::fatal(self.too_large(subject));
+                let mut limit =
+                    BodyLimit::new(self.settings.max_response_bytes, response.content_length())
+                        .map_err(too_large)?;
+                loop {
+                    match response.chunk().await {
+                        Ok(Some(chunk)) => limit.push(&chunk).map_err(too_large)?,
+                        Ok(None) => break,
+                        Err(e) => {
+                            if e.is_timeout() {
+                                return Err(Failure::fatal(self.timeout_error(subject)));
+                            }
+                            // A connection cut mid-body is a passing fault like a refused one.
+                            return Err(Failure::transient(self.error(
+                                ToolErrorKind::Upstream,
+                                format!(
+                                    "gitlab returned an unreadable body for {}: {}",
+                                    subject.describe(),
+                                    error_chain(&e)
+                                ),
+                            )));
+                        }
                     }
-                    self.error(
-                        ToolErrorKind::Upstream,
-                        format!(
-                            "gitlab returned an unreadable body for {}: {}",
-                            subject.describe(),
-                            error_chain(&e)
-                        ),
-                    )
-                })?;
-                return Ok(Reply { status, headers, body });
+                }
+                return Ok(Reply { status, headers, body: limit.into_string() });
             }
         };
         // reqwest's own timeout covers each request; this one also bounds the redirects.
@@ -292,23 +363,38 @@ impl Client {
             .await
         {
             Ok(result) => result,
-            Err(_) => Err(self.timeout_error(subject)),
+            Err(_) => Err(Failure::fatal(self.timeout_error(subject))),
         }
     }
 
-    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> ToolError {
-        if e.is_timeout() {
-            return self.timeout_error(subject);
-        }
+    fn too_large(&self, subject: &Subject) -> ToolError {
         self.error(
             ToolErrorKind::Upstream,
+            too_large_message("gitlab", subject.describe(), self.settings.max_response_bytes),
+        )
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> Failure {
+        if e.is_timeout() {
+            return Failure::fatal(self.timeout_error(subject));
+        }
+        let chain = error_chain(e);
+        let advice = tls_advice("gitlab", &chain);
+        let error = self.error(
+            ToolErrorKind::Upstream,
             format!(
-                "could not reach gitlab at {} for {}: {}",
+                "could not reach gitlab at {} for {}: {chain}{}",
                 self.settings.api_root,
                 subject.describe(),
-                error_chain(e)
+                advice.as_deref().unwrap_or_default()
             ),
-        )
+        );
+        // An untrusted certificate stays untrusted; a refused or reset connection may pass.
+        if advice.is_none() && (e.is_connect() || e.is_request()) {
+            Failure::transient(error)
+        } else {
+            Failure::fatal(error)
+        }
     }
 
     fn timeout_error(&self, subject: &Subject) -> ToolError {

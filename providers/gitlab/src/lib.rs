@@ -34,6 +34,13 @@
 //! - `timeout_s` (30): how long one request may take.
 //! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
 //!   `RateLimit-Reset`) before giving up with a `rate_limited` error.
+//! - `ca_file` (none; the top-level `ca_file` when set): a PEM file of the CA that signed the
+//!   instance's certificate, trusted besides the system store and the bundled web roots
+//!   (`SSL_CERT_FILE` is honoured too).
+//! - `max_response_mb` (32): a response body past this is refused, never read whole.
+//!
+//! Reads (GETs) are retried twice after a 500/502/503/504 or a connection that failed, with
+//! jittered pauses inside the call's deadline; writes never are.
 //!
 //! ```toml
 //! [providers.gitlab]
@@ -100,7 +107,8 @@ use std::fmt;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::config::{
-    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+    base_url_host, ca_certificates, max_response_bytes, max_retry_wait, non_blank, timeout,
+    token_env,
 };
 
 use crate::client::{Client, ClientSettings};
@@ -147,6 +155,11 @@ pub struct GitLabConfig {
     pub timeout_s: Option<u64>,
     /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
     pub max_retry_wait_s: Option<u64>,
+    /// A PEM file of the CA that signed the instance's certificate (a private CA), trusted
+    /// besides the system store and the bundled web roots.
+    pub ca_file: Option<String>,
+    /// The largest response body read, in MB (32 when unset).
+    pub max_response_mb: Option<u64>,
 }
 
 impl fmt::Debug for GitLabConfig {
@@ -158,6 +171,8 @@ impl fmt::Debug for GitLabConfig {
             .field("auth", &self.auth)
             .field("timeout_s", &self.timeout_s)
             .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .field("ca_file", &self.ca_file)
+            .field("max_response_mb", &self.max_response_mb)
             .finish()
     }
 }
@@ -197,6 +212,8 @@ impl Provider for GitLab {
             auth: config.auth.unwrap_or_default(),
             timeout: timeout(config.timeout_s),
             max_retry_wait: max_retry_wait(config.max_retry_wait_s),
+            ca_certificates: ca_certificates("gitlab", config.ca_file.as_deref())?,
+            max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(GitLab { client, host })

@@ -933,3 +933,62 @@ async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
         "argument docs reach the schema"
     );
 }
+
+/// A read that meets a passing fault is sent again and succeeds; one that keeps failing is
+/// reported after two retries; a write is sent once, whatever comes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_are_retried_after_passing_5xx_and_writes_never_are() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/issues/47")))
+        .respond_with(gitlab_error(503, "503 Service Unavailable"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/issues/47")))
+        .respond_with(ok("issue.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/issues/48")))
+        .respond_with(gitlab_error(502, "502 Bad Gateway"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/issues")))
+        .respond_with(gitlab_error(500, "500 Internal Server Error"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+    let issue = ok_call(&gitlab, "get_issue", iid(47)).await;
+    assert_eq!(issue["iid"], 47);
+    assert_eq!(requests(&server, "GET", &format!("{API}/issues/47")).await, 2);
+    let (kind, message) = failing_call(&gitlab, "get_issue", iid(48)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("502"), "{message}");
+    assert_eq!(requests(&server, "GET", &format!("{API}/issues/48")).await, 3);
+    failing_call(&gitlab, "create_issue", json!({"project": PROJECT, "title": "x"})).await;
+    assert_eq!(requests(&server, "POST", &format!("{API}/issues")).await, 1);
+}
+
+/// A body past `max_response_mb` is refused with the setting named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_past_max_response_mb_is_refused() {
+    let server = MockServer::start().await;
+    let huge = format!("{{\"iid\": 47, \"description\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/issues/47")))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge, "application/json"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(GitLabConfig { max_response_mb: Some(1), ..config(&server) }).unwrap();
+    let (kind, message) = failing_call(&gitlab, "get_issue", iid(47)).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+}
+
+async fn requests(server: &MockServer, verb: &str, to: &str) -> usize {
+    let received = server.received_requests().await.unwrap();
+    received.iter().filter(|r| r.method.as_str() == verb && r.url.path() == to).count()
+}

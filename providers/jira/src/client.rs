@@ -9,8 +9,9 @@ use std::time::Duration;
 use gouqi::{ClientCore, Credentials};
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
-    error_chain, format_unix_time, human_duration, mask_credential, set_token_hint, unix_now,
-    RateLimit as Signal, RetryBudget,
+    error_chain, format_unix_time, human_duration, is_transient_status, mask_credential,
+    set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit, RateLimit as Signal,
+    RetryBudget, TransientRetries,
 };
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -31,6 +32,10 @@ pub(crate) struct ClientSettings {
     pub(crate) deployment: Deployment,
     pub(crate) timeout: Duration,
     pub(crate) max_retry_wait: Duration,
+    /// PEM certificates of a private CA to trust besides the system store and web roots.
+    pub(crate) ca_certificates: Option<Vec<u8>>,
+    /// The largest response body read.
+    pub(crate) max_response_bytes: u64,
 }
 
 /// Which REST API a path belongs to.
@@ -89,6 +94,22 @@ impl Subject {
     }
 }
 
+/// A request that failed before an answer was read, and whether the fault may pass.
+pub(crate) struct Failure {
+    pub(crate) error: ToolError,
+    pub(crate) transient: bool,
+}
+
+impl Failure {
+    fn fatal(error: ToolError) -> Self {
+        Self { error, transient: false }
+    }
+
+    fn transient(error: ToolError) -> Self {
+        Self { error, transient: true }
+    }
+}
+
 /// A response read to the end.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -107,12 +128,24 @@ impl Client {
         };
         let core = ClientCore::new(settings.base_url.clone(), credentials)
             .map_err(|e| format!("base_url `{}` is not usable: {e}", settings.base_url))?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            .user_agent(concat!("quiver-provider-jira/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("could not build the jira HTTP client: {}", error_chain(&e)))?;
+            .user_agent(concat!("quiver-provider-jira/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &settings.ca_certificates {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| format!("[providers.jira] ca_file is not a usable PEM bundle: {e}"))?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder.build().map_err(|e| {
+            format!(
+                "could not build the jira HTTP client: {}; if no CA certificates are installed, \
+                 install them (ca-certificates) or point SSL_CERT_FILE at a bundle",
+                error_chain(&e)
+            )
+        })?;
         Ok(Self { core, http, settings })
     }
 
@@ -179,8 +212,8 @@ impl Client {
     }
 
     /// Sends a request; waits out short rate limits (up to `max_retry_wait_s`, at most
-    /// [`MAX_RETRIES`] times, never past the call's deadline) and turns every non-2xx answer
-    /// into an error.
+    /// [`MAX_RETRIES`] times, never past the call's deadline), sends a GET again after a passing
+    /// fault ([`TransientRetries`]) and turns every non-2xx answer into an error.
     async fn request(
         &self,
         method: Method,
@@ -203,8 +236,31 @@ impl Client {
         }
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
+        let mut transient = TransientRetries::new(ctx.timeout_ms);
+        // Only reads are sent again after a passing fault: a write may have landed. Every read
+        // here is a GET (searches included); POST, PUT and DELETE all change Jira.
+        let idempotent = method == Method::GET;
         loop {
-            let reply = self.send_once(&method, api, endpoint, body, subject).await?;
+            let reply = match self.send_once(&method, api, endpoint, body, subject).await {
+                Ok(reply) => reply,
+                Err(failure) => {
+                    if idempotent && failure.transient {
+                        if let Some(pause) = transient.next_pause() {
+                            tracing::debug!(
+                                "jira: {} failed ({}); retrying in {} ms",
+                                subject.describe(),
+                                failure.error.message,
+                                pause.as_millis()
+                            );
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                    }
+                    return Err(failure.error);
+                }
+            };
+            // Before the 5xx retry: a 503 with `Retry-After` is Cloud's rate limit and is waited
+            // out for as long as Jira asks, not after a short jittered pause.
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {
@@ -217,6 +273,18 @@ impl Client {
                     continue;
                 }
                 return Err(self.rate_limited(&limit, wait, &budget, subject));
+            }
+            if idempotent && is_transient_status(reply.status.as_u16()) {
+                if let Some(pause) = transient.next_pause() {
+                    tracing::debug!(
+                        "jira answered {} for {}; retrying in {} ms",
+                        reply.status,
+                        subject.describe(),
+                        pause.as_millis()
+                    );
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
             }
             if reply.status.is_success() {
                 return Ok(reply);
@@ -232,13 +300,15 @@ impl Client {
         endpoint: &str,
         body: Option<&Value>,
         subject: &Subject,
-    ) -> Result<Reply, ToolError> {
+    ) -> Result<Reply, Failure> {
         let (name, version) = match api {
             Api::Core => ("api", self.settings.deployment.api_version()),
             Api::Agile => ("agile", "1.0"),
         };
         let url = self.core.build_versioned_url(name, Some(version), endpoint).map_err(|e| {
-            self.error(ToolErrorKind::Internal, format!("could not build a jira URL: {e}"))
+            Failure::fatal(
+                self.error(ToolErrorKind::Internal, format!("could not build a jira URL: {e}")),
+            )
         })?;
         let mut request = self
             .http
@@ -249,46 +319,73 @@ impl Client {
         }
         request = self.core.apply_credentials_async(request);
         let exchange = async {
-            let response = request.send().await.map_err(|e| self.transport_error(&e, subject))?;
+            let mut response =
+                request.send().await.map_err(|e| self.transport_error(&e, subject))?;
             let status = response.status();
             let headers = response.headers().clone();
-            let body = response.text().await.map_err(|e| {
-                if e.is_timeout() {
-                    return self.timeout_error(subject);
+            let too_large = |_| Failure::fatal(self.too_large(subject));
+            let mut limit =
+                BodyLimit::new(self.settings.max_response_bytes, response.content_length())
+                    .map_err(too_large)?;
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => limit.push(&chunk).map_err(too_large)?,
+                    Ok(None) => break,
+                    Err(e) => {
+                        if e.is_timeout() {
+                            return Err(Failure::fatal(self.timeout_error(subject)));
+                        }
+                        // A connection cut mid-body is a passing fault like a refused one.
+                        return Err(Failure::transient(self.error(
+                            ToolErrorKind::Upstream,
+                            format!(
+                                "jira returned an unreadable body for {}: {}",
+                                subject.describe(),
+                                error_chain(&e)
+                            ),
+                        )));
+                    }
                 }
-                self.error(
-                    ToolErrorKind::Upstream,
-                    format!(
-                        "jira returned an unreadable body for {}: {}",
-                        subject.describe(),
-                        error_chain(&e)
-                    ),
-                )
-            })?;
-            Ok(Reply { status, headers, body })
+            }
+            Ok(Reply { status, headers, body: limit.into_string() })
         };
         // reqwest's own timeout covers the whole exchange; this one is a backstop.
         match tokio::time::timeout(self.settings.timeout + Duration::from_millis(250), exchange)
             .await
         {
             Ok(result) => result,
-            Err(_) => Err(self.timeout_error(subject)),
+            Err(_) => Err(Failure::fatal(self.timeout_error(subject))),
         }
     }
 
-    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> ToolError {
-        if e.is_timeout() {
-            return self.timeout_error(subject);
-        }
+    fn too_large(&self, subject: &Subject) -> ToolError {
         self.error(
             ToolErrorKind::Upstream,
+            too_large_message("jira", subject.describe(), self.settings.max_response_bytes),
+        )
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, subject: &Subject) -> Failure {
+        if e.is_timeout() {
+            return Failure::fatal(self.timeout_error(subject));
+        }
+        let chain = error_chain(e);
+        let advice = tls_advice("jira", &chain);
+        let error = self.error(
+            ToolErrorKind::Upstream,
             format!(
-                "could not reach jira at {} for {}: {}",
+                "could not reach jira at {} for {}: {chain}{}",
                 self.settings.base_url,
                 subject.describe(),
-                error_chain(e)
+                advice.as_deref().unwrap_or_default()
             ),
-        )
+        );
+        // An untrusted certificate stays untrusted; a refused or reset connection may pass.
+        if advice.is_none() && (e.is_connect() || e.is_request()) {
+            Failure::transient(error)
+        } else {
+            Failure::fatal(error)
+        }
     }
 
     fn timeout_error(&self, subject: &Subject) -> ToolError {

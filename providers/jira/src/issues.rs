@@ -622,9 +622,12 @@ impl Jira {
                 ],
             ),
         };
+        // Jira's own message usually quotes the query again: a long one is shown once, whole,
+        // by Jira, and only its start here.
+        let shown = short_query(&jql);
         let subject = Subject::other(
-            format!("the search `{jql}`"),
-            format!("jira found nothing for `{jql}`"),
+            format!("the search `{shown}`"),
+            format!("jira found nothing for `{shown}`"),
         );
         let page: WireSearch = self.client.get_json(Api::Core, &path, &subject, ctx).await?;
         Ok(search_result(jql, page, &extra, deployment))
@@ -879,4 +882,12 @@ register_tool! {
     input: LinkIssuesArgs,
     output: LinkedIssues,
     handler: Jira::link_issues,
+}
+
+/// The first 80 characters of a JQL query, for messages, with `…` when there is more.
+fn short_query(jql: &str) -> String {
+    match jql.char_indices().nth(80) {
+        Some((end, _)) => format!("{}…", &jql[..end]),
+        None => jql.to_owned(),
+    }
 }

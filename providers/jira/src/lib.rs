@@ -33,6 +33,13 @@
 //! - `timeout_s` (30): how long one request may take.
 //! - `max_retry_wait_s` (10): the longest a rate-limited call waits (for `Retry-After` or
 //!   `X-RateLimit-Reset`) before giving up with a `rate_limited` error.
+//! - `ca_file` (none; the top-level `ca_file` when set): a PEM file of the CA that signed the
+//!   site's certificate (a Server/Data Center behind a private CA), trusted besides the system
+//!   store and the bundled web roots (`SSL_CERT_FILE` is honoured too).
+//! - `max_response_mb` (32): a response body past this is refused, never read whole.
+//!
+//! Reads (GETs, searches included) are retried twice after a 500/502/503/504 or a connection
+//! that failed, with jittered pauses inside the call's deadline; writes (POST, PUT) never are.
 //!
 //! ```toml
 //! [providers.jira]
@@ -77,8 +84,9 @@
 //! see it"); 400 carries Jira's own messages (bad JQL, a required field) as `invalid_arguments`;
 //! rate limits (429, or 503 with `Retry-After`) are waited out up to `max_retry_wait_s` (twice at
 //! most, never past the call's deadline), else reported with when they reset (`Retry-After` or
-//! Cloud's ISO 8601 `X-RateLimit-Reset`); 5xx and unreadable bodies are `upstream` errors; slow
-//! answers are `timeout` errors naming `timeout_s`.
+//! Cloud's ISO 8601 `X-RateLimit-Reset`); 5xx (once a read's retries are spent), unreadable
+//! bodies and bodies past `max_response_mb` are `upstream` errors, and an untrusted certificate
+//! names `ca_file`; slow answers are `timeout` errors naming `timeout_s`.
 //!
 //! # Value models
 //! [`ToolEnricher`] gives every tool a value model: reads are `read_only`; the five writes are
@@ -106,7 +114,8 @@ use std::sync::{Arc, Mutex};
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::config::{
-    base_url_host, max_retry_wait, non_blank, timeout, token_env,
+    base_url_host, ca_certificates, max_response_bytes, max_retry_wait, non_blank, timeout,
+    token_env,
 };
 
 use crate::client::{Client, ClientSettings};
@@ -167,6 +176,11 @@ pub struct JiraConfig {
     pub timeout_s: Option<u64>,
     /// The longest a rate-limited call waits before giving up, in seconds (10 when unset).
     pub max_retry_wait_s: Option<u64>,
+    /// A PEM file of the CA that signed the site's certificate (a private CA), trusted besides
+    /// the system store and the bundled web roots.
+    pub ca_file: Option<String>,
+    /// The largest response body read, in MB (32 when unset).
+    pub max_response_mb: Option<u64>,
 }
 
 impl fmt::Debug for JiraConfig {
@@ -179,6 +193,8 @@ impl fmt::Debug for JiraConfig {
             .field("token_env", &self.token_env)
             .field("timeout_s", &self.timeout_s)
             .field("max_retry_wait_s", &self.max_retry_wait_s)
+            .field("ca_file", &self.ca_file)
+            .field("max_response_mb", &self.max_response_mb)
             .finish()
     }
 }
@@ -227,6 +243,8 @@ impl Provider for Jira {
             deployment,
             timeout: timeout(config.timeout_s),
             max_retry_wait: max_retry_wait(config.max_retry_wait_s),
+            ca_certificates: ca_certificates("jira", config.ca_file.as_deref())?,
+            max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
         Ok(Jira { client, host, fields: Mutex::new(None) })

@@ -635,6 +635,113 @@ async fn unreadable_and_failed_answers_are_upstream_errors() {
     assert!(message.contains("jira failed with 502 Bad Gateway"), "{message}");
 }
 
+/// How many requests with `verb` reached `to`.
+async fn requests(server: &MockServer, verb: &str, to: &str) -> usize {
+    let received = server.received_requests().await.unwrap();
+    received.iter().filter(|r| r.method.as_str() == verb && r.url.path() == to).count()
+}
+
+/// A read that meets a passing fault (a 503 without `Retry-After`) is sent again after a short
+/// jittered pause and succeeds; the user never sees the fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_answered_503_once_is_sent_again_and_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42")))
+        .respond_with(ResponseTemplate::new(503).set_body_raw("upstream busy", "text/plain"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42")))
+        .respond_with(ok("issue_server.json"))
+        .mount(&server)
+        .await;
+    let jira = Jira::new(cloud(&server)).unwrap();
+    let issue = ok_call(&jira, "get_issue", json!({"key": "ED-42"})).await;
+    assert_eq!(issue["summary"], "Nightly backup job times out");
+    assert_eq!(requests(&server, "GET", &format!("{V3}/issue/ED-42")).await, 2, "one retry");
+}
+
+/// Cloud's 503 with `Retry-After` stays a rate limit: waited out for as long as Jira asks, not
+/// after the short pause of a passing fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_503_with_retry_after_is_still_waited_out_as_a_rate_limit() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42")))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42")))
+        .respond_with(ok("issue_server.json"))
+        .mount(&server)
+        .await;
+    let jira = Jira::new(cloud(&server)).unwrap();
+    let started = Instant::now();
+    ok_call(&jira, "get_issue", json!({"key": "ED-42"})).await;
+    assert!(started.elapsed() >= Duration::from_secs(1), "retried before retry-after");
+    assert_eq!(requests(&server, "GET", &format!("{V3}/issue/ED-42")).await, 2);
+}
+
+/// A write is sent once, whatever comes back: it may have landed before the fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_answered_503_is_not_sent_again() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{V3}/issue/ED-42/comment")))
+        .respond_with(ResponseTemplate::new(503).set_body_raw("upstream busy", "text/plain"))
+        .mount(&server)
+        .await;
+    let jira = Jira::new(cloud(&server)).unwrap();
+    let (kind, message) =
+        failing_call(&jira, "add_comment", json!({"key": "ED-42", "body": "Deployed."})).await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(message.contains("503 Service Unavailable"), "{message}");
+    assert_eq!(requests(&server, "POST", &format!("{V3}/issue/ED-42/comment")).await, 1);
+}
+
+/// A body past `max_response_mb` is refused with the setting named, whether its length is
+/// declared (refused unread) or it arrives chunked without one (cut off at the limit).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_past_max_response_mb_is_refused() {
+    let server = MockServer::start().await;
+    let huge = format!(
+        "{{\"key\": \"ED-42\", \"fields\": {{\"summary\": \"{}\"}}}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42")))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge.clone(), "application/json"))
+        .mount(&server)
+        .await;
+    // An explicit `Transfer-Encoding: chunked` makes wiremock's server send no Content-Length.
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-43")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(huge, "application/json")
+                .insert_header("transfer-encoding", "chunked"),
+        )
+        .mount(&server)
+        .await;
+    let chunked = reqwest::get(format!("{}{V3}/issue/ED-43", server.uri())).await.unwrap();
+    assert_eq!(chunked.content_length(), None, "the fake must not declare a length");
+    let jira = Jira::new(JiraConfig { max_response_mb: Some(1), ..cloud(&server) }).unwrap();
+    for key in ["ED-42", "ED-43"] {
+        let route = format!("{V3}/issue/{key}");
+        let before = requests(&server, "GET", &route).await;
+        let (kind, message) = failing_call(&jira, "get_issue", json!({"key": key})).await;
+        assert_eq!(kind, ToolErrorKind::Upstream);
+        assert!(message.contains(&format!("for issue {key}")), "{message}");
+        assert!(message.contains("max_response_mb = 1 MB"), "{message}");
+        let sent = requests(&server, "GET", &route).await - before;
+        assert_eq!(sent, 1, "{key}: a body too large is not a passing fault, so never retried");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_jql_is_reported_with_jiras_own_message() {
     let server = MockServer::start().await;
@@ -852,11 +959,33 @@ fn configuration_typos_are_errors_and_the_token_is_not_printed() {
     let config: JiraConfig = serde_json::from_value(json!({
         "base_url": "https://acme.atlassian.net", "email": EMAIL, "deployment": "cloud",
         "token": TOKEN, "token_env": "JT", "timeout_s": 5, "max_retry_wait_s": 5,
+        "ca_file": "/etc/ssl/acme-ca.pem", "max_response_mb": 8,
     }))
     .unwrap();
     assert!(!format!("{config:?}").contains(TOKEN));
+    assert_eq!(config.max_response_mb, Some(8));
     let dc: JiraConfig = serde_json::from_value(json!({"deployment": "data_center"})).unwrap();
     assert_eq!(dc.deployment, Some(Deployment::Server));
+}
+
+/// A private CA's PEM file is read at start: a wrong path or a file without a usable certificate
+/// is a start-up error naming `ca_file`, a real CA certificate is accepted.
+#[test]
+fn ca_file_is_checked_at_start() {
+    let site = |ca_file: &str| JiraConfig {
+        base_url: Some("https://jira.example.com".into()),
+        ca_file: Some(ca_file.into()),
+        ..Default::default()
+    };
+    let ca = format!("{}/../../tests/data/tls/ca.pem", env!("CARGO_MANIFEST_DIR"));
+    assert!(Jira::new(site(&ca)).is_ok());
+    let err = Jira::new(site("/nonexistent/ca.pem")).err().unwrap();
+    assert!(err.to_string().contains("[providers.jira] ca_file `/nonexistent/ca.pem`"), "{err}");
+    let bad = std::env::temp_dir().join(format!("quiver-jira-bad-ca-{}.pem", std::process::id()));
+    std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap();
+    let err = Jira::new(site(bad.to_str().unwrap())).err().unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    assert!(err.to_string().contains("[providers.jira] ca_file"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -883,4 +1012,23 @@ async fn base_url_is_required_and_checked_and_a_missing_token_is_not_an_error() 
             .contains("at most 100"),
         "argument docs reach the schema"
     );
+}
+
+/// A long query is quoted whole once (by Jira's message), not again around it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_jql_is_not_quoted_twice_in_an_error() {
+    let server = MockServer::start().await;
+    let jql = format!("summary ~ \"{}\"", "x".repeat(5000));
+    let echo =
+        format!("Error in the JQL Query: The character '~' is a reserved JQL character. ({jql})");
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/search/jql")))
+        .respond_with(jira_error(400, &[echo.as_str()], json!({})))
+        .mount(&server)
+        .await;
+    let jira = Jira::new(cloud(&server)).unwrap();
+    let (kind, message) = failing_call(&jira, "search_issues", json!({"jql": jql})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments, "{message}");
+    assert_eq!(message.matches(&jql).count(), 1, "quoted once: {} bytes", message.len());
+    assert!(message.contains("the search `summary ~ \"xxx"), "{}", &message[..200]);
 }

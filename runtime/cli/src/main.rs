@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
 use quiver_runtime::config::LoadedConfig;
-use quiver_runtime::host::{describe, unmatched_tool_sections};
+use quiver_runtime::host::describe;
 use quiver_runtime::upstream::UpstreamState;
 use quiver_runtime::{telemetry, Host, HostOptions, PluginStatus};
 use serde_json::Value;
@@ -245,8 +245,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if !host.upstreams().all().is_empty() {
         runtime()?.block_on(host.start_upstreams());
     }
-    for section in unmatched_tool_sections(&host) {
-        tracing::warn!("config section [tools.\"{section}\"] matches no tool this host serves");
+    for warning in host.config_warnings() {
+        tracing::warn!("{warning}");
     }
     match cli.command {
         Command::Plugins => plugins(&host),
@@ -821,11 +821,22 @@ fn tune_from_logs(
 
 fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
     let config = host.config();
+    let config_problems = host.config_problems();
     match &config.path {
-        Some(path) => println!("config: {} (ok)", path.display()),
+        Some(path) if config_problems.is_empty() => println!("config: {} (ok)", path.display()),
+        Some(path) => {
+            println!("config: {} — {} problem(s):", path.display(), config_problems.len());
+            for problem in config_problems {
+                println!("  {problem}");
+            }
+        }
         None => {
             println!("config: none found; using defaults (create ./quiver.toml or set --config)")
         }
+    }
+    let warnings = host.config_warnings();
+    for warning in &warnings {
+        println!("config warning: {warning}");
     }
     let (dir, source) = host.plugins_dir();
     let exists = dir.is_dir();
@@ -834,7 +845,7 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         dir.display(),
         if exists { "" } else { " — missing" }
     );
-    let mut problems = usize::from(!exists);
+    let mut problems = usize::from(!exists) + config_problems.len();
     for report in host.plugin_reports() {
         let file = report.path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
         match &report.status {
@@ -875,15 +886,15 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::NotConfigured { provider, hint } => {
                 println!("provider {provider}: not configured — {hint}")
             }
+            // Counted with the config's problems, above.
+            PluginStatus::Failed { reason } if reason.starts_with("config problem:") => {
+                println!("plugin {file}: not serving — its section has a config problem (above)");
+            }
             PluginStatus::Failed { reason } => {
                 problems += 1;
                 println!("plugin {file}: failed — {reason}");
             }
         }
-    }
-    for section in unmatched_tool_sections(host) {
-        problems += 1;
-        println!("config: [tools.\"{section}\"] matches no tool");
     }
     let failed_upstreams = print_upstreams(host);
     problems += failed_upstreams;
@@ -924,9 +935,19 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
         // Not a problem: quiver works without the cache, only slower to start.
         Err(e) => println!("enrichment store: {e}"),
     }
+    // Warnings do not fail doctor (a plugin may be left out on purpose) but are never silent.
+    let warned = if warnings.is_empty() {
+        String::new()
+    } else {
+        format!(", {} warning(s)", warnings.len())
+    };
     println!(
         "{}",
-        if problems == 0 { "all good".to_owned() } else { format!("{problems} problem(s)") }
+        match (problems, warnings.is_empty()) {
+            (0, true) => "all good".to_owned(),
+            (0, false) => format!("no problems{warned}"),
+            _ => format!("{problems} problem(s){warned}"),
+        }
     );
     Ok(if problems == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

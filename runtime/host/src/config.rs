@@ -59,12 +59,12 @@ pub enum ConfigError {
         message: String,
     },
     /// Occurs when a `[tools."…"]` section is unusable (bad glob, probability out of range).
-    #[error("invalid config {path}: {source}")]
+    #[error("invalid config {location}: {message}")]
     Tools {
-        /// The file.
-        path: PathBuf,
-        /// Which section and why.
-        source: quiver_core::value_model::UserLayerError,
+        /// `file:line:col` of the offending key (the file alone when it cannot be found).
+        location: String,
+        /// Which section, which field and why.
+        message: String,
     },
 }
 
@@ -107,6 +107,11 @@ pub struct Config {
     /// `[state]`: where the state replicas share lives (in-process by default, or Redis).
     #[serde(default)]
     pub state: StateConfig,
+    /// A PEM file of a private CA (self-hosted GitLab or Jira behind a corporate CA), trusted by
+    /// every provider that has a `ca_file` setting and sets none of its own; relative to the
+    /// config file's folder.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Where the session cache, in-flight calls, rate-limit permits, callers' pipeline state and
@@ -413,11 +418,81 @@ pub fn default_token_env(provider: &str) -> String {
     format!("{stem}_TOKEN")
 }
 
+/// One step of a path into the config file: a key, or an element of an array.
+#[derive(Debug, Clone, PartialEq)]
+enum Key {
+    Name(String),
+    Index(usize),
+}
+
+/// `follow_up[0].probability` → `follow_up`, `0`, `probability`.
+fn field_path(field: &str) -> Vec<Key> {
+    let mut keys = Vec::new();
+    for part in field.split('.') {
+        let mut pieces = part.split('[');
+        if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
+            keys.push(Key::Name(name.to_owned()));
+        }
+        for index in pieces {
+            if let Ok(i) = index.trim_end_matches(']').parse() {
+                keys.push(Key::Index(i));
+            }
+        }
+    }
+    keys
+}
+
+/// `file:line:col` (1-based) of the deepest part of `keys` found in `text`, else `file`.
+fn locate_in(path: &Path, text: &str, keys: &[Key]) -> String {
+    match key_offset(text, keys) {
+        Some(offset) => {
+            let before = &text[..offset.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("{}:{line}:{column}", path.display())
+        }
+        None => path.display().to_string(),
+    }
+}
+
+/// The byte offset where the deepest part of `keys` found is written (its key, or the array
+/// element), through tables, inline tables, arrays and arrays of tables.
+fn key_offset(text: &str, keys: &[Key]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let document = DeTable::parse(text).ok()?;
+    let mut table: Option<&DeTable<'_>> = Some(document.get_ref());
+    let mut array: Option<&[toml::Spanned<DeValue<'_>>]> = None;
+    let mut best = None;
+    for key in keys {
+        let value = match key {
+            Key::Name(name) => {
+                let found = table.and_then(|t| t.iter().find(|(k, _)| k.get_ref() == name));
+                let Some((k, value)) = found else { break };
+                best = Some(k.span().start);
+                value
+            }
+            Key::Index(i) => {
+                let Some(value) = array.and_then(|a| a.get(*i)) else { break };
+                best = Some(value.span().start);
+                value
+            }
+        };
+        (table, array) = match value.get_ref() {
+            DeValue::Table(t) => (Some(t), None),
+            DeValue::Array(a) => (None, Some(&a[..])),
+            _ => (None, None),
+        };
+    }
+    best
+}
+
 /// A config with the file it came from.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedConfig {
     /// The file, or `None` when no config was found (defaults apply).
     pub path: Option<PathBuf>,
+    /// The file's text, to say where a key is written.
+    pub text: Option<String>,
     /// Its content.
     pub config: Config,
     /// The `[tools]` sections, sorted into layers.
@@ -431,13 +506,44 @@ impl LoadedConfig {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
-        let user_layers = UserLayers::new(config.tools.clone())
-            .map_err(|source| ConfigError::Tools { path: path.to_owned(), source })?;
+        let user_layers = UserLayers::new(config.tools.clone()).map_err(|e| {
+            // `follow_up[0].probability (tool `x`) = 1.5 …`: the field path leads the reason.
+            let field = e.reason.split_whitespace().next().unwrap_or_default();
+            let mut keys = vec![Key::Name("tools".into()), Key::Name(e.pattern.clone())];
+            keys.extend(field_path(field));
+            ConfigError::Tools {
+                location: locate_in(path, text, &keys),
+                message: format!("[tools.\"{}\"] {}", e.pattern, e.reason),
+            }
+        })?;
         check_upstreams(&config)
             .map_err(|message| ConfigError::Upstream { path: path.to_owned(), message })?;
         check_users(&config.serve.http)
             .map_err(|message| ConfigError::Serve { path: path.to_owned(), message })?;
-        Ok(Self { path: Some(path.to_owned()), config, user_layers })
+        Ok(Self { path: Some(path.to_owned()), config, user_layers, text: Some(text.to_owned()) })
+    }
+
+    /// Where element `index` of the array at `keys` is written (or the key itself without an
+    /// index): `file:line:col`.
+    pub fn locate_path(&self, keys: &[&str], index: Option<usize>) -> String {
+        let mut path: Vec<Key> = keys.iter().map(|k| Key::Name((*k).to_owned())).collect();
+        path.extend(index.map(Key::Index));
+        match (&self.path, &self.text) {
+            (Some(file), Some(text)) => locate_in(file, text, &path),
+            (Some(file), None) => file.display().to_string(),
+            (None, _) => "the configuration".to_owned(),
+        }
+    }
+
+    /// Where `keys` (a key path: `providers`, `github`, `base_ur`) is written in the config file:
+    /// `file:line:col`, or the deepest part of the path found, or the file alone.
+    pub fn locate(&self, keys: &[&str]) -> String {
+        let keys: Vec<Key> = keys.iter().map(|k| Key::Name((*k).to_owned())).collect();
+        match (&self.path, &self.text) {
+            (Some(path), Some(text)) => locate_in(path, text, &keys),
+            (Some(path), None) => path.display().to_string(),
+            (None, _) => "the configuration".to_owned(),
+        }
     }
 
     /// Reads and parses `path`.
@@ -478,6 +584,28 @@ impl LoadedConfig {
             .get(name)
             .cloned()
             .unwrap_or(ProviderConfig { enabled: true, ..ProviderConfig::default() })
+    }
+
+    /// `[providers.NAME]` as the provider is created from it: its `ca_file` made absolute against
+    /// the config file's folder, or the top-level `ca_file` when it sets none and the plugin has
+    /// the setting (`accepts_ca_file`; a plugin that does not know the key is never sent it).
+    pub fn provider_settings(&self, name: &str, accepts_ca_file: bool) -> ProviderConfig {
+        let mut section = self.provider(name);
+        let folder = self.path.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
+        let resolve = |file: &Path| folder.join(file).display().to_string();
+        match section.settings.get("ca_file") {
+            Some(toml::Value::String(file)) => {
+                let file = resolve(Path::new(file));
+                section.settings.insert("ca_file".into(), toml::Value::String(file));
+            }
+            Some(_) => {}
+            None => {
+                if let (true, Some(file)) = (accepts_ca_file, &self.config.ca_file) {
+                    section.settings.insert("ca_file".into(), toml::Value::String(resolve(file)));
+                }
+            }
+        }
+        section
     }
 }
 

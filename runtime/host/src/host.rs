@@ -1,6 +1,5 @@
 //! The host: plugins loaded, providers created from the config, tools registered, calls run.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -128,11 +127,17 @@ pub struct Host {
     upstreams: Upstreams,
     /// The upstreams' tools as registry entries, rebuilt when an upstream's tools change.
     upstream_tools: Mutex<(u64, Arc<Vec<Arc<RegisteredTool>>>)>,
-    /// Each started plugin's root module by provider, to create instances with other
-    /// credentials.
-    modules: std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef)>,
+    /// Each started provider's plugin file, module, and whether its settings have `ca_file`, to
+    /// create instances with other credentials.
+    modules:
+        std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef, bool)>,
     /// Provider instances by (provider, token variable), created on first use.
     per_credential: Mutex<std::collections::HashMap<(String, String), Arc<ProviderHandle>>>,
+    /// Every provider a plugin file here names, started or not.
+    seen_providers: std::collections::BTreeSet<String>,
+    /// `[providers.NAME]` keys the provider's settings do not have, or values of the wrong
+    /// kind, each as `file:line:col: message`.
+    config_problems: Vec<String>,
 }
 
 /// A caller's own credentials: provider → the environment variable holding their token
@@ -220,6 +225,8 @@ impl Host {
             upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
             modules: std::collections::BTreeMap::new(),
             per_credential: Mutex::new(std::collections::HashMap::new()),
+            seen_providers: std::collections::BTreeSet::new(),
+            config_problems: Vec::new(),
         };
         for plugin in loaded {
             let status = host.start(&plugin);
@@ -386,6 +393,7 @@ impl Host {
 
     fn start(&mut self, plugin: &LoadedPlugin) -> PluginStatus {
         let manifest = &plugin.manifest;
+        self.seen_providers.insert(manifest.name.clone());
         if let Some(other) = self.registry.provider(&manifest.name) {
             return PluginStatus::Failed {
                 reason: format!(
@@ -395,12 +403,30 @@ impl Host {
                 ),
             };
         }
-        let section = self.config.provider(&manifest.name);
+        let accepts_ca_file = manifest.config_schema.pointer("/properties/ca_file").is_some();
+        let section = self.config.provider_settings(&manifest.name, accepts_ca_file);
         if !section.enabled {
             return PluginStatus::Disabled {
                 provider: manifest.name.clone(),
                 version: manifest.version.clone(),
             };
+        }
+        // Checked here, against the settings the plugin declares, so a typo is a config error at
+        // its line rather than the plugin's complaint about a position in the JSON it was given.
+        let problems = section_problems(&manifest.name, &manifest.config_schema, &section.settings);
+        if !problems.is_empty() {
+            let located: Vec<String> = problems
+                .iter()
+                .map(|(key, message)| {
+                    format!(
+                        "{}: {message}",
+                        self.config.locate(&["providers", &manifest.name, key])
+                    )
+                })
+                .collect();
+            let reason = format!("config problem: {}", located.join("; "));
+            self.config_problems.extend(located);
+            return PluginStatus::Failed { reason };
         }
         let instance = match instantiate(plugin.module, &manifest.name, &section) {
             Ok(instance) => instance,
@@ -421,7 +447,8 @@ impl Host {
         };
         let handle =
             Arc::new(ProviderHandle::new(manifest.name.clone(), plugin.path.clone(), instance));
-        self.modules.insert(manifest.name.clone(), (plugin.path.clone(), plugin.module));
+        self.modules
+            .insert(manifest.name.clone(), (plugin.path.clone(), plugin.module, accepts_ca_file));
         match self.registry.add_provider(handle, &manifest.tools) {
             Ok(count) => PluginStatus::Loaded {
                 provider: manifest.name.clone(),
@@ -446,7 +473,7 @@ impl Host {
         {
             return Ok(Arc::clone(handle));
         }
-        let (path, module) = self
+        let (path, module, accepts_ca_file) = self
             .modules
             .get(provider)
             .ok_or_else(|| format!("provider `{provider}` is not served by this host"))?;
@@ -456,7 +483,7 @@ impl Host {
                  whoever runs it to set it"
             ));
         }
-        let mut section = self.config.provider(provider);
+        let mut section = self.config.provider_settings(provider, *accepts_ca_file);
         section.token_env = Some(token_env.to_owned());
         // The caller's variable, never a token written in the shared config.
         section.settings.remove("token");
@@ -467,6 +494,79 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, Arc::clone(&handle));
         Ok(handle)
+    }
+
+    /// Problems in `[providers.NAME]` sections found when the providers started (a key the
+    /// provider does not have, a value of the wrong kind), each `file:line:col: message`.
+    pub fn config_problems(&self) -> &[String] {
+        &self.config_problems
+    }
+
+    /// What in the config has no effect, each `file:line:col: message`: a `[providers.NAME]` no
+    /// plugin here serves, a `[tools."…"]` section that matches no served tool, a `follow_up` to
+    /// a tool no provider serves. Not errors (a plugin may be missing on purpose), but never
+    /// silent: `serve` logs them, `doctor` counts them.
+    pub fn config_warnings(&self) -> Vec<String> {
+        let config = self.config();
+        let served: Vec<String> = self.tools().iter().map(|t| t.name.to_string()).collect();
+        let is_served = |name: &str| served.iter().any(|t| t == name);
+        let mut warnings = Vec::new();
+        for name in config.config.providers.keys() {
+            if !self.seen_providers.contains(name) {
+                let known: Vec<&str> = self.seen_providers.iter().map(String::as_str).collect();
+                warnings.push(format!(
+                    "{}: [providers.{name}] names no provider a plugin here serves (plugins \
+                     here: {}); fix the name, or add the plugin to the plugins directory",
+                    config.locate(&["providers", name]),
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ));
+            }
+        }
+        for (pattern, layer) in &config.config.tools {
+            let matched: Vec<&str> = if pattern == "*" {
+                served.iter().map(String::as_str).collect()
+            } else if pattern.contains(['*', '?', '[', '{']) {
+                match globset::Glob::new(pattern) {
+                    Ok(glob) => {
+                        let matcher = glob.compile_matcher();
+                        served.iter().map(String::as_str).filter(|t| matcher.is_match(t)).collect()
+                    }
+                    Err(_) => Vec::new(),
+                }
+            } else {
+                served.iter().map(String::as_str).filter(|t| *t == pattern).collect()
+            };
+            if matched.is_empty() {
+                if pattern != "*" {
+                    warnings.push(format!(
+                        "{}: [tools.\"{pattern}\"] matches no served tool; sections name tools \
+                         as `provider.tool` (`quiver tools list` shows them)",
+                        config.locate(&["tools", pattern])
+                    ));
+                }
+                continue;
+            }
+            for (i, link) in layer.follow_up.iter().flatten().enumerate() {
+                // A bare name is a tool of the same provider as the section's tool.
+                let reachable = if link.tool.contains('.') {
+                    is_served(&link.tool)
+                } else {
+                    matched.iter().any(|t| {
+                        let provider = t.split_once('.').map_or("", |(p, _)| p);
+                        is_served(&format!("{provider}.{}", link.tool))
+                    })
+                };
+                if !reachable {
+                    warnings.push(format!(
+                        "{}: [tools.\"{pattern}\"] follow_up to `{}`, which no provider here \
+                         serves; it will never be pre-fetched",
+                        config.locate_path(&["tools", pattern, "follow_up"], Some(i)),
+                        link.tool
+                    ));
+                }
+            }
+        }
+        warnings
     }
 
     /// Every plugin file and what became of it, sorted by path.
@@ -864,6 +964,106 @@ fn cut_middle(text: &str, max: usize) -> String {
     )
 }
 
+/// What is wrong with a provider's `settings` by its plugin's `schema` (its config type's JSON
+/// Schema): keys it does not have (when it takes no others) and values of the wrong kind, below
+/// a minimum, or outside a list of choices; each as `(key, message)`.
+fn section_problems(
+    provider: &str,
+    schema: &Value,
+    settings: &std::collections::BTreeMap<String, toml::Value>,
+) -> Vec<(String, String)> {
+    // References inlined and null unions gone: each property's schema says its kind directly.
+    let schema = quiver_core::client_schema::input_for_clients(schema);
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    let mut problems = Vec::new();
+    for (key, value) in settings {
+        let Some(property) = properties.get(key) else {
+            if closed {
+                let mut known: Vec<&str> = properties.keys().map(String::as_str).collect();
+                known.sort_by(|a, b| {
+                    strsim::jaro_winkler(key, b).total_cmp(&strsim::jaro_winkler(key, a))
+                });
+                let guess = known
+                    .first()
+                    .filter(|k| strsim::jaro_winkler(key, k) > 0.8)
+                    .map(|k| format!(" — did you mean `{k}`?"))
+                    .unwrap_or_default();
+                known.sort_unstable();
+                problems.push((
+                    key.clone(),
+                    format!(
+                        "[providers.{provider}] has no setting `{key}`{guess} (it takes {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            continue;
+        };
+        if let Some(problem) = value_problem(property, value) {
+            problems.push((key.clone(), format!("[providers.{provider}] {key} {problem}")));
+        }
+    }
+    problems
+}
+
+/// Why `value` does not fit `property` (a JSON Schema without references), if it does not.
+fn value_problem(property: &Value, value: &toml::Value) -> Option<String> {
+    let kind = match value {
+        toml::Value::String(_) | toml::Value::Datetime(_) => "string",
+        toml::Value::Integer(_) => "integer",
+        toml::Value::Float(_) => "number",
+        toml::Value::Boolean(_) => "boolean",
+        toml::Value::Array(_) => "array",
+        toml::Value::Table(_) => "object",
+    };
+    let types: Vec<&str> = match property.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let fits = |t: &str| t == kind || (t == "number" && kind == "integer");
+    if !types.is_empty() && !types.iter().any(|t| fits(t)) {
+        let shown = value.to_string();
+        return Some(format!("must be {} (not {shown})", article(types[0])));
+    }
+    if let (toml::Value::Integer(n), Some(min)) =
+        (value, property.get("minimum").and_then(Value::as_f64))
+    {
+        if (*n as f64) < min {
+            return Some(format!("must be at least {min} (not {n})"));
+        }
+    }
+    let choices: Vec<&Value> = match (property.get("enum"), property.get("oneOf")) {
+        (Some(Value::Array(values)), _) => values.iter().collect(),
+        (None, Some(Value::Array(alternatives))) => {
+            alternatives.iter().filter_map(|a| a.get("const")).collect()
+        }
+        _ => Vec::new(),
+    };
+    if let (false, toml::Value::String(text)) = (choices.is_empty(), value) {
+        if !choices.iter().any(|c| c.as_str() == Some(text)) {
+            let listed: Vec<String> = choices.iter().map(|c| c.to_string()).collect();
+            return Some(format!("must be one of {} (not \"{text}\")", listed.join(", ")));
+        }
+    }
+    None
+}
+
+fn article(kind: &str) -> &'static str {
+    match kind {
+        "string" => "a string",
+        "integer" => "a whole number",
+        "number" => "a number",
+        "boolean" => "true or false",
+        "array" => "a list",
+        "object" => "a table",
+        _ => "something else",
+    }
+}
+
 /// A provider instance from `module`, configured by `section` (its token read from the variable
 /// the section names); a panic or a refusal of the plugin is the reason, scrubbed.
 fn instantiate(
@@ -928,15 +1128,4 @@ pub fn describe(tool: &RegisteredTool) -> Value {
         out["output_schema"] = schema.clone();
     }
     out
-}
-
-/// Every config section that names an exact tool the registry does not have, for warnings.
-pub fn unmatched_tool_sections(host: &Host) -> Vec<String> {
-    let known: BTreeSet<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
-    host.config
-        .user_layers
-        .exact_names()
-        .filter(|n| !known.contains(*n))
-        .map(str::to_owned)
-        .collect()
 }

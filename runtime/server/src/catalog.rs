@@ -113,7 +113,9 @@ impl Catalog {
                 output_schema: match (&tool.spec.output_schema, inferred.get(&qualified)) {
                     (Some(declared), _) => Some(promised_output_schema(declared, &model)),
                     // A schema an LLM inferred from samples promises no field.
-                    (None, Some(inferred)) => Some(relax_output_schema(output_for_clients(inferred))),
+                    (None, Some(inferred)) => {
+                        Some(relax_output_schema(output_for_clients(inferred)))
+                    }
                     (None, None) => None,
                 },
                 class,

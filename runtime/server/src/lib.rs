@@ -12,8 +12,9 @@
 //! ([`escape`]) so `quiver tune analyze` can say how often the listed set missed.
 //!
 //! In every mode the `[selector]` policy applies ([`policy`]): `allow`/`deny` globs, `read_only`
-//! (tools that are not `pure`/`read_only` are hidden and refused) and `confirm` (refused until
-//! repeated with `"_confirm": true`). Every call runs through a [`Session`](quiver_runtime::Session), one
+//! (tools that are not `pure`/`read_only` are hidden and refused) and `confirm` (the user is asked
+//! through MCP elicitation when the client can ask, else refused until repeated with
+//! `"_confirm": true`; see `confirm`). Every call runs through a [`Session`](quiver_runtime::Session), one
 //! per connection: cache, projection, speculation and telemetry apply as they do for the library.
 //!
 //! **Architecture Invariant**: stdout carries MCP messages only; logs go to stderr.
@@ -25,6 +26,7 @@
 
 pub mod annotations;
 pub mod catalog;
+mod confirm;
 pub mod escape;
 pub mod http;
 pub mod metrics;

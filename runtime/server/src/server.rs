@@ -358,18 +358,20 @@ impl QuiverServer {
         &self,
         name: &str,
         arguments: Map<String, Value>,
+        answers: &Answers,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let mode = self.mode_for(Some(context));
         let view = self.view(identity(context).as_ref());
         let view = &*view;
         match (mode, name) {
-            (ServeMode::Search, FIND_TOOLS) => self.find_tools(view, &arguments).await,
+            (ServeMode::Search, FIND_TOOLS) => self.find_tools(view, &arguments).await.into(),
             (ServeMode::Search, CALL_TOOL) => {
                 let Some(target) = arguments.get("name").and_then(Value::as_str) else {
                     return error_result(
                         "call_tool needs `name` (a tool name from find_tools) and `arguments`",
-                    );
+                    )
+                    .into();
                 };
                 let args = match arguments.get("arguments") {
                     None | Some(Value::Null) => Map::new(),
@@ -378,12 +380,15 @@ impl QuiverServer {
                         return error_result(format!(
                             "call_tool's `arguments` must be an object, got {other}"
                         ))
+                        .into()
                     }
                 };
-                self.call_provider_tool(view, target, args, context, true).await
+                self.call_provider_tool(view, target, args, answers, context, true).await
             }
-            (ServeMode::Dynamic, LOAD_TOOLS) => self.load_tools(view, &arguments, context).await,
-            _ => self.call_provider_tool(view, name, arguments, context, false).await,
+            (ServeMode::Dynamic, LOAD_TOOLS) => {
+                self.load_tools(view, &arguments, context).await.into()
+            }
+            _ => self.call_provider_tool(view, name, arguments, answers, context, false).await,
         }
     }
 
@@ -486,9 +491,10 @@ impl QuiverServer {
         view: &View,
         name: &str,
         arguments: Map<String, Value>,
+        answers: &Answers,
         context: &RequestContext<RoleServer>,
         via_call_tool: bool,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let catalog = view.catalog(&self.inner);
         let Some(tool) = catalog.get(name) else {
             // A tool of an upstream that is down is not "unknown": say why it is missing.
@@ -496,25 +502,41 @@ impl QuiverServer {
                 return error_result(format!(
                     "upstream `{}` is unavailable ({}); its tools return once it restarts",
                     report.name, report.state
-                ));
+                ))
+                .into();
             }
-            return error_result(unknown_tool_message(&catalog, name, self.listing().mode()));
+            return error_result(unknown_tool_message(&catalog, name, self.listing().mode()))
+                .into();
         };
         if let Some(refusal) = tool.refusal {
-            return error_result(refusal.message(&tool.qualified));
+            return error_result(refusal.message(&tool.qualified)).into();
         }
-        if tool.confirm && arguments.get("_confirm") != Some(&Value::Bool(true)) {
+        let mut arguments = arguments;
+        if tool.confirm && crate::confirm::client_can_ask(context) {
+            // The human answers, through the client: a `_confirm` the model wrote counts for
+            // nothing.
+            arguments.remove(crate::confirm::CONFIRM_ARGUMENT);
+            match crate::confirm::ask(tool, &arguments, answers, context).await {
+                crate::confirm::Answer::Confirmed => {}
+                crate::confirm::Answer::Pending(input_required) => {
+                    return CallToolResponse::InputRequired(input_required)
+                }
+                crate::confirm::Answer::Refused(message) => return error_result(message).into(),
+            }
+        } else if tool.confirm && arguments.get("_confirm") != Some(&Value::Bool(true)) {
             let effect = if tool.class.is_speculatable() { "reads" } else { "can change things" };
             return error_result(format!(
                 "`{}` {effect} and needs confirmation: tell the user what it will do, and once \
                  they agree repeat the call with \"_confirm\": true",
                 tool.mcp_name
-            ));
+            ))
+            .into();
         }
         // Clients that send every argument as a string (the MCP Inspector's CLI) get them parsed
         // per the schema here, instead of each provider refusing `"1347"` for a number.
         let mut arguments = arguments;
-        let coerced = quiver_core::client_schema::coerce_arguments(&tool.input_schema, &mut arguments);
+        let coerced =
+            quiver_core::client_schema::coerce_arguments(&tool.input_schema, &mut arguments);
         if !coerced.is_empty() {
             tracing::debug!(tool = %tool.qualified, ?coerced, "string arguments parsed per the schema");
         }
@@ -527,7 +549,7 @@ impl QuiverServer {
         let (result, effects) = self.run(view, tool, Value::Object(arguments), context).await;
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
         self.listing().touch(&tool.qualified);
-        to_call_result(result, tool)
+        to_call_result(result, tool).into()
     }
 
     /// Runs the call through the session, cancelled with the request and reporting progress.
@@ -630,8 +652,16 @@ impl ServerHandler for QuiverServer {
             // A protocol error (the MCP spec's answer to an unknown tool), with the closest names.
             return Err(McpError::invalid_params(unknown, None));
         }
-        Ok(self.call(&request.name, arguments, &context).await.into())
+        let answers = Answers { responses: request.input_responses, state: request.request_state };
+        Ok(self.call(&request.name, arguments, &answers, &context).await)
     }
+}
+
+/// What a client sends back in a later round of a multi round-trip call (protocol 2026-07-28):
+/// the answers to the server's requests and the state the server asked it to echo.
+pub(crate) struct Answers {
+    pub(crate) responses: Option<rmcp::model::InputResponses>,
+    pub(crate) state: Option<String>,
 }
 
 /// Serves `host` over stdin/stdout until the client disconnects.

@@ -69,6 +69,45 @@ pub fn max_retry_wait(max_retry_wait_s: Option<u64>) -> Duration {
     Duration::from_secs(max_retry_wait_s.unwrap_or(DEFAULT_MAX_RETRY_WAIT_S))
 }
 
+/// Megabytes a response body may have when `max_response_mb` is unset: far above any page of
+/// results or CI log a model could use, far below what would exhaust the host.
+pub const DEFAULT_MAX_RESPONSE_MB: u64 = 32;
+
+/// The most bytes a response body may have: `max_response_mb` (at least 1) or the default.
+pub fn max_response_bytes(max_response_mb: Option<u64>) -> u64 {
+    max_response_mb.unwrap_or(DEFAULT_MAX_RESPONSE_MB).max(1).saturating_mul(1024 * 1024)
+}
+
+/// The PEM certificates of `ca_file` (`[providers.NAME] ca_file`, or the top-level `ca_file`
+/// the host passes on), read when the provider starts so a wrong path is a start-up error that
+/// names it, not a TLS failure on the first call. `None` when unset or blank.
+///
+/// ```
+/// use quiver_plugin_sdk::support::config::ca_certificates;
+/// let e = ca_certificates("demo", Some("/nonexistent/ca.pem")).unwrap_err();
+/// assert!(e.to_string().starts_with("[providers.demo] ca_file `/nonexistent/ca.pem` cannot be read"));
+/// assert!(ca_certificates("demo", Some(" ")).unwrap().is_none());
+/// ```
+pub fn ca_certificates(
+    provider: &str,
+    ca_file: Option<&str>,
+) -> Result<Option<Vec<u8>>, ProviderError> {
+    let Some(path) = ca_file.map(str::trim).filter(|p| !p.is_empty()) else { return Ok(None) };
+    let pem = std::fs::read(path).map_err(|e| {
+        ProviderError::new(format!(
+            "[providers.{provider}] ca_file `{path}` cannot be read ({e}); point it at the PEM file \
+             of the CA that signed the server's certificate"
+        ))
+    })?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(ProviderError::new(format!(
+            "[providers.{provider}] ca_file `{path}` holds no PEM certificate (no `-----BEGIN \
+             CERTIFICATE-----`); export the CA certificate as PEM"
+        )));
+    }
+    Ok(Some(pem))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

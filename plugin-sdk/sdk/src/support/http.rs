@@ -492,3 +492,153 @@ mod tests {
         );
     }
 }
+
+/// The fix for a TLS failure whose error text names an untrusted certificate (`UnknownIssuer`,
+/// a self-signed certificate…), to append to the message; `None` for any other failure.
+///
+/// ```
+/// use quiver_plugin_sdk::support::http::tls_advice;
+/// let advice = tls_advice("gitlab", "error sending request: invalid peer certificate: UnknownIssuer").unwrap();
+/// assert!(advice.contains("ca_file") && advice.contains("[providers.gitlab]"));
+/// assert!(tls_advice("gitlab", "connection refused").is_none());
+/// ```
+pub fn tls_advice(provider: &str, error: &str) -> Option<String> {
+    let lower = error.to_ascii_lowercase();
+    let untrusted = [
+        "unknownissuer",
+        "unknown issuer",
+        "self-signed",
+        "self signed",
+        "certificate verify failed",
+        "invalid peer certificate",
+        "unable to get local issuer",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle));
+    untrusted.then(|| {
+        format!(
+            "; the server's certificate is signed by a CA this machine does not trust: set \
+             `ca_file = \"/path/to/ca.pem\"` under [providers.{provider}] (or at the top of the \
+             config, for every provider), or add the CA to the system store (SSL_CERT_FILE is \
+             honoured too)"
+        )
+    })
+}
+
+/// The error text for a response body past `max_bytes` (`[providers.NAME] max_response_mb`).
+pub fn too_large_message(provider: &str, what: &str, max_bytes: u64) -> String {
+    format!(
+        "{provider}'s answer for {what} is larger than [providers.{provider}] max_response_mb = {} \
+         MB and was not read; ask for less (fewer per page, a narrower query) or raise \
+         max_response_mb",
+        max_bytes / (1024 * 1024)
+    )
+}
+
+/// Whether an HTTP status is a passing fault a read may be retried on: 500, 502, 503, 504.
+/// (429 and 403 rate limits have their own waits; other 4xx are answers.)
+pub fn is_transient_status(status: u16) -> bool {
+    matches!(status, 500 | 502 | 503 | 504)
+}
+
+/// Retries of idempotent reads after a passing fault (a 5xx, a refused or reset connection):
+/// at most [`TransientRetries::MAX`], each after an exponentially growing, fully jittered pause
+/// (so many clients that failed together do not retry together), and only while the pause ends
+/// before the call's deadline. Writes never use it: a write that may have landed is not repeated.
+///
+/// ```
+/// use quiver_plugin_sdk::support::http::TransientRetries;
+/// let mut retries = TransientRetries::new(None);
+/// let first = retries.next_pause().unwrap();
+/// assert!(first <= TransientRetries::BASE);
+/// assert!(retries.next_pause().is_some());
+/// assert!(retries.next_pause().is_none(), "two retries, then the fault is reported");
+/// assert_eq!(retries.attempts(), 3);
+/// ```
+#[derive(Debug, Clone)]
+pub struct TransientRetries {
+    deadline: Option<std::time::Instant>,
+    retries: u32,
+}
+
+impl TransientRetries {
+    /// Retries after the first attempt.
+    pub const MAX: u32 = 2;
+    /// The first pause's upper bound; each next one doubles it.
+    pub const BASE: Duration = Duration::from_millis(250);
+
+    /// For a call that must end within `timeout_ms` (`ToolContext::timeout_ms`).
+    pub fn new(timeout_ms: Option<u64>) -> Self {
+        let deadline = timeout_ms.map(|ms| std::time::Instant::now() + Duration::from_millis(ms));
+        Self { deadline, retries: 0 }
+    }
+
+    /// The pause before the next attempt, or `None` when the retries are spent or the pause
+    /// would end past the deadline.
+    pub fn next_pause(&mut self) -> Option<Duration> {
+        if self.retries >= Self::MAX {
+            return None;
+        }
+        let cap = Self::BASE * 2u32.pow(self.retries);
+        let pause = cap.mul_f64(fastrand::f64());
+        if self.deadline.is_some_and(|d| std::time::Instant::now() + pause + Self::BASE >= d) {
+            return None;
+        }
+        self.retries += 1;
+        Some(pause)
+    }
+
+    /// Attempts made so far, the first included.
+    pub fn attempts(&self) -> u32 {
+        self.retries + 1
+    }
+}
+
+/// A response body read chunk by chunk up to a limit, so a huge or endless body is refused once it
+/// passes `max_bytes` instead of being buffered whole. Client-agnostic: the provider feeds it the
+/// chunks its client yields.
+///
+/// ```
+/// use quiver_plugin_sdk::support::http::BodyLimit;
+/// let mut body = BodyLimit::new(8, None).unwrap();
+/// assert!(body.push(b"12345").is_ok());
+/// assert!(body.push(b"6789").is_err(), "9 bytes > 8");
+/// assert!(BodyLimit::new(8, Some(100)).is_err(), "a declared length past the limit is refused unread");
+/// assert_eq!(BodyLimit::new(8, Some(3)).unwrap().into_string(), "");
+/// ```
+#[derive(Debug)]
+pub struct BodyLimit {
+    max_bytes: u64,
+    body: Vec<u8>,
+}
+
+/// A body past its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge;
+
+impl BodyLimit {
+    /// A reader for a body of at most `max_bytes`; refused at once when the response declares a
+    /// `Content-Length` past it.
+    pub fn new(max_bytes: u64, declared_length: Option<u64>) -> Result<Self, TooLarge> {
+        if declared_length.is_some_and(|n| n > max_bytes) {
+            return Err(TooLarge);
+        }
+        let capacity = declared_length.unwrap_or(0).min(max_bytes).min(1 << 20) as usize;
+        Ok(Self { max_bytes, body: Vec::with_capacity(capacity) })
+    }
+
+    /// Adds the next chunk; `Err` once the body passes the limit.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), TooLarge> {
+        if self.body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+            return Err(TooLarge);
+        }
+        self.body.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The body as text (invalid UTF-8 replaced, as a lenient reader would).
+    pub fn into_string(self) -> String {
+        String::from_utf8(self.body)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
