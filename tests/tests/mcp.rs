@@ -441,6 +441,89 @@ async fn a_2026_07_28_client_is_asked_through_an_input_required_result() {
     assert_eq!(posts, 1, "only the call the user agreed to reached GitHub");
 }
 
+/// `quiver serve` follows its config file: a bad new file is reported and the running config
+/// kept; a good one changes the selector policy from the next call and re-creates a provider
+/// whose section changed; SIGHUP reloads too (and does not end the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad() {
+    use tokio::io::AsyncReadExt;
+    let first = fake_github().await;
+    let second = fake_github().await;
+    let setup = Setup::new(&first, "");
+    let config = setup.config();
+    let original = std::fs::read_to_string(&config).unwrap();
+    let serve_args = setup.serve_args("all");
+    let env = setup.env();
+    let (transport, stderr) =
+        TokioChildProcess::builder(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(&serve_args).current_dir(setup.dir.path());
+            for var in MACHINE_ENV {
+                cmd.env_remove(var);
+            }
+            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().expect("the server's pid");
+    let mut stderr = stderr.unwrap();
+    let client = ().serve(transport).await.expect("initialize");
+    // `_fresh` asks GitHub every time, so each call shows which server answered.
+    async fn get(
+        client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+        tool: &str,
+    ) -> rmcp::model::CallToolResult {
+        let args =
+            json!({"owner": "octocat", "repo": "Hello-World", "number": 1347, "_fresh": true});
+        let params = CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    }
+    async fn issue_requests(server: &MockServer) -> usize {
+        let requests = server.received_requests().await.unwrap();
+        requests.iter().filter(|r| r.url.path().ends_with("/issues/1347")).count()
+    }
+    const GET_ISSUE: &str = "github_get_issue";
+    assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false));
+    assert_eq!(issue_requests(&first).await, 1);
+
+    // A broken file: reported, and the running config keeps serving.
+    std::fs::write(&config, "[providers.github\nbase_url = ").unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false));
+    assert_eq!(issue_requests(&first).await, 2, "still the first server");
+
+    // A good one: GitHub's section changed (another base_url) and a tool is denied.
+    let changed =
+        original.replace(&first.uri(), &second.uri()) + "deny = [\"github.list_issues\"]\n";
+    std::fs::write(&config, changed).unwrap();
+    let mut moved = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = get(&client, GET_ISSUE).await;
+        if issue_requests(&second).await > 0 {
+            moved = true;
+            break;
+        }
+    }
+    assert!(moved, "the provider was re-created with the new base_url");
+    let denied = get(&client, "github_list_issues").await;
+    assert_eq!(denied.is_error, Some(true), "{denied:?}");
+
+    // SIGHUP reloads (the same file: nothing changes) and the server keeps serving.
+    let hup = Command::new("kill").args(["-HUP", &pid.to_string()]).status().unwrap();
+    assert!(hup.success());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false), "alive after SIGHUP");
+    client.cancel().await.unwrap();
+    let mut log = String::new();
+    let _ = stderr.read_to_string(&mut log).await;
+    assert!(log.contains("config not reloaded (the file changed)"), "{log}");
+    assert!(log.contains("the running config stays in effect"), "{log}");
+    assert!(log.contains("provider `github` re-created from its changed section"), "{log}");
+    assert!(log.contains("config reloaded (SIGHUP)"), "{log}");
+}
+
 /// Starts `quiver serve` under rmcp's client.
 async fn rmcp_client(
     setup: &Setup,

@@ -385,7 +385,7 @@ impl Default for EnrichmentConfig {
 
 /// One `[providers.NAME]` section. The host reads `enabled` and `token_env`; every other key
 /// (`base_url`, timeouts…) goes to the provider, which rejects keys it does not know.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct ProviderConfig {
     /// `false` keeps the provider's plugin loaded but serves none of its tools.
     #[serde(default = "enabled_by_default")]

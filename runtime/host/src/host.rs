@@ -81,18 +81,30 @@ pub struct ProviderHandle {
     pub name: String,
     /// The file it came from.
     pub path: PathBuf,
-    instance: ProviderBox,
+    /// Replaced whole when a reload changes the provider's section; a call in flight keeps the
+    /// instance it started on.
+    instance: std::sync::RwLock<Arc<ProviderBox>>,
 }
 
 impl ProviderHandle {
     /// Wraps an instance created from the plugin at `path`.
     pub fn new(name: String, path: PathBuf, instance: ProviderBox) -> Self {
-        Self { name, path, instance }
+        Self { name, path, instance: std::sync::RwLock::new(Arc::new(instance)) }
+    }
+
+    /// The current instance.
+    fn instance(&self) -> Arc<ProviderBox> {
+        Arc::clone(&self.instance.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Serves later calls with `instance` instead.
+    fn replace(&self, instance: ProviderBox) {
+        *self.instance.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(instance);
     }
 
     /// The provider's own value-model layer for `tool`; a broken answer is logged and ignored.
     pub fn value_model(&self, tool: &str) -> Option<ValueModelLayer> {
-        match self.instance.value_model(RStr::from(tool)) {
+        match self.instance().value_model(RStr::from(tool)) {
             RResult::ROk(json) => {
                 let json = json.into_option()?;
                 serde_json::from_str(json.as_str())
@@ -111,7 +123,10 @@ impl ProviderHandle {
 
 /// The running host.
 pub struct Host {
-    config: LoadedConfig,
+    /// Swapped whole by [`Host::reload`]; readers take the one in effect when they ask.
+    config: std::sync::RwLock<Arc<LoadedConfig>>,
+    /// Counts reloads, so the server knows when to rebuild what it derived from the config.
+    generation: std::sync::atomic::AtomicU64,
     plugins_dir: PathBuf,
     plugins_dir_source: PluginsDirSource,
     reports: Vec<PluginReport>,
@@ -205,7 +220,8 @@ impl Host {
             .enabled
             .then(|| TelemetrySink::new(&config.config.telemetry.directory(), &replica));
         let mut host = Self {
-            config,
+            config: std::sync::RwLock::new(Arc::new(config)),
+            generation: std::sync::atomic::AtomicU64::new(0),
             plugins_dir,
             plugins_dir_source,
             reports: failed
@@ -254,10 +270,10 @@ impl Host {
     /// is left out, with a warning, since their tools would share names.
     fn upstream_configs(&self) -> Vec<crate::upstream::UpstreamConfig> {
         let mut out = Vec::new();
-        for upstream in &self.config.config.upstreams {
+        for upstream in &self.config().config.upstreams {
             if let Some(plugin) = self.registry.provider(&upstream.name) {
                 let e = SourceError {
-                    path: self.config.path.clone().unwrap_or_default(),
+                    path: self.config().path.clone().unwrap_or_default(),
                     message: format!(
                         "[[upstreams]] `{}` has the name of the provider served by {}; give the \
                          upstream another `name`",
@@ -316,8 +332,8 @@ impl Host {
 
     /// Reads `[[sources]]`; a broken file is reported and skipped, the others still load.
     fn load_sources(&mut self) {
-        let config_path = self.config.path.clone();
-        for source in self.config.config.sources.clone() {
+        let config_path = self.config().path.clone();
+        for source in self.config().config.sources.clone() {
             match source.load(config_path.as_deref()) {
                 Ok(tools) => {
                     for tool in tools {
@@ -404,7 +420,7 @@ impl Host {
             };
         }
         let accepts_ca_file = manifest.config_schema.pointer("/properties/ca_file").is_some();
-        let section = self.config.provider_settings(&manifest.name, accepts_ca_file);
+        let section = self.config().provider_settings(&manifest.name, accepts_ca_file);
         if !section.enabled {
             return PluginStatus::Disabled {
                 provider: manifest.name.clone(),
@@ -420,7 +436,7 @@ impl Host {
                 .map(|(key, message)| {
                     format!(
                         "{}: {message}",
-                        self.config.locate(&["providers", &manifest.name, key])
+                        self.config().locate(&["providers", &manifest.name, key])
                     )
                 })
                 .collect();
@@ -483,7 +499,7 @@ impl Host {
                  whoever runs it to set it"
             ));
         }
-        let mut section = self.config.provider_settings(provider, *accepts_ca_file);
+        let mut section = self.config().provider_settings(provider, *accepts_ca_file);
         section.token_env = Some(token_env.to_owned());
         // The caller's variable, never a token written in the shared config.
         section.settings.remove("token");
@@ -596,8 +612,99 @@ impl Host {
     }
 
     /// The config in use.
-    pub fn config(&self) -> &LoadedConfig {
-        &self.config
+    pub fn config(&self) -> Arc<LoadedConfig> {
+        Arc::clone(&self.config.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// How many times the config was reloaded; what was derived from the config (the server's
+    /// selector policy) is rebuilt when this changes.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Applies a new config to the running host: value models, the selector policy and
+    /// everything else read per call apply from the next call; a started provider whose section
+    /// changed is created anew from it (calls in flight finish on the old one; a section the
+    /// provider refuses keeps the old one running). What only a restart changes (plugins, upstreams,
+    /// `[state]`, `[serve]`, telemetry, enrichments, sources, enabling or disabling a provider) is
+    /// named. Returns one line per thing done or kept.
+    pub fn reload(&self, new: LoadedConfig) -> Vec<String> {
+        let old = self.config();
+        let mut report = Vec::new();
+        let mut replace = Vec::new();
+        for (name, (_, module, accepts_ca_file)) in &self.modules {
+            let before = old.provider_settings(name, *accepts_ca_file);
+            let after = new.provider_settings(name, *accepts_ca_file);
+            if before == after {
+                continue;
+            }
+            if before.enabled != after.enabled {
+                report.push(format!(
+                    "[providers.{name}] enabled changed; that takes effect when quiver restarts"
+                ));
+                continue;
+            }
+            let schema = module_config_schema(*module);
+            let problems = section_problems(name, &schema, &after.settings);
+            if let Some((key, message)) = problems.first() {
+                let at = new.locate(&["providers", name, key]);
+                report
+                    .push(format!("{at}: {message}; provider `{name}` keeps its running settings"));
+                continue;
+            }
+            match instantiate(*module, name, &after) {
+                Ok(instance) => replace.push((name.clone(), instance)),
+                Err(reason) => report.push(format!(
+                    "provider `{name}` keeps its running settings: the new ones fail ({reason})"
+                )),
+            }
+        }
+        for name in new.config.providers.keys() {
+            let changed = old.config.providers.get(name) != new.config.providers.get(name);
+            if changed && self.seen_providers.contains(name) && !self.modules.contains_key(name) {
+                report.push(format!(
+                    "provider `{name}` did not start with the running config; restart quiver to \
+                     start it with the new section"
+                ));
+            }
+        }
+        for (name, instance) in replace {
+            if let Some(handle) = self.registry.provider(&name) {
+                handle.replace(instance);
+                report.push(format!("provider `{name}` re-created from its changed section"));
+            }
+        }
+        // Instances made for other callers' tokens are made again, from the new sections.
+        self.per_credential.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let restart_only = [
+            ("plugins_dir", old.config.plugins_dir != new.config.plugins_dir),
+            (
+                "[[upstreams]]",
+                format!("{:?}", old.config.upstreams) != format!("{:?}", new.config.upstreams),
+            ),
+            ("[state]", format!("{:?}", old.config.state) != format!("{:?}", new.config.state)),
+            ("[serve]", format!("{:?}", old.config.serve) != format!("{:?}", new.config.serve)),
+            (
+                "[telemetry]",
+                format!("{:?}", old.config.telemetry) != format!("{:?}", new.config.telemetry),
+            ),
+            (
+                "[[enrichments]]",
+                format!("{:?}", old.config.enrichments) != format!("{:?}", new.config.enrichments),
+            ),
+            (
+                "[[sources]]",
+                format!("{:?}", old.config.sources) != format!("{:?}", new.config.sources),
+            ),
+        ];
+        for (section, changed) in restart_only {
+            if changed {
+                report.push(format!("{section} changed; that takes effect when quiver restarts"));
+            }
+        }
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        report
     }
 
     /// Every tool served now — the plugins' and the upstreams' that are up — sorted by
@@ -641,7 +748,8 @@ impl Host {
         if let Some(layer) = &provider {
             layers.push((LayerSource::Provider(tool.name.provider.clone()), layer));
         }
-        let user = self.config.user_layers.layers_for(&qualified);
+        let config = self.config();
+        let user = config.user_layers.layers_for(&qualified);
         let user_says_class = user.iter().any(|(_, l)| l.side_effect_class.is_some());
         layers.extend(user);
         let mut resolved = resolve(&layers);
@@ -705,7 +813,7 @@ impl Host {
         };
         let link_json = serde_json::to_string(link).map_err(|e| e.to_string())?;
         let out = provider
-            .instance
+            .instance()
             .project_args(
                 RStr::from(prev_tool.name.tool.as_str()),
                 RStr::from(prev_result.to_string().as_str()),
@@ -719,7 +827,8 @@ impl Host {
     /// The host whose rate limit a call spends: the user's `rate_limit_host` for the tool if set,
     /// else the provider's answer.
     pub fn rate_limit_host(&self, tool: &RegisteredTool, args: &Value) -> Option<String> {
-        let configured = self.config.user_layers.layers_for(&tool.name.to_string());
+        let config = self.config();
+        let configured = config.user_layers.layers_for(&tool.name.to_string());
         if let Some(host) = configured.iter().rev().find_map(|(_, l)| l.rate_limit_host.clone()) {
             return Some(host);
         }
@@ -730,7 +839,7 @@ impl Host {
                 return Some(format!("upstream:{}", upstream.name()));
             }
         };
-        let answer = provider.instance.rate_limit_host(
+        let answer = provider.instance().rate_limit_host(
             RStr::from(tool.name.tool.as_str()),
             RStr::from(args.to_string().as_str()),
         );
@@ -880,7 +989,7 @@ fn call_provider(
             format!("`{}` is not a plugin tool", tool.name),
         );
     };
-    let answer = provider.instance.call(
+    let answer = provider.instance().call(
         RStr::from(tool.name.tool.as_str()),
         RStr::from(args.to_string().as_str()),
         RStr::from(context_json.as_str()),
@@ -1062,6 +1171,16 @@ fn article(kind: &str) -> &'static str {
         "object" => "a table",
         _ => "something else",
     }
+}
+
+/// The JSON Schema of a plugin's settings, from its manifest (`{}` when it cannot be read).
+fn module_config_schema(module: quiver_plugin_abi::PluginModuleRef) -> Value {
+    let manifest = std::panic::catch_unwind(|| (module.manifest())()).ok();
+    manifest
+        .and_then(|m| m.into_result().ok())
+        .and_then(|json| serde_json::from_str::<Value>(json.as_str()).ok())
+        .and_then(|m| m.get("config_schema").cloned())
+        .unwrap_or_else(|| Value::Object(Map::new()))
 }
 
 /// A provider instance from `module`, configured by `section` (its token read from the variable

@@ -163,6 +163,7 @@ pub async fn serve_http(
         );
     }
     let server = QuiverServer::new(Arc::clone(&host), &options, "http")?;
+    crate::reload::watch_config(Arc::clone(&host));
     let mut mcp_config = StreamableHttpServerConfig::default();
     if host.state().backend() == quiver_runtime::config::StateBackendKind::Redis {
         // A 2025-11-25 session begun on another replica (one that died, or that a deploy

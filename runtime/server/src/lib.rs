@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod modes;
 pub mod oauth;
 pub mod policy;
+pub mod reload;
 pub mod server;
 mod stdio_guard;
 

@@ -66,10 +66,14 @@ pub struct Identity {
 struct View {
     session: Session,
     session_id: String,
-    policy: Policy,
-    /// The catalog and the upstream change count it was built at: rebuilt when an upstream's
-    /// tools change (a restart, a `list_changed`), so the list follows them.
-    catalog: Mutex<(u64, Arc<Catalog>)>,
+    /// The caller's entry (HTTP users), to narrow the policy again after a config reload.
+    user: Option<HttpUser>,
+    /// The caller's policy and the config generation it was built from.
+    policy: Mutex<(u64, Policy)>,
+    /// The catalog and the upstream change count and config generation it was built at:
+    /// rebuilt when an upstream's tools change (a restart, a `list_changed`) or the config is
+    /// reloaded, so the list follows them.
+    catalog: Mutex<((u64, u64), Arc<Catalog>)>,
 }
 
 struct Inner {
@@ -199,11 +203,16 @@ impl QuiverServer {
             session = session.with_credentials(credentials);
         }
         let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
+        let generation = inner.host.generation();
         let view = Arc::new(View {
             session,
             session_id,
-            policy,
-            catalog: Mutex::new((inner.host.upstreams().version(), Arc::new(catalog))),
+            user: who.and_then(|w| w.user.clone()),
+            policy: Mutex::new((generation, policy)),
+            catalog: Mutex::new((
+                (inner.host.upstreams().version(), generation),
+                Arc::new(catalog),
+            )),
         });
         views.insert(key, Arc::clone(&view));
         view
@@ -534,7 +543,6 @@ impl QuiverServer {
         }
         // Clients that send every argument as a string (the MCP Inspector's CLI) get them parsed
         // per the schema here, instead of each provider refusing `"1347"` for a number.
-        let mut arguments = arguments;
         let coerced =
             quiver_core::client_schema::coerce_arguments(&tool.input_schema, &mut arguments);
         if !coerced.is_empty() {
@@ -667,6 +675,7 @@ pub(crate) struct Answers {
 /// Serves `host` over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Result<()> {
     let session_id = format!("{}{}", escape::SESSION_PREFIX, std::process::id());
+    crate::reload::watch_config(Arc::clone(&host));
     let server = QuiverServer::new(host, &options, session_id)?;
     // Every request gets one answer, malformed ones included (see `stdio_guard`).
     let (reads, writes, written) =
@@ -692,13 +701,42 @@ fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
 impl View {
     /// The caller's catalog as of the upstreams' latest change.
     fn catalog(&self, inner: &Inner) -> Arc<Catalog> {
-        let version = inner.host.upstreams().version();
+        let key = (inner.host.upstreams().version(), inner.host.generation());
         let mut cached = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
-        if cached.0 != version {
-            let catalog = Catalog::new(&inner.host, &self.policy, &inner.inferred);
-            *cached = (version, Arc::new(catalog));
+        if cached.0 != key {
+            let policy = self.policy(inner);
+            let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
+            *cached = (key, Arc::new(catalog));
         }
         Arc::clone(&cached.1)
+    }
+
+    /// The caller's policy under the config in effect: rebuilt from `[selector]` after a reload
+    /// (a `[selector]` the reload cannot use keeps the policy in effect, said in the log).
+    fn policy(&self, inner: &Inner) -> Policy {
+        let generation = inner.host.generation();
+        let mut policy = self.policy.lock().unwrap_or_else(|e| e.into_inner());
+        if policy.0 != generation {
+            match Policy::new(&inner.host.config().config.selector) {
+                Ok(base) => {
+                    let narrowed = match &self.user {
+                        Some(user) => base.narrowed_by(user).unwrap_or_else(|e| {
+                            tracing::warn!(user = %user.name, "{e}; refusing every tool to this user");
+                            Policy::refuse_all()
+                        }),
+                        None => base,
+                    };
+                    *policy = (generation, narrowed);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "reloaded [selector] is unusable ({e}); its policy stays as it was"
+                    );
+                    policy.0 = generation;
+                }
+            }
+        }
+        policy.1.clone()
     }
 }
 
