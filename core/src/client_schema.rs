@@ -8,12 +8,16 @@
 //!
 //! - [`input_for_clients`]: references inlined, `$defs`/`$schema`/the root `title` gone, number
 //!   formats turned into `minimum`/`maximum` bounds (other unknown formats dropped, standard ones
-//!   kept), null unions made plain optional (the property leaves `required`), `default: null` gone.
+//!   kept), null unions made plain optional (the property leaves `required`), `default: null` gone,
+//!   a choice written as `oneOf` constants (schemars' documented enum variants) made an `enum`, the
+//!   variants' descriptions folded into the property's when it does not already name every value.
 //!   Descriptions stay: they are what the model reads.
 //! - [`output_for_clients`]: references inlined, `description`, `title`, `$schema` and unknown
-//!   formats gone. An output schema is for checking `structuredContent`; the model reads the result
-//!   itself, whose field names say what the descriptions said. Null unions stay: a result's field
-//!   may be null, and the schema must say so.
+//!   formats gone, numeric bounds gone (they are the server's own guarantee: a client checking
+//!   `structuredContent` learns nothing from `minimum: 0`), constants made an `enum`. An output
+//!   schema is for checking `structuredContent`; the model reads the result itself, whose field
+//!   names say what the descriptions said. Null unions stay: a result's field may be null, and the
+//!   schema must say so.
 //! - [`coerce_arguments`]: at the boundary, a string argument where the schema wants an integer,
 //!   a number, a boolean, an array or an object is parsed into one (the MCP Inspector's CLI sends
 //!   every argument as a string). Anything else is left for the tool to refuse.
@@ -71,6 +75,9 @@ pub fn input_for_clients(schema: &Value) -> Value {
         map.remove("title");
     }
     clean_input(&mut out);
+    // After the null unions are gone, so that an optional enum's choices sit beside the
+    // property's own description.
+    walk(&mut out, &mut |map| constants_to_enum(map, true));
     out
 }
 
@@ -118,8 +125,81 @@ pub fn output_for_clients(schema: &Value) -> Value {
         if map.get("format").and_then(Value::as_str).is_some_and(|f| !is_standard_format(f)) {
             map.remove("format");
         }
+        if map.get("type").is_some_and(|t| t == "integer" || t == "number" || t.is_array()) {
+            for bound in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+                map.remove(bound);
+            }
+        }
+        constants_to_enum(map, false);
     });
     out
+}
+
+/// `oneOf`/`anyOf` whose every alternative is one constant (how schemars writes an enum whose
+/// variants carry doc comments) as a plain `enum`, which every client and strict function-calling
+/// API takes. With `keep_descriptions`, the variants' descriptions are appended to the schema's
+/// own unless it already names every value.
+fn constants_to_enum(map: &mut Map<String, Value>, keep_descriptions: bool) {
+    for key in ["oneOf", "anyOf"] {
+        let Some(Value::Array(alternatives)) = map.get(key) else { continue };
+        let is_constant = |a: &Value| {
+            a.as_object().is_some_and(|a| {
+                a.contains_key("const")
+                    && a.keys()
+                        .all(|k| matches!(k.as_str(), "const" | "description" | "type" | "title"))
+            })
+        };
+        if alternatives.is_empty() || !alternatives.iter().all(is_constant) {
+            continue;
+        }
+        let values: Vec<Value> = alternatives.iter().map(|a| a["const"].clone()).collect();
+        let described: Vec<(String, String)> = alternatives
+            .iter()
+            .filter_map(|a| {
+                let text = a.get("description")?.as_str()?;
+                Some((value_text(&a["const"]), text.trim_end_matches('.').to_string()))
+            })
+            .collect();
+        let types: Vec<&str> = values.iter().map(json_type).collect();
+        map.remove(key);
+        if !map.contains_key("type") && types.windows(2).all(|w| w[0] == w[1]) {
+            map.insert("type".into(), Value::from(types[0]));
+        }
+        if keep_descriptions && !described.is_empty() {
+            let own = map.get("description").and_then(Value::as_str).unwrap_or("");
+            let names_all = values.iter().all(|v| own.contains(&format!("`{}`", value_text(v))));
+            if !names_all {
+                let choices: Vec<String> =
+                    described.iter().map(|(value, text)| format!("`{value}`: {text}")).collect();
+                let joined = choices.join("; ");
+                let text = if own.is_empty() {
+                    format!("{joined}.")
+                } else {
+                    format!("{own} ({joined}.)")
+                };
+                map.insert("description".into(), Value::from(text));
+            }
+        }
+        map.insert("enum".into(), Value::Array(values));
+        return;
+    }
+}
+
+/// A constant as a description names it: strings bare, anything else as JSON.
+fn value_text(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_string)
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
 }
 
 /// Takes the fields at `paths` (the paths of field groups left out by default, in the syntax of
@@ -269,11 +349,11 @@ fn numeric_format_to_bounds(map: &mut Map<String, Value>) {
     let bounds: Option<(i64, Option<u64>)> = match format {
         "uint8" => Some((0, Some(u64::from(u8::MAX)))),
         "uint16" => Some((0, Some(u64::from(u16::MAX)))),
-        "uint32" => Some((0, Some(u64::from(u32::MAX)))),
-        "uint" | "uint64" | "uint128" | "usize" => Some((0, None)),
+        // The limits of 32-bit and wider types bind nothing a caller passes (a page, a count, an
+        // id); a value past them still gets the tool's own error. Only the sign is worth saying.
+        "uint32" | "uint" | "uint64" | "uint128" | "usize" => Some((0, None)),
         "int8" => Some((i64::from(i8::MIN), Some(i8::MAX as u64))),
         "int16" => Some((i64::from(i16::MIN), Some(i16::MAX as u64))),
-        "int32" => Some((i64::from(i32::MIN), Some(i32::MAX as u64))),
         _ => None,
     };
     map.remove("format");

@@ -74,24 +74,25 @@ fn input_schemas_have_no_references_custom_formats_or_null_unions() {
     let p = &schema["properties"];
     assert_eq!(
         p["page"],
-        json!({"description": "Page, from 1.", "type": "integer", "minimum": 1, "maximum": 4294967295u32})
+        json!({"description": "Page, from 1.", "type": "integer", "minimum": 1}),
+        "a u32's own limit binds nothing a caller passes"
     );
     assert_eq!(p["per_page"]["maximum"], 255);
-    assert_eq!(p["limit"]["minimum"], i32::MIN);
-    assert_eq!(p["limit"]["maximum"], i32::MAX);
+    assert_eq!(p["limit"].get("minimum"), None);
+    assert_eq!(p["limit"].get("maximum"), None);
     assert_eq!(p["weight"]["type"], "number");
     assert_eq!(p["labels"]["type"], "array");
     assert_eq!(p["labels"]["items"]["type"], "string");
-    // The enum, inlined, keeps its variants' descriptions; the property's own description wins.
-    assert_eq!(p["state"]["description"], "Which ones.");
-    let variants: Vec<&str> = p["state"]["oneOf"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|v| v["const"].as_str())
-        .collect();
-    assert_eq!(variants, ["open", "closed"]);
-    assert!(texts(&p["state"]).contains("Only closed ones."));
+    // The enum, inlined, is a plain `enum`; the variants' descriptions, which the property's own
+    // does not name, are folded into it.
+    assert_eq!(
+        p["state"],
+        json!({
+            "type": "string",
+            "enum": ["open", "closed"],
+            "description": "Which ones. (`open`: Only open ones; `closed`: Only closed ones.)",
+        })
+    );
     // The nested struct is inlined, and its recursive field is left open instead of looping.
     assert_eq!(p["place"]["properties"]["id"]["minimum"], 0);
     assert_eq!(p["place"]["properties"]["parent"], json!({"description": "Its parent, if any."}));
@@ -153,10 +154,39 @@ fn output_schemas_lose_descriptions_but_keep_structure_and_nulls() {
                     },
                     "required": ["number"],
                 }},
-                "next_page": {"type": ["integer", "null"], "minimum": 0},
+                "next_page": {"type": ["integer", "null"]},
             },
             "required": ["issues"],
         })
+    );
+}
+
+#[test]
+fn a_description_that_names_every_choice_is_not_repeated() {
+    let raw = json!({"type": "object", "properties": {"state": {
+        "description": "`open` (the default), `closed` or `all`.",
+        "oneOf": [
+            {"const": "open", "type": "string", "description": "Only open ones."},
+            {"const": "closed", "type": "string", "description": "Only closed ones."},
+            {"const": "all", "type": "string", "description": "Both."},
+        ],
+    }}});
+    let schema = input_for_clients(&raw);
+    assert_eq!(
+        schema["properties"]["state"],
+        json!({
+            "description": "`open` (the default), `closed` or `all`.",
+            "type": "string",
+            "enum": ["open", "closed", "all"],
+        })
+    );
+    // Alternatives that are not all constants are left alone.
+    let mixed = json!({"oneOf": [{"const": "a"}, {"type": "integer"}]});
+    assert_eq!(input_for_clients(&mixed), mixed);
+    // In an output schema the constants become an enum too, without descriptions.
+    assert_eq!(
+        output_for_clients(&raw)["properties"]["state"],
+        json!({"type": "string", "enum": ["open", "closed", "all"]})
     );
 }
 

@@ -212,17 +212,26 @@ pub fn intent_boost<K: AsRef<str>>(model: &ToolValueModel, keywords: &[K]) -> f6
 }
 
 /// Intent keywords prepared for matching: trimmed, lower-cased, and indexed by first byte.
-struct Intent {
-    keywords: Vec<String>,
+struct Intent<'k> {
+    /// Trimmed and lower-case; borrowed when given so (the usual case), which saves an
+    /// allocation per keyword per plan.
+    keywords: Vec<std::borrow::Cow<'k, str>>,
     /// Whether some keyword starts with this byte.
     first: [bool; 256],
 }
 
-impl Intent {
-    fn new<K: AsRef<str>>(raw: &[K]) -> Self {
-        let keywords: Vec<String> = raw
+impl<'k> Intent<'k> {
+    fn new<K: AsRef<str>>(raw: &'k [K]) -> Self {
+        let keywords: Vec<std::borrow::Cow<'k, str>> = raw
             .iter()
-            .map(|k| k.as_ref().trim().to_lowercase())
+            .map(|k| {
+                let k = k.as_ref().trim();
+                if k.chars().flat_map(char::to_lowercase).eq(k.chars()) {
+                    std::borrow::Cow::Borrowed(k)
+                } else {
+                    std::borrow::Cow::Owned(k.to_lowercase())
+                }
+            })
             .filter(|k| !k.is_empty())
             .collect();
         let mut first = [false; 256];
@@ -255,7 +264,7 @@ impl Intent {
     fn matches(&self, field: &str) -> bool {
         if !field.is_ascii() {
             let lower = field.to_lowercase();
-            return self.keywords.iter().any(|k| lower.contains(k.as_str()));
+            return self.keywords.iter().any(|k| lower.contains(k.as_ref()));
         }
         // ASCII: one pass, trying keywords only where one may start. A non-ASCII keyword cannot
         // occur in an ASCII field (its first byte, ≥ 0x80, never matches).
@@ -436,9 +445,10 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         a
     };
     let mut item_of = if any_prerequisite { vec![NONE; n] } else { Vec::new() };
-    let mut candidate_of: Vec<u32> = Vec::new();
-    let mut item_value: Vec<f64> = Vec::new();
-    let mut item_cost: Vec<u64> = Vec::new();
+    // Sized for every candidate at once: growing them is a copy per doubling.
+    let mut candidate_of: Vec<u32> = Vec::with_capacity(n);
+    let mut item_value: Vec<f64> = Vec::with_capacity(n);
+    let mut item_cost: Vec<u64> = Vec::with_capacity(n);
     for i in 0..n {
         if reason[i].is_none() && cost[i] > 0 {
             if u64::from(cost[i]) > budget {
