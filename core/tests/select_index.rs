@@ -3,7 +3,9 @@
 
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
 use quiver_core::select::eval::recall;
-use quiver_core::select::{tokens, Bm25, EmbeddingStatus, Fusion, SelectIndex, SelectOptions};
+use quiver_core::select::{
+    tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, SelectIndex, SelectOptions,
+};
 use quiver_core::ToolSpec;
 use serde_json::json;
 
@@ -176,20 +178,22 @@ fn top_names(index: &SelectIndex, query: &str, k: usize) -> Vec<String> {
 #[test]
 fn identifiers_split_at_underscores_dots_and_camel_case() {
     assert_eq!(tokens("github.list_pull_requests"), ["github", "list", "pull", "request"]);
-    assert_eq!(tokens("getMergeRequestApprovals"), ["get", "merg", "request", "approval"]);
+    assert_eq!(tokens("getMergeRequestApprovals"), ["get", "merg", "request", "approv"]);
     assert_eq!(tokens("gitlab.get_job_log"), tokens("gitlab.getJobLog"));
     assert_eq!(tokens("HTTPServer"), ["http", "server"]);
 }
 
 #[test]
 fn bm25_prefers_rare_terms_and_shorter_documents() {
-    let doc = |words: &str| words.split(' ').map(|w| (w.to_owned(), 1.0)).collect::<Vec<_>>();
+    // One field, weighted 1 and fully length-normalised.
+    let fields = [FieldWeight { weight: 1.0, b: 0.75 }];
+    let doc = |words: &str| vec![words.split(' ').map(|w| (w.to_owned(), 1.0)).collect::<Vec<_>>()];
     let docs = vec![
         doc("list issue repo"),
         doc("list pipeline project"),
         doc("list issue repo with a great many other words in it"),
     ];
-    let bm25 = Bm25::new(&docs);
+    let bm25 = Bm25::new(&docs, &fields);
     let mut scores = vec![0.0; 3];
     let ceiling = bm25.score(&[("issue".into(), 1.0), ("unknown".into(), 1.0)], &mut scores);
     assert!(scores[0] > scores[2], "shorter document wins: {scores:?}");
@@ -241,8 +245,8 @@ fn fusion_uses_built_in_embeddings_and_can_rescue_what_words_miss() {
     let fused = index(SelectOptions::default(), true);
     assert_eq!(lexical.embedding_status(), EmbeddingStatus::Absent);
     assert_eq!(fused.embedding_status(), EmbeddingStatus::Used);
-    // `transcription` shares no stem with `transcript`, only character n-grams.
-    let query = "transcription";
+    // A misspelt `transcrpt` shares no stem with `transcript`, only character n-grams.
+    let query = "transcrpt";
     assert!(lexical.rank(query, &[], 5).is_empty());
     assert!(top_names(&fused, query, 2).iter().all(|n| n.starts_with("fireflies.")));
     let rrf =

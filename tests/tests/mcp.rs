@@ -909,3 +909,104 @@ async fn a_client_that_never_reads_is_not_read_either_and_loses_nothing() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The text of a meta tool's answer as JSON.
+async fn meta_call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    args: Value,
+) -> (bool, Value) {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().unwrap().clone());
+    let result = client.call_tool(params).await.unwrap();
+    let text =
+        result.content.iter().find_map(|c| c.as_text().map(|t| t.text.clone())).unwrap_or_default();
+    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (result.is_error == Some(true), value)
+}
+
+fn found_names(answer: &Value) -> Vec<String> {
+    answer["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// `find_tools` answers with the tools that fit, or with none and the closest bundles; a
+/// bundle's name lists it; the caller's recent calls lift their follow-ups and siblings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_tools_returns_what_fits_or_nothing_and_the_closest_bundles() {
+    let server = fake_github().await;
+    let setup = Setup::with_plugins(&ALL_PROVIDERS, &server.uri(), "");
+    let client = rmcp_client(&setup, "search").await;
+
+    let (error, nonsense) =
+        meta_call(&client, "find_tools", json!({"query": "zzzz qqqq", "k": 5})).await;
+    assert!(!error, "{nonsense}");
+    assert!(found_names(&nonsense).is_empty(), "nothing fits a nonsense query: {nonsense}");
+    let closest = nonsense["closest_bundles"].as_array().expect("closest bundles");
+    assert!(!closest.is_empty() && closest.len() <= 3, "{nonsense}");
+    assert!(closest.iter().all(|b| b["description"].as_str().is_some_and(|d| !d.is_empty())));
+
+    // A bundle's name as the query lists that bundle.
+    let (_, pulls) = meta_call(&client, "find_tools", json!({"query": "github.pulls"})).await;
+    let names = found_names(&pulls);
+    assert!(names.len() > 5 && names.iter().all(|n| n.starts_with("github_")), "{pulls}");
+    assert!(names.contains(&"github_merge_pull_request".to_owned()), "{pulls}");
+
+    // A real request gets tools that fit, best first.
+    let (_, merge) = meta_call(
+        &client,
+        "find_tools",
+        json!({"query": "merge the gitlab merge request", "k": 3}),
+    )
+    .await;
+    assert_eq!(found_names(&merge).first().map(String::as_str), Some("gitlab_merge_merge_request"));
+
+    // After a GitHub issue was read, "the comments" means that issue's comments.
+    let query = json!({"query": "read the comments", "k": 3});
+    let (_, before) = meta_call(&client, "find_tools", query.clone()).await;
+    let issue = json!({"name": "github_get_issue",
+                       "arguments": {"owner": "octocat", "repo": "Hello-World", "number": 1347}});
+    let (error, _) = meta_call(&client, "call_tool", issue).await;
+    assert!(!error);
+    let (_, after) = meta_call(&client, "find_tools", query).await;
+    assert_ne!(
+        found_names(&before).first().map(String::as_str),
+        Some("github_list_issue_comments"),
+        "without a recent call the words alone decide: {before}"
+    );
+    assert_eq!(
+        found_names(&after).first().map(String::as_str),
+        Some("github_list_issue_comments"),
+        "before the call: {before}; after: {after}"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// `load_tools` takes a request in words and lists what fits it; nonsense is refused with the
+/// closest bundles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_tools_lists_the_tools_a_request_in_words_needs() {
+    let setup = Setup::with_plugins(&ALL_PROVIDERS, "http://127.0.0.1:9", "max_tools = 12");
+    let client = rmcp_client(&setup, "dynamic").await;
+    let (error, loaded) = meta_call(
+        &client,
+        "load_tools",
+        json!({"bundle_or_tool": "why did the gitlab pipeline fail: the failed job's log"}),
+    )
+    .await;
+    assert!(!error, "{loaded}");
+    let listed = client.list_all_tools().await.unwrap();
+    let listed: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    for wanted in ["gitlab_list_pipelines", "gitlab_get_job_log"] {
+        assert!(listed.contains(&wanted), "{wanted} not listed: {listed:?}; {loaded}");
+    }
+    assert!(listed.len() <= 13, "max_tools and load_tools itself: {listed:?}");
+
+    let (error, refused) =
+        meta_call(&client, "load_tools", json!({"bundle_or_tool": "zzzz qqqq"})).await;
+    assert!(error, "{refused}");
+    assert!(refused.as_str().unwrap_or_default().contains("closest bundles"), "{refused}");
+    client.cancel().await.unwrap();
+}

@@ -100,6 +100,8 @@ fn select_prints_one_ranking_per_query_as_jsonl() {
     let out = setup.run(&["select", "--queries", &queries, "--k", "3"]);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
+    // Words alone by default: nothing to enrich, nothing cached.
+    assert!(!setup.data_dir().join("enrichments").exists(), "no embeddings computed");
     let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 3, "one line per query, blank lines skipped: {stdout}");
     let ids: Vec<&Value> = lines.iter().map(|l| &l["id"]).collect();
@@ -113,7 +115,10 @@ fn select_prints_one_ranking_per_query_as_jsonl() {
     assert_eq!(lines[0]["ranked"][0], "gitlab.list_merge_requests", "{stdout}");
     assert_eq!(lines[1]["ranked"][0], "jira.transition_issue", "{stdout}");
     assert!(lines[2]["ranked"][0].as_str().unwrap().starts_with("fireflies."), "{stdout}");
-    // The embeddings came from the enrichment run, which cached them for the next start.
+    // Asked to fuse, the embeddings come from the enrichment run, cached for the next start.
+    let fused =
+        setup.run(&["select", "--queries", &queries, "--k", "3", "--embedding-weight", "0.4"]);
+    assert!(fused.status.success(), "{}", texts(&fused).1);
     assert!(setup.data_dir().join("enrichments").is_dir(), "cache-first, cache written");
 }
 
@@ -121,25 +126,27 @@ fn select_prints_one_ranking_per_query_as_jsonl() {
 fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
     let setup = Setup::new(&ALL_PROVIDERS, "");
     let (queries, gold) = (eval_file("queries.jsonl"), eval_file("gold.jsonl"));
-    let fused = setup.run(&["select", "--queries", &queries, "--gold", &gold]);
-    let (stdout, stderr) = texts(&fused);
-    assert!(fused.status.success(), "{stderr}");
+    let words = setup.run(&["select", "--queries", &queries, "--gold", &gold]);
+    let (stdout, stderr) = texts(&words);
+    assert!(words.status.success(), "{stderr}");
     assert!(!stderr.contains("not among the ranked tools"), "gold names real tools: {stderr}");
-    assert!(stdout.starts_with("recall over 52 queries (fused: words and embeddings)"), "{stdout}");
+    assert!(stdout.starts_with("recall over 52 queries (words only)"), "{stdout}");
     assert!(stdout.contains("whole gold  mean per-item"), "{stdout}");
     let rows = recall_rows(&stdout);
     assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 3, 5, 10], "{stdout}");
     for (k, whole, per_item) in &rows {
         assert!(whole <= per_item, "whole sets are the stricter reading at {k}: {stdout}");
     }
-    // Regression guards, below the measured figures (0.85 / 1.0 / 1.0 whole at 3 / 5 / 10).
-    assert!(rows[1].1 >= 0.8 && rows[2].1 >= 0.95 && rows[3].1 >= 0.98, "{stdout}");
+    // Regression guards, below the measured figures over the five providers' 168 tools
+    // (0.79 / 0.88 / 1.00 whole at 3 / 5 / 10).
+    assert!(rows[1].1 >= 0.75 && rows[2].1 >= 0.85 && rows[3].1 >= 0.98, "{stdout}");
     assert!(stdout.contains("selected (τ 0.2, at most 20): whole gold set in"), "{stdout}");
 
-    let words = setup.run(&["select", "--queries", &queries, "--gold", &gold, "--lexical-only"]);
-    let (stdout, stderr) = texts(&words);
-    assert!(words.status.success(), "{stderr}");
-    assert!(stdout.starts_with("recall over 52 queries (words only)"), "{stdout}");
+    let args = ["select", "--queries", &queries, "--gold", &gold, "--embedding-weight", "0.4"];
+    let fused = setup.run(&args);
+    let (stdout, stderr) = texts(&fused);
+    assert!(fused.status.success(), "{stderr}");
+    assert!(stdout.starts_with("recall over 52 queries (fused: words and embeddings)"), "{stdout}");
     assert!(recall_rows(&stdout)[3].1 >= 0.95, "{stdout}");
 }
 
@@ -179,6 +186,21 @@ fn tools_file_of_openai_functions_is_ranked_by_its_own_names() {
     assert!(out.status.success(), "{stderr}");
     let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[0]["ranked"][0], "listCalendarEvents", "names as written: {stdout}");
+    // Words alone do not meet `mail` in `email`; the built-in embedder's n-grams do, when fused.
+    assert_eq!(lines[1]["ranked"], json!([]), "{stdout}");
+    let args = [
+        "select",
+        "--tools",
+        &tools,
+        "--queries",
+        &queries,
+        "--k",
+        "2",
+        "--embedding-weight",
+        "0.4",
+    ];
+    let (stdout, _) = texts(&setup.run(&args));
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["ranked"][0], "send_email", "n-grams meet `mail`/`email`: {stdout}");
 
     let bad = setup.write("bad.json", "{\"nothing\": []}");
@@ -229,6 +251,8 @@ async fn embeddings_from_an_http_model_leave_ranking_to_words() {
         &eval_file("queries.jsonl"),
         "--gold",
         &eval_file("gold.jsonl"),
+        "--embedding-weight",
+        "0.4",
     ]);
     let data = setup.data_dir();
     let out = tokio::task::spawn_blocking(move || run_args(args, &data)).await.unwrap();
@@ -265,6 +289,7 @@ fn the_library_selects_core_hits_and_bundles_over_the_host_catalog() {
         catalog.iter().map(|t| (t.name.clone(), embedder.embed_tool(&t.name, &t.spec))).collect();
     let options = SelectorOptions {
         core: vec!["jira.get_issue".into(), "github_get_issue".into()],
+        embedding_weight: 0.4,
         ..SelectorOptions::default()
     };
     let selector = Selector::new(&catalog, Some(&artifact), options);

@@ -60,7 +60,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::enrich::embed::{concepts_of, terms, EmbeddingsArtifact, LexicalEmbedder};
+use crate::enrich::embed::{concepts_of, split_words, stem, EmbeddingsArtifact, LexicalEmbedder};
 use crate::enrich::params::inputs;
 use crate::ToolSpec;
 
@@ -101,9 +101,12 @@ pub const DEFAULT_MAX_TOOLS: usize = 20;
 /// queries score above it nearly always, tools of other tasks rarely do.
 pub const DEFAULT_THRESHOLD: f32 = 0.2;
 /// The default lexical weight.
-pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.6;
-/// The default embedding weight.
-pub const DEFAULT_EMBEDDING_WEIGHT: f32 = 0.4;
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 1.0;
+/// The default embedding weight: 0, words alone. Fused with the built-in embedder (0.6 / 0.4),
+/// the ranking was worse on data quiver did not write — MetaTool's test part, all@5 .637
+/// against .650 on words alone, and about .02 on a larger held-back set — so the built-in
+/// embedder takes part only when asked (`[selector] embedding_weight`).
+pub const DEFAULT_EMBEDDING_WEIGHT: f32 = 0.0;
 
 impl Default for SelectOptions {
     fn default() -> Self {
@@ -155,41 +158,113 @@ pub enum EmbeddingStatus {
 }
 
 /// The words of `text` as the index sees them: split at punctuation, `_`, `.`, `/`, `-` and
-/// camelCase humps, lowercased, stopwords and numbers dropped, stemmed.
+/// camelCase humps, lowercased, stopwords and numbers dropped, stemmed with the Snowball English
+/// (Porter2) stemmer.
 ///
 /// ```
 /// use quiver_core::select::tokens;
 /// assert_eq!(tokens("gitlab.getMergeRequest"), ["gitlab", "get", "merg", "request"]);
 /// assert_eq!(tokens("list_pull_requests"), ["list", "pull", "request"]);
+/// assert_eq!(tokens("bibliographies"), tokens("bibliography"));
 /// ```
 pub fn tokens(text: &str) -> Vec<String> {
-    terms(text)
+    words(text).into_iter().map(|w| w.term).collect()
 }
 
-/// Field weights: how much a word in each field says about a tool.
-const PROVIDER_WEIGHT: f32 = 1.5;
-const NAME_WEIGHT: f32 = 3.0;
-const GROUP_WEIGHT: f32 = 1.0;
-const DESCRIPTION_WEIGHT: f32 = 1.0;
-const PARAM_NAME_WEIGHT: f32 = 0.5;
-const PARAM_DESCRIPTION_WEIGHT: f32 = 0.25;
+/// A word of a text: its index term (Porter2 stem) and the built-in embedder's stem of it, which
+/// the alias tables are keyed by.
+struct Word {
+    term: String,
+    alias_key: String,
+}
+
+fn words(text: &str) -> Vec<Word> {
+    split_words(text)
+        .into_iter()
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter_map(|w| {
+            let term = porter2(&w);
+            let alias_key = stem(&w);
+            (!term.is_empty()).then_some(Word { term, alias_key })
+        })
+        .collect()
+}
+
+fn porter2(word: &str) -> String {
+    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    STEMMER
+        .get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+        .stem(word)
+        .into_owned()
+}
+
+/// Words that say nothing about which tool is meant: English function words, and the request
+/// phrasing around what is asked ("can you help me find…", "I want to know…").
+const STOPWORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
+    "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "e", "each", "eg",
+    "else", "etc", "few", "for", "from", "further", "g", "had", "has", "have", "having", "he",
+    "her", "here", "hers", "him", "his", "how", "i", "ie", "if", "in", "into", "is", "it", "its",
+    "itself", "just", "me", "might", "more", "most", "must", "my", "myself", "no", "nor", "not",
+    "now", "of", "off", "on", "once", "onto", "or", "other", "our", "ours", "out", "over", "own",
+    "per", "please", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under",
+    "until", "up", "upon", "us", "very", "via", "want", "was", "we", "were", "what", "whatever",
+    "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with",
+    "within", "would", "you", "your", "yours", "yourself",
+];
+
+/// The fields of a tool's document, with how much a word in each says about the tool (weight)
+/// and how much a long field dilutes its words (BM25F's per-field length normalisation `b`).
+/// Name and description weights and `b`s were tuned on the MetaTool set's tuning part (ids whose
+/// number is a multiple of 4); the parameter fields, which MetaTool's tools lack, keep the
+/// proportions quiver's own registry suggested.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldWeight {
+    /// What a word in this field counts, before saturation.
+    pub weight: f32,
+    /// Length normalisation, 0 (none) to 1 (full).
+    pub b: f32,
+}
+
+/// Document fields, in the order [`FIELDS`] gives their weights.
+const PROVIDER: usize = 0;
+const NAME: usize = 1;
+const GROUP: usize = 2;
+const DESCRIPTION: usize = 3;
+const PARAM_NAME: usize = 4;
+const PARAM_TEXT: usize = 5;
+const FIELDS: [FieldWeight; 6] = [
+    FieldWeight { weight: 1.5, b: 0.0 },  // provider
+    FieldWeight { weight: 3.0, b: 0.2 },  // tool name
+    FieldWeight { weight: 1.0, b: 0.0 },  // group
+    FieldWeight { weight: 1.0, b: 0.3 },  // description
+    FieldWeight { weight: 0.5, b: 0.5 },  // parameter names
+    FieldWeight { weight: 0.25, b: 0.5 }, // parameter descriptions and enum values
+];
 /// A concept counts half as much as the word that names it, on both sides.
 const CONCEPT_WEIGHT: f32 = 0.5;
+/// Two neighbouring words (`pull request`, `load time`) as one term: a query that keeps a
+/// tool's word order matches it more than one that only shares the words.
+const PAIR_WEIGHT: f32 = 0.5;
 /// Abbreviations that name two words, which the word-level alias table cannot expand: a tool
 /// text saying `merge request` gets the term `mr`, and a query saying `MRs` gets `mr` and, at
 /// half weight, the two words.
-/// Words are stems, as [`tokens`] makes them (`merge` → `merg`).
+/// Words are the built-in embedder's stems (`merge` → `merg`), as the alias tables are keyed;
+/// the expansion is added as index terms ([`tokens`]).
 const PHRASES: &[(&str, &[&str])] = &[("pr", &["pull", "request"]), ("mr", &["merg", "request"])];
 /// What people ask for, in the verbs tool names use: "file a bug" creates, "look up PROJ-1"
-/// gets, "move it to Done" transitions. Keys and values are stems (as [`tokens`] makes them);
-/// values count at [`CONCEPT_WEIGHT`].
+/// gets, "move it to Done" transitions. Keys are the built-in embedder's stems; values are
+/// words, stemmed as index terms, counting at [`CONCEPT_WEIGHT`].
 const INTENTS: &[(&str, &[&str])] = &[
-    ("file", &["creat"]),
-    ("raise", &["creat"]),
-    ("report", &["creat"]),
-    ("leave", &["add", "creat"]),
-    ("write", &["add", "creat"]),
-    ("post", &["add", "creat"]),
+    ("file", &["create"]),
+    ("raise", &["create"]),
+    ("report", &["create"]),
+    ("leave", &["add", "create"]),
+    ("write", &["add", "create"]),
+    ("post", &["add", "create"]),
     ("reply", &["add", "comment"]),
     ("look", &["get"]),
     ("show", &["get"]),
@@ -201,17 +276,68 @@ const INTENTS: &[(&str, &[&str])] = &[
     ("rerun", &["retry"]),
     ("restart", &["retry"]),
     ("move", &["transition"]),
-    ("close", &["transition", "updat"]),
+    ("close", &["transition", "update"]),
     ("resolv", &["transition"]),
-    ("assign", &["updat"]),
-    ("renam", &["updat"]),
-    ("edit", &["updat"]),
-    ("chang", &["updat"]),
-    ("set", &["updat"]),
-    ("mark", &["updat", "link"]),
+    ("assign", &["update"]),
+    ("renam", &["update"]),
+    ("edit", &["update"]),
+    ("chang", &["update"]),
+    ("set", &["update"]),
+    ("mark", &["update", "link"]),
     ("find", &["search"]),
     ("lookup", &["get", "search"]),
 ];
+/// The leading verbs (as the built-in embedder stems them) of tools that change something. A
+/// query that names no change ("what's on issue 17", "the comments of PROJ-5") asks to read, so
+/// such tools count [`WRITE_WITHOUT_ASKING`] of their score there; a query with a change word
+/// ("close", "file a bug", "merge") leaves them whole.
+const WRITE_VERBS: &[&str] = &[
+    "add",
+    "approv",
+    "archiv",
+    "assign",
+    "cancel",
+    "clos",
+    "comment",
+    "creat",
+    "delet",
+    "dispatch",
+    "edit",
+    "link",
+    "lock",
+    "mark",
+    "merg",
+    "mov",
+    "post",
+    "remov",
+    "renam",
+    "reopen",
+    "rerun",
+    "resolv",
+    "retry",
+    "run",
+    "send",
+    "set",
+    "start",
+    "stop",
+    "submit",
+    "transition",
+    "trigger",
+    "unapprov",
+    "unassign",
+    "updat",
+    "upload",
+    "writ",
+];
+/// What a write-verb tool keeps of its score for a query that names no change.
+const WRITE_WITHOUT_ASKING: f32 = 0.8;
+/// Write verbs that are as often nouns in a question ("its comments", "the link", "the last
+/// run", "the tag"): not taken for a request to change something.
+const NOUN_LIKE_VERBS: &[&str] = &["comment", "link", "run", "set", "post", "lock", "trigger"];
+/// Query words that ask for a change besides the write verbs themselves.
+const CHANGE_WORDS: &[&str] =
+    &["file", "raise", "leave", "make", "reply", "restart", "fix", "bump", "put", "chang"];
+
 /// A number or key in the query (`42`, `PROJ-7`, `!12`) names one thing: tools that get one
 /// item are likelier than those that list many.
 const ONE_ITEM_HINT: &str = "get";
@@ -242,48 +368,56 @@ const EXPANSION_SHARE: f32 = 0.75;
 /// Reciprocal-rank fusion's damping constant (the customary 60).
 const RRF_K: f32 = 60.0;
 
-/// BM25 over weighted fields.
+/// BM25F: BM25 over documents made of fields, each with its weight and length normalisation.
+/// A term's frequency in a document is the sum over fields of its weighted frequency there,
+/// divided by that field's `1 - b + b · len / avg_len`; saturation (`k1`) applies once, to the
+/// sum, so a word repeated across fields does not count as often as two different words.
 #[derive(Debug, Clone)]
 pub struct Bm25 {
     vocabulary: HashMap<String, u32>,
-    /// Per term: (document, weighted term frequency).
+    /// Per term: (document, its length-normalised, weighted term frequency).
     postings: Vec<Vec<(u32, f32)>>,
     idf: Vec<f32>,
-    /// Per document: `k1 · (1 - b + b · len / avg_len)`, the part of the denominator that does
-    /// not depend on the term.
-    norms: Vec<f32>,
 }
 
-/// BM25's term-frequency saturation.
-const K1: f32 = 1.2;
-/// BM25's length normalisation.
-const B: f32 = 0.75;
+/// BM25's term-frequency saturation, tuned with the field weights.
+const K1: f32 = 1.5;
 
 impl Bm25 {
-    /// Indexes `docs`, each a list of (term, weight); a term's frequency in a document is the
-    /// sum of its weights there, and a document's length the sum of all.
-    pub fn new(docs: &[Vec<(String, f32)>]) -> Self {
+    /// Indexes `docs`: per document, per field (in the order of `fields`), its (term, weight)
+    /// list; a term's frequency in a field is the sum of its weights there, and a field's length
+    /// the sum of all.
+    pub fn new(docs: &[Vec<Vec<(String, f32)>>], fields: &[FieldWeight]) -> Self {
+        let n = docs.len();
+        let mut average = vec![0.0f32; fields.len()];
+        for doc in docs {
+            for (f, field) in doc.iter().enumerate().take(fields.len()) {
+                average[f] += field.iter().map(|(_, w)| w).sum::<f32>();
+            }
+        }
+        average.iter_mut().for_each(|a| *a = (*a / n.max(1) as f32).max(f32::EPSILON));
         let mut vocabulary: HashMap<String, u32> = HashMap::new();
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
-        let mut lengths = Vec::with_capacity(docs.len());
         for (d, doc) in docs.iter().enumerate() {
             let mut tf: BTreeMap<u32, f32> = BTreeMap::new();
-            let mut length = 0.0;
-            for (term, weight) in doc {
-                let next = vocabulary.len() as u32;
-                let id = *vocabulary.entry(term.clone()).or_insert(next);
-                if id as usize == postings.len() {
-                    postings.push(Vec::new());
+            for (f, field) in doc.iter().enumerate().take(fields.len()) {
+                let length: f32 = field.iter().map(|(_, w)| w).sum();
+                let FieldWeight { weight, b } = fields[f];
+                let norm = 1.0 - b + b * length / average[f];
+                for (term, w) in field {
+                    let next = vocabulary.len() as u32;
+                    let id = *vocabulary.entry(term.clone()).or_insert(next);
+                    if id as usize == postings.len() {
+                        postings.push(Vec::new());
+                    }
+                    *tf.entry(id).or_default() += weight * w / norm;
                 }
-                *tf.entry(id).or_default() += weight;
-                length += weight;
             }
             for (id, f) in tf {
                 postings[id as usize].push((d as u32, f));
             }
-            lengths.push(length);
         }
-        let n = docs.len() as f32;
+        let n = n as f32;
         // The "plus one" IDF: never negative, so a term in most documents still counts a little.
         let idf = postings
             .iter()
@@ -292,40 +426,36 @@ impl Bm25 {
                 ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
             })
             .collect();
-        let avg = if lengths.is_empty() {
-            1.0
-        } else {
-            (lengths.iter().sum::<f32>() / n).max(f32::EPSILON)
-        };
-        let norms = lengths.iter().map(|l| K1 * (1.0 - B + B * l / avg)).collect();
-        Self { vocabulary, postings, idf, norms }
+        Self { vocabulary, postings, idf }
     }
 
     /// Adds each document's score for `query` (terms with weights) to `out`, and returns the
     /// best score any document could reach — every known query term at saturation — which
     /// normalises scores to [0, 1]. Terms no document has are ignored: they cannot tell tools
-    /// apart.
+    /// apart. A query none of whose own words (weight 1) any document has scores nothing.
     pub fn score(&self, query: &[(String, f32)], out: &mut [f32]) -> f32 {
+        // What was added to the query's own words — concepts, pairs, hints, all weighing less
+        // than 1 — cannot carry it alone: a query none of whose words any tool has ("zzzz",
+        // a misspelt name) matches nothing, rather than every tool that lists things.
+        if !query.iter().any(|(term, weight)| *weight >= 1.0 && self.vocabulary.contains_key(term))
+        {
+            return 0.0;
+        }
         let mut ceiling = 0.0;
         for (term, weight) in query {
             let Some(&id) = self.vocabulary.get(term) else { continue };
             let idf = self.idf[id as usize] * weight;
             ceiling += idf * (K1 + 1.0);
             for &(doc, tf) in &self.postings[id as usize] {
-                out[doc as usize] += idf * tf * (K1 + 1.0) / (tf + self.norms[doc as usize]);
+                out[doc as usize] += idf * tf * (K1 + 1.0) / (tf + K1);
             }
         }
         ceiling
     }
 
-    /// How many documents it holds.
-    pub fn len(&self) -> usize {
-        self.norms.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.norms.is_empty()
+    /// Whether `term` occurs in some document.
+    pub fn knows(&self, term: &str) -> bool {
+        self.vocabulary.contains_key(term)
     }
 }
 
@@ -368,6 +498,8 @@ pub struct SelectIndex {
     status: EmbeddingStatus,
     embedder: LexicalEmbedder,
     follow_ups: Vec<Vec<(u32, f32)>>,
+    /// Per tool: whether its name starts with a verb of [`WRITE_VERBS`].
+    writes: Vec<bool>,
     core: Vec<u32>,
     options: SelectOptions,
 }
@@ -393,9 +525,9 @@ impl SelectIndex {
         for (i, name) in names.iter().enumerate() {
             lookup.insert(name.clone(), i as u32);
         }
-        let docs: Vec<Vec<(String, f32)>> =
+        let docs: Vec<Vec<Vec<(String, f32)>>> =
             tools.iter().map(|(name, spec)| document(name, spec)).collect();
-        let bm25 = Bm25::new(&docs);
+        let bm25 = Bm25::new(&docs, &FIELDS);
         let (bundles, bundle_tools, bundle_of) = bundles_of(&tools);
 
         let embedder = LexicalEmbedder::new();
@@ -426,6 +558,7 @@ impl SelectIndex {
         };
         let core = resolve_core(&options.core, &names);
         let follow_ups = vec![Vec::new(); names.len()];
+        let writes = names.iter().map(|n| is_write_name(n)).collect();
         Self {
             names,
             lookup,
@@ -437,6 +570,7 @@ impl SelectIndex {
             status,
             embedder,
             follow_ups,
+            writes,
             core,
             options,
         }
@@ -557,6 +691,13 @@ impl SelectIndex {
             }
             _ => lexical,
         };
+        if !asks_for_change(query) {
+            for (score, &write) in fused.iter_mut().zip(&self.writes) {
+                if write {
+                    *score *= WRITE_WITHOUT_ASKING;
+                }
+            }
+        }
         self.boost_recent(recent, &mut fused);
         fused
     }
@@ -629,38 +770,68 @@ fn mcp_name(name: &str) -> String {
         .collect()
 }
 
-/// A tool's weighted terms: provider, name, group, description, parameter names and
-/// descriptions, each word with its concepts.
-fn document(qualified: &str, spec: &ToolSpec) -> Vec<(String, f32)> {
-    let mut doc = Vec::new();
+/// A tool's fields (see [`FIELDS`]): provider, name, group, description, parameter names, and
+/// parameter descriptions with the values an enum parameter takes (`state`: `open`, `merged`…).
+fn document(qualified: &str, spec: &ToolSpec) -> Vec<Vec<(String, f32)>> {
+    let mut fields = vec![Vec::new(); FIELDS.len()];
     let (provider, local) = qualified.split_once('.').unwrap_or(("", qualified));
-    add_field(&mut doc, provider, PROVIDER_WEIGHT);
-    add_field(&mut doc, local, NAME_WEIGHT);
-    add_field(&mut doc, spec.group.as_deref().unwrap_or(""), GROUP_WEIGHT);
-    add_field(&mut doc, &spec.description, DESCRIPTION_WEIGHT);
+    add_field(&mut fields[PROVIDER], provider);
+    add_field(&mut fields[NAME], local);
+    add_field(&mut fields[GROUP], spec.group.as_deref().unwrap_or(""));
+    add_field(&mut fields[DESCRIPTION], &spec.description);
+    let properties = spec.input_schema.get("properties").and_then(|p| p.as_object());
     for param in inputs(spec) {
-        add_field(&mut doc, &param.name, PARAM_NAME_WEIGHT);
+        add_field(&mut fields[PARAM_NAME], &param.name);
         let description = param.description.lines().next().unwrap_or("");
-        add_field(&mut doc, description, PARAM_DESCRIPTION_WEIGHT);
-    }
-    doc
-}
-
-fn add_field(doc: &mut Vec<(String, f32)>, text: &str, weight: f32) {
-    let words = terms(text);
-    for (i, word) in words.iter().enumerate() {
-        for concept in concepts_of(word) {
-            doc.push((concept_term(concept), weight * CONCEPT_WEIGHT));
-        }
-        // `merge request` also reads as `mr`, so the abbreviation meets a term of its own.
-        if let Some(next) = words.get(i + 1) {
-            for (abbreviation, phrase) in PHRASES {
-                if phrase[0] == word && phrase[1] == next {
-                    doc.push(((*abbreviation).to_owned(), weight));
-                }
+        add_field(&mut fields[PARAM_TEXT], description);
+        if let Some(property) = properties.and_then(|p| p.get(&param.name)) {
+            for value in enum_values(property) {
+                add_field(&mut fields[PARAM_TEXT], &value);
             }
         }
-        doc.push((word.clone(), weight));
+    }
+    fields
+}
+
+/// The string values an enum property takes: `enum`, or `oneOf`/`anyOf` constants, also inside
+/// `items` (an array of choices).
+fn enum_values(property: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut visit = |schema: &serde_json::Value| {
+        if let Some(values) = schema.get("enum").and_then(|e| e.as_array()) {
+            out.extend(values.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
+        for key in ["oneOf", "anyOf"] {
+            if let Some(alternatives) = schema.get(key).and_then(|a| a.as_array()) {
+                out.extend(
+                    alternatives.iter().filter_map(|a| a.get("const")?.as_str().map(str::to_owned)),
+                );
+            }
+        }
+    };
+    visit(property);
+    if let Some(items) = property.get("items") {
+        visit(items);
+    }
+    out
+}
+
+fn add_field(field: &mut Vec<(String, f32)>, text: &str) {
+    let words = words(text);
+    for (i, word) in words.iter().enumerate() {
+        for concept in concepts_of(&word.alias_key) {
+            field.push((concept_term(concept), CONCEPT_WEIGHT));
+        }
+        if let Some(next) = words.get(i + 1) {
+            // `merge request` also reads as `mr`, so the abbreviation meets a term of its own.
+            for (abbreviation, phrase) in PHRASES {
+                if phrase[0] == word.alias_key && phrase[1] == next.alias_key {
+                    field.push(((*abbreviation).to_owned(), 1.0));
+                }
+            }
+            field.push((pair_term(&word.term, &next.term), PAIR_WEIGHT));
+        }
+        field.push((word.term.clone(), 1.0));
     }
 }
 
@@ -669,24 +840,39 @@ fn concept_term(concept: &str) -> String {
     format!("~{concept}")
 }
 
-/// The query's weighted terms: its words, their concepts at half weight, and the words of
-/// two-word abbreviations.
+fn pair_term(a: &str, b: &str) -> String {
+    // A space cannot survive tokenising either.
+    format!("{a} {b}")
+}
+
+/// The query's weighted terms, each counted once however often the query repeats it (a long,
+/// wordy request should not outweigh a short one by repetition): its words, their concepts at
+/// half weight, the words of two-word abbreviations, the verbs a request's verb stands for, and
+/// its neighbouring word pairs.
 fn query_terms(query: &str) -> Vec<(String, f32)> {
     let mut weighted: BTreeMap<String, f32> = BTreeMap::new();
-    let mut add = |term: &str, weight: f32| *weighted.entry(term.to_owned()).or_default() += weight;
-    for word in terms(query) {
-        for concept in concepts_of(&word) {
+    let mut add = |term: &str, weight: f32| {
+        let entry = weighted.entry(term.to_owned()).or_default();
+        *entry = entry.max(weight);
+    };
+    let words = words(query);
+    for (i, word) in words.iter().enumerate() {
+        for concept in concepts_of(&word.alias_key) {
             add(&concept_term(concept), CONCEPT_WEIGHT);
         }
-        let plain = word.strip_suffix('s').filter(|w| w.len() == 2).unwrap_or(&word);
+        let key = word.alias_key.as_str();
+        let plain = key.strip_suffix('s').filter(|w| w.len() == 2).unwrap_or(key);
         if let Some((abbreviation, expansion)) = PHRASES.iter().find(|(abbr, _)| *abbr == plain) {
             add(abbreviation, 1.0);
-            expansion.iter().for_each(|w| add(w, CONCEPT_WEIGHT));
+            expansion.iter().for_each(|w| add(&porter2(w), CONCEPT_WEIGHT));
         }
-        if let Some((_, verbs)) = INTENTS.iter().find(|(intent, _)| *intent == word) {
-            verbs.iter().for_each(|v| add(v, CONCEPT_WEIGHT));
+        if let Some((_, verbs)) = INTENTS.iter().find(|(intent, _)| *intent == key) {
+            verbs.iter().for_each(|v| add(&porter2(v), CONCEPT_WEIGHT));
         }
-        add(&word, 1.0);
+        if let Some(next) = words.get(i + 1) {
+            add(&pair_term(&word.term, &next.term), PAIR_WEIGHT);
+        }
+        add(&word.term, 1.0);
     }
     let names_one = query.split_whitespace().any(|w| w.chars().any(|c| c.is_ascii_digit()));
     if names_one {
@@ -694,8 +880,23 @@ fn query_terms(query: &str) -> Vec<(String, f32)> {
     } else if query.split_whitespace().any(is_plural) {
         add(MANY_ITEMS_HINT, CONCEPT_WEIGHT);
     }
-    // Repeating a word in a query should not outweigh the other words.
-    weighted.into_iter().map(|(t, w)| (t, w.min(1.5))).collect()
+    weighted.into_iter().collect()
+}
+
+/// Whether a tool's local name starts with a verb that changes something (`create_issue`,
+/// `mergeMergeRequest`).
+fn is_write_name(qualified: &str) -> bool {
+    let local = qualified.split_once('.').map_or(qualified, |(_, t)| t);
+    split_words(local).first().is_some_and(|w| WRITE_VERBS.contains(&stem(w).as_str()))
+}
+
+/// Whether a query asks for a change: a write verb or a change word anywhere in it.
+fn asks_for_change(query: &str) -> bool {
+    split_words(query).iter().any(|w| {
+        let key = stem(w);
+        (WRITE_VERBS.contains(&key.as_str()) && !NOUN_LIKE_VERBS.contains(&key.as_str()))
+            || CHANGE_WORDS.contains(&key.as_str())
+    })
 }
 
 fn resolve_core(patterns: &[String], names: &[String]) -> Vec<u32> {

@@ -209,7 +209,7 @@ impl Client {
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         let mut transient = TransientRetries::new(ctx.timeout_ms);
         // Only reads are sent again after a passing fault: a write may have landed. Every read
-        // here is a GET; POST and PUT create and change tasks and comments.
+        // here is a GET; POST, PUT and DELETE change ClickUp.
         let idempotent = method == Method::GET;
         loop {
             let reply = match self.send_once(&method, url.clone(), token, body, subject).await {

@@ -1,6 +1,7 @@
 //! What ClickUp calls are worth: a value model for every tool, follow-up argument projection for
-//! the read chains (workspace → spaces → folders → lists → tasks → task → comments), and the host
-//! whose rate limit the calls spend.
+//! the read chains (workspace → spaces → folders → lists → tasks → task → comments and
+//! checklists; subtasks → task; goals → goal → the tasks of its key results; running timer →
+//! task), and the host whose rate limit the calls spend.
 
 use quiver_plugin_sdk::model_table::{self, ToolModel as Model};
 use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
@@ -46,10 +47,26 @@ pub(crate) static MODELS: &[Model] = &[
             field_groups: &[("description", &["description"], 0.8, true),
                             ("custom_fields", &["custom_fields"], 0.5, true),
                             ("subtasks", &["subtasks", "checklists"], 0.4, true)],
-            follow_up: &[("list_task_comments", 0.35, "$.task_id", "task_id")], ..ROW },
+            follow_up: &[("list_task_comments", 0.35, "$.task_id", "task_id"),
+                         ("list_checklists", 0.2, "$.task_id", "task_id")], ..ROW },
     Model { tool: "list_task_comments", typical_kb: 3.0, max_kb: 210.0, ..ROW },
+    Model { tool: "list_checklists", typical_kb: 1.5, max_kb: 24.0, ..ROW },
+    Model { tool: "list_subtasks", typical_kb: 3.0, max_kb: 40.0, latency_ms_p50: 400,
+            follow_up: &[("get_task", 0.35, "$.subtasks[*].task_id", "task_id")], ..ROW },
+    Model { tool: "list_custom_fields", typical_kb: 1.5, max_kb: 24.0, freshness_ttl_s: 600,
+            ..ROW },
+    Model { tool: "list_members", typical_kb: 0.8, max_kb: 8.0, freshness_ttl_s: 600, ..ROW },
     Model { tool: "list_time_entries", typical_kb: 6.0, max_kb: 30.0, latency_ms_p50: 600,
             freshness_ttl_s: 120, ..ROW },
+    // A timer moves: cache its state only briefly.
+    Model { tool: "get_running_timer", typical_kb: 0.4, max_kb: 1.0, freshness_ttl_s: 15,
+            follow_up: &[("get_task", 0.2, "$.task_id", "task_id")], ..ROW },
+    Model { tool: "list_goals", typical_kb: 1.5, max_kb: 16.0, freshness_ttl_s: 300,
+            follow_up: &[("get_goal", 0.5, "$.goals[*].goal_id", "goal_id")], ..ROW },
+    Model { tool: "get_goal", typical_kb: 1.5, max_kb: 12.0, freshness_ttl_s: 300,
+            field_groups: &[("description", &["description"], 0.5, true)],
+            follow_up: &[("get_task", 0.25, "$.key_results[*].task_ids[*]", "task_id")],
+            ..ROW },
     // Writes: never speculated, never cached, and they make reads stale.
     Model { tool: "create_task", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.4, max_kb: 2.0, latency_ms_p50: 700, freshness_ttl_s: 0,
@@ -61,6 +78,33 @@ pub(crate) static MODELS: &[Model] = &[
     Model { tool: "add_task_comment", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.2, max_kb: 1.0, latency_ms_p50: 500, freshness_ttl_s: 0,
             invalidates: &["list_task_comments"], ..ROW },
+    Model { tool: "create_checklist", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.3, max_kb: 2.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["list_checklists", "get_task"], ..ROW },
+    Model { tool: "add_checklist_item", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 24.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["list_checklists", "get_task"], ..ROW },
+    Model { tool: "update_checklist_item", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 24.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["list_checklists", "get_task"], ..ROW },
+    Model { tool: "add_task_tag", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.1, max_kb: 0.5, latency_ms_p50: 400, freshness_ttl_s: 0,
+            invalidates: &["get_task", "list_tasks", "search_tasks", "list_subtasks"], ..ROW },
+    Model { tool: "remove_task_tag", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.1, max_kb: 0.5, latency_ms_p50: 400, freshness_ttl_s: 0,
+            invalidates: &["get_task", "list_tasks", "search_tasks", "list_subtasks"], ..ROW },
+    Model { tool: "set_custom_field", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 4.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["get_task"], ..ROW },
+    Model { tool: "add_dependency", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.1, max_kb: 0.5, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["get_task"], ..ROW },
+    Model { tool: "start_timer", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.4, max_kb: 1.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["get_running_timer", "list_time_entries", "get_task"], ..ROW },
+    Model { tool: "stop_timer", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.4, max_kb: 1.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: &["get_running_timer", "list_time_entries", "get_task"], ..ROW },
 ];
 
 /// The row of `tool` (`get_x` or `clickup.get_x`).
@@ -125,6 +169,42 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
             ids(ordered, "task_id", "task_id")
         }
         ("get_task", "list_task_comments") => ids(std::iter::once(result), "task_id", "task_id"),
+        // Only a task that has checklists.
+        ("get_task", "list_checklists") => ids(
+            std::iter::once(result).filter(|t| !items(t, "checklists").is_empty()),
+            "task_id",
+            "task_id",
+        ),
+        // Open subtasks first, as for listings.
+        ("list_subtasks", "get_task") => {
+            let subtasks = items(result, "subtasks");
+            let ordered = subtasks
+                .iter()
+                .filter(|t| !flag(t, "closed"))
+                .chain(subtasks.iter().filter(|t| flag(t, "closed")));
+            ids(ordered, "task_id", "task_id")
+        }
+        // Only a timer on a task.
+        ("get_running_timer", "get_task") => {
+            ids(std::iter::once(result).filter(|t| flag(t, "running")), "task_id", "task_id")
+        }
+        // Goals still in progress, the least advanced first.
+        ("list_goals", "get_goal") => {
+            let mut goals: Vec<&Value> = items(result, "goals")
+                .iter()
+                .filter(|g| !flag(g, "archived") && count(g, "percent_completed") != Some(100))
+                .collect();
+            goals.sort_by_key(|g| count(g, "percent_completed").unwrap_or(0));
+            ids(goals.into_iter(), "goal_id", "goal_id")
+        }
+        // The tasks behind key results not yet met.
+        ("get_goal", "get_task") => items(result, "key_results")
+            .iter()
+            .filter(|k| !flag(k, "completed"))
+            .flat_map(|k| items(k, "task_ids"))
+            .filter_map(Value::as_str)
+            .map(|id| Map::from_iter([("task_id".to_owned(), json!(id))]))
+            .collect(),
         _ => return None,
     };
     Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
@@ -159,7 +239,7 @@ mod tests {
     use quiver_plugin_sdk::Provider;
 
     use super::*;
-    use crate::{hierarchy, tasks, ClickUpConfig};
+    use crate::{goals, hierarchy, relations, tasks, time, ClickUpConfig};
     use SideEffectClass::ReadOnly;
 
     fn fixture(name: &str) -> String {
@@ -168,7 +248,11 @@ mod tests {
     }
 
     fn wire<T: serde::de::DeserializeOwned>(name: &str) -> T {
-        serde_json::from_str(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+        wire_str(&fixture(name))
+    }
+
+    fn wire_str<T: serde::de::DeserializeOwned>(json: &str) -> T {
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"))
     }
 
     fn clickup(base_url: Option<&str>) -> ClickUp {
@@ -194,7 +278,7 @@ mod tests {
     fn every_tool_has_a_model_and_no_other_name_does() {
         let cu = clickup(None);
         let tools = ClickUp::tools();
-        assert_eq!(tools.len(), 12, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        assert_eq!(tools.len(), 28, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
         for tool in &tools {
             let layer =
                 cu.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
@@ -225,7 +309,20 @@ mod tests {
     #[test]
     fn writes_are_never_speculated_after_merging_with_the_built_in_priors() {
         let cu = clickup(None);
-        let writes = ["create_task", "update_task", "add_task_comment"];
+        let writes = [
+            "create_task",
+            "update_task",
+            "add_task_comment",
+            "create_checklist",
+            "add_checklist_item",
+            "update_checklist_item",
+            "add_task_tag",
+            "remove_task_tag",
+            "set_custom_field",
+            "add_dependency",
+            "start_timer",
+            "stop_timer",
+        ];
         for tool in ClickUp::tools() {
             let (rule, prior) = prior_for(&tool.name);
             let provider = cu.value_model(&tool.name).unwrap();
@@ -321,6 +418,51 @@ mod tests {
             project("get_task", &task, "list_task_comments"),
             [json!({"task_id": "86cv5pkvr"})]
         );
+    }
+
+    #[test]
+    fn a_task_leads_to_its_checklists_only_when_it_has_some() {
+        let task = tasks::task_detail(wire("task.json"));
+        assert_eq!(
+            project("get_task", &task, "list_checklists"),
+            [json!({"task_id": "86cv5pkvr"})]
+        );
+        let mut bare = serde_json::to_value(&task).unwrap();
+        bare.as_object_mut().unwrap().remove("checklists");
+        assert!(project("get_task", &bare, "list_checklists").is_empty());
+    }
+
+    #[test]
+    fn subtasks_lead_to_open_ones_first() {
+        let subtasks = relations::subtask_list("86cv5pkvr".into(), wire("task.json"));
+        assert_eq!(
+            project("list_subtasks", &subtasks, "get_task"),
+            [json!({"task_id": "86cv5pkw7"}), json!({"task_id": "86cv5pkw9"})],
+            "the closed 86cv5pkw9 comes last"
+        );
+    }
+
+    #[test]
+    fn a_running_timer_leads_to_its_task_and_no_timer_to_nothing() {
+        let running = time::timer("9012345678".into(), wire("timer_running.json"), 0);
+        assert_eq!(
+            project("get_running_timer", &running, "get_task"),
+            [json!({"task_id": "86cv5pkvr"})]
+        );
+        let idle = time::timer("9012345678".into(), wire_str(r#"{"data": null}"#), 0);
+        assert!(project("get_running_timer", &idle, "get_task").is_empty());
+    }
+
+    #[test]
+    fn goals_lead_to_unfinished_goals_and_then_to_the_tasks_of_unmet_key_results() {
+        let goals = goals::goal_list("9012345678".into(), wire("goals.json"));
+        assert_eq!(
+            project("list_goals", &goals, "get_goal"),
+            [json!({"goal_id": "e53a033c-900e-462d-a849-4a216b06d930"})],
+            "the goal at 100 % is left out"
+        );
+        let goal = goals::goal_detail(wire("goal.json"));
+        assert_eq!(project("get_goal", &goal, "get_task"), [json!({"task_id": "86cv5pkvr"})]);
     }
 
     #[test]

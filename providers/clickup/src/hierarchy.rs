@@ -1,5 +1,6 @@
 //! The hierarchy: workspaces (ClickUp's API calls them teams), their spaces, the folders of a
-//! space, and lists (in a folder, or directly in a space).
+//! space, lists (in a folder, or directly in a space), and the people who can see a list or a
+//! task.
 
 use quiver_plugin_sdk::prelude::*;
 
@@ -62,9 +63,28 @@ pub(crate) struct ListListsArgs {
     pub(crate) archived: bool,
 }
 
+/// Arguments of `list_members`: give `list_id` or `task_id`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListMembersArgs {
+    /// The list (`list_id` from `list_lists`): the people who can see it.
+    #[serde(default, deserialize_with = "opt_id_arg")]
+    pub(crate) list_id: Option<String>,
+    /// The task (`task_id` from a listing): the people who can see it.
+    #[serde(default, deserialize_with = "opt_id_arg")]
+    pub(crate) task_id: Option<String>,
+}
+
 // ---------------------------------------------------------------------------------------------
 // What ClickUp sends (only the kept fields)
 // ---------------------------------------------------------------------------------------------
+
+/// `GET /list/{list_id}/member` and `GET /task/{task_id}/member`: users, not nested.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireMembers {
+    #[serde(default)]
+    members: Vec<WireUser>,
+}
 
 /// `GET /team`.
 #[derive(Debug, Deserialize)]
@@ -172,6 +192,21 @@ pub(crate) struct Member {
     pub(crate) user_id: Option<u64>,
     /// The user's name.
     pub(crate) username: String,
+}
+
+/// Result of `list_members`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct MemberList {
+    /// The list asked about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) list_id: Option<String>,
+    /// The task asked about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task_id: Option<String>,
+    /// How many people can see it.
+    pub(crate) member_count: usize,
+    /// The people (the first 100), as `user_id` and name for assignments.
+    pub(crate) members: Vec<Member>,
 }
 
 /// One workspace.
@@ -406,6 +441,28 @@ pub(crate) fn space_lists(
     ListList { space_id: Some(space_id), folder_id: None, lists }
 }
 
+/// The `list_members` result.
+pub(crate) fn member_list(
+    list_id: Option<String>,
+    task_id: Option<String>,
+    wire: WireMembers,
+) -> MemberList {
+    MemberList {
+        list_id,
+        task_id,
+        member_count: wire.members.len(),
+        members: wire
+            .members
+            .iter()
+            .take(MEMBERS_MAX)
+            .map(|u| Member {
+                user_id: u.id.as_deref().and_then(|id| id.parse().ok()),
+                username: u.name(),
+            })
+            .collect(),
+    }
+}
+
 fn archived_query(archived: bool) -> Vec<(&'static str, String)> {
     vec![("archived", archived.to_string())]
 }
@@ -476,6 +533,28 @@ impl ClickUp {
             )),
         }
     }
+
+    async fn list_members(
+        &self,
+        a: ListMembersArgs,
+        ctx: &ToolContext,
+    ) -> Result<MemberList, ToolError> {
+        let (kind, id) = match (&a.list_id, &a.task_id) {
+            (Some(list_id), None) => ("list", list_id),
+            (None, Some(task_id)) => ("task", task_id),
+            _ => {
+                return Err(ToolError::invalid_arguments(
+                    "give one of `list_id` (who can see a list) or `task_id` (who can see a \
+                     task)",
+                ))
+            }
+        };
+        check_id(&format!("{kind}_id"), id)?;
+        let subject = Subject::of("the members", kind, id);
+        let path = format!("/{kind}/{id}/member");
+        let wire = self.client.get_json(&path, &[], &subject, ctx).await?;
+        Ok(member_list(a.list_id, a.task_id, wire))
+    }
 }
 
 register_tool! {
@@ -520,4 +599,15 @@ register_tool! {
     input: ListListsArgs,
     output: ListList,
     handler: ClickUp::list_lists,
+}
+
+register_tool! {
+    provider: ClickUp,
+    name: "list_members",
+    group: "hierarchy",
+    description: "List the people who can see a ClickUp list or task, with the user ids that \
+                  assignments take.",
+    input: ListMembersArgs,
+    output: MemberList,
+    handler: ClickUp::list_members,
 }

@@ -1,24 +1,40 @@
-//! The ClickUp provider of quiver: the workspace hierarchy, tasks, task comments and time
-//! tracking from ClickUp's REST API v2, as tools an agent can afford.
+//! The ClickUp provider of quiver: the workspace hierarchy, tasks and what hangs on them
+//! (checklists, tags, custom fields, subtasks, dependencies), task comments, time tracking and
+//! goals from ClickUp's REST API v2, as tools an agent can afford.
 //!
 //! # Tools
-//! - hierarchy: `list_workspaces` (`GET /team`), `list_spaces`, `list_folders`, `list_lists`
-//!   (the lists of a folder, or every list of a space: folderless ones and those in folders);
-//! - tasks: `list_tasks` (of a list, filtered by statuses, assignees, tags, due and update
+//! Each tool belongs to a group (`[providers.clickup] groups = [...]` serves only those):
+//! - `hierarchy`: `list_workspaces` (`GET /team`), `list_spaces`, `list_folders`, `list_lists`
+//!   (the lists of a folder, or every list of a space: folderless ones and those in folders),
+//!   `list_members` (who can see a list or a task);
+//! - `tasks`: `list_tasks` (of a list, filtered by statuses, assignees, tags, due and update
 //!   dates, closed tasks and subtasks on request), `search_tasks` (`GET /team/{id}/task`, the same
 //!   filters across spaces, folders and lists), `get_task` (subtasks, checklists, custom fields
-//!   readable by name), `create_task`, `update_task`;
-//! - comments: `list_task_comments`, `add_task_comment`;
-//! - time tracking: `list_time_entries` (a workspace's entries in a date range, per assignee,
-//!   task, list, folder or space, with totals per person).
+//!   readable by name), `create_task`, `update_task`; `list_subtasks`, `add_dependency`
+//!   (`depends_on` or `dependency_of`); `list_checklists` (items with their ids),
+//!   `create_checklist`, `add_checklist_item`, `update_checklist_item` (resolve, unresolve,
+//!   rename, reassign); `add_task_tag`, `remove_task_tag`; `list_custom_fields` (with the option
+//!   ids drop-downs and labels take), `set_custom_field` (`value: null` clears it);
+//! - `comments`: `list_task_comments`, `add_task_comment`;
+//! - `time_tracking`: `list_time_entries` (a workspace's entries in a date range, per assignee,
+//!   task, list, folder or space, with totals per person), `start_timer`, `stop_timer`,
+//!   `get_running_timer`;
+//! - `goals` (read only): `list_goals` (those in goal folders too), `get_goal` (key results with
+//!   their progress and tasks).
 //!
-//! `create_task`, `update_task` and `add_task_comment` change ClickUp; everything else only
-//! reads. Every result echoes the ids a follow-up needs under the name the next tool takes
-//! (`team_id`, `space_id`, `folder_id`, `list_id`, `task_id`), so a follow-up call can be built
-//! from the result alone. Task listings are ClickUp's pages of 100 (`page` from 0, `next_page`
-//! from ClickUp's `last_page` flag); comments come 25 a page, newest first, and `next_page`
-//! carries the `start` and `start_id` of the next, older page. Custom task ids (`DEV-42`) work
-//! wherever a `task_id` is taken, with `team_id`.
+//! The writes are `create_task`, `update_task`, `add_task_comment`, `create_checklist`,
+//! `add_checklist_item`, `update_checklist_item`, `add_task_tag`, `remove_task_tag`,
+//! `set_custom_field`, `add_dependency`, `start_timer` and `stop_timer`; everything else only
+//! reads. Of the writes, those whose verb only adds (`create_…`, `add_…`, `start_timer`) are
+//! annotated non-destructive; `update_task`, `update_checklist_item`, `remove_task_tag`,
+//! `set_custom_field` (it replaces or clears a value) and `stop_timer` are annotated
+//! destructive. Every result echoes the ids a follow-up needs under the name the next tool
+//! takes (`team_id`, `space_id`, `folder_id`, `list_id`, `task_id`, `checklist_id`, `item_id`,
+//! `field_id`, `option_id`, `goal_id`), so a follow-up call can be built from the result alone.
+//! Task listings are ClickUp's pages of 100 (`page` from 0, `next_page` from ClickUp's
+//! `last_page` flag); comments come 25 a page, newest first, and `next_page` carries the
+//! `start` and `start_id` of the next, older page. Custom task ids (`DEV-42`) work wherever a
+//! `task_id` is taken, with `team_id`.
 //!
 //! # Configuration
 //! `[providers.clickup]` in quiver.toml; unknown keys are errors, so a typo is reported:
@@ -41,8 +57,7 @@
 //! - `max_response_mb` (32): a response body past this is refused, never read whole.
 //!
 //! Reads (GETs) are retried twice after a 500/502/503/504 or a connection that failed, with
-//! jittered pauses inside the call's deadline; writes (`create_task`, `update_task`,
-//! `add_task_comment`) never are.
+//! jittered pauses inside the call's deadline; writes (POST, PUT, DELETE) never are.
 //!
 //! ```toml
 //! [providers.clickup]
@@ -68,12 +83,17 @@
 //!   subtasks as id, name, status and assignees; counts of dependencies and linked tasks;
 //! - on the hierarchy: spaces' status workflow and enabled features, task and list counts,
 //!   workspace members as `user_id` and name (the ids assignee filters take);
-//! - on time entries: task, person, start, end, duration and description, plus totals;
+//! - on time entries and timers: task, person, start, end, duration and description, plus
+//!   totals, and for a running timer the time elapsed;
+//! - on checklists: ids, item texts, who an item is assigned to, done/total; on custom-field
+//!   definitions: id, name, type, and drop-down and label options as id and name; on goals:
+//!   progress, dates, owners and key results (`60 / 100 %`, the note of the last update);
 //!
 //! and drops colours, avatars, emails, order indexes, permission levels, watchers, attachment
 //! URLs, feature flags and custom-field type configurations. Empty lists and false flags are
 //! left out. Long text is cut at a stated size: descriptions 16 KiB, comments 8 KiB, text
-//! custom fields 2 KiB; time entries list the first 100 (totals count them all).
+//! custom fields 2 KiB, goal descriptions 4 KiB; time entries list the first 100 (totals count
+//! them all), members the first 100.
 //!
 //! Responses are read into small lenient structs naming only the kept fields: ClickUp sends ids,
 //! counts and timestamps as strings on one endpoint and numbers on the next, priorities as
@@ -94,22 +114,29 @@
 //! untrusted certificate names `ca_file`; slow answers are `timeout` errors naming `timeout_s`.
 //!
 //! # Value models
-//! [`ToolEnricher`] gives every tool a value model: reads are `read_only` (the hierarchy cached
-//! for minutes, tasks for a minute), the three writes `mutates_external`, never speculated nor
-//! cached, and they invalidate the reads they make stale. Follow-up links cover the read chains
-//! — `list_workspaces → list_spaces → list_folders / list_lists`, `list_folders → list_lists →
-//! list_tasks`, `list_tasks / search_tasks → get_task → list_task_comments` — with argument
-//! projection that prefers active spaces, folders with lists, the fullest lists and open tasks.
-//! The configured host is the rate-limit host.
+//! [`ToolEnricher`] gives every tool a value model: reads are `read_only` (the hierarchy, custom
+//! field definitions, members and goals cached for minutes, tasks for a minute, the running
+//! timer for seconds), the writes `mutates_external`, never speculated nor cached, and they
+//! invalidate the reads they make stale. Follow-up links cover the read chains —
+//! `list_workspaces → list_spaces → list_folders / list_lists`, `list_folders → list_lists →
+//! list_tasks`, `list_tasks / search_tasks → get_task → list_task_comments / list_checklists`,
+//! `list_subtasks → get_task`, `get_running_timer → get_task`, `list_goals → get_goal →
+//! get_task` — with argument projection that prefers active spaces, folders with lists, the
+//! fullest lists, open tasks, tasks that have checklists, unfinished goals and the tasks of
+//! unmet key results. The configured host is the rate-limit host.
 //!
 //! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `reqwest` (its HTTP
 //! client) and never on `quiver-runtime`.
 
+mod checklists;
 mod client;
 mod comments;
 mod enricher;
+mod fields;
+mod goals;
 mod hierarchy;
 mod model;
+mod relations;
 mod tasks;
 mod time;
 

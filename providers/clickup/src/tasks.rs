@@ -256,11 +256,11 @@ pub(crate) struct UpdateTaskArgs {
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireTask {
     #[serde(deserialize_with = "lenient_string")]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default)]
     custom_id: Option<String>,
     #[serde(default)]
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default)]
     text_content: Option<String>,
     #[serde(default)]
@@ -316,7 +316,7 @@ pub(crate) struct WireTask {
     #[serde(default)]
     archived: bool,
     #[serde(default, deserialize_with = "lenient_vec")]
-    subtasks: Vec<WireTask>,
+    pub(crate) subtasks: Vec<WireTask>,
 }
 
 /// A checklist on a task.
@@ -354,7 +354,7 @@ pub(crate) struct WireTaskPage {
 
 /// Reads an array leniently: null is empty, a lone object is one element, and elements that do
 /// not parse are skipped (ClickUp's shapes vary between endpoints and plans).
-fn lenient_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+pub(crate) fn lenient_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: serde::de::DeserializeOwned,
@@ -603,7 +603,7 @@ fn tag_names(tags: &[WireTag]) -> Vec<String> {
 }
 
 impl WireTask {
-    fn summary(&self) -> TaskSummary {
+    pub(crate) fn summary(&self) -> TaskSummary {
         let status = self.status.clone().unwrap_or_default();
         TaskSummary {
             task_id: self.id.clone().unwrap_or_default(),
@@ -620,7 +620,7 @@ impl WireTask {
         }
     }
 
-    fn list_id(&self) -> Option<String> {
+    pub(crate) fn list_id(&self) -> Option<String> {
         self.list.as_ref().and_then(|l| l.id.clone())
     }
 

@@ -1,8 +1,11 @@
-//! Time tracking: the time entries of a workspace in a date range, with totals per person.
+//! Time tracking: the time entries of a workspace in a date range, with totals per person;
+//! the token user's timer: start it on a task, stop it, see the one running.
 
 use std::collections::BTreeMap;
 
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::http::unix_now;
+use reqwest::Method;
 
 use crate::client::Subject;
 use crate::model::{
@@ -53,6 +56,8 @@ pub(crate) struct WireTimeEntries {
 
 #[derive(Debug, Deserialize)]
 struct WireTimeEntry {
+    #[serde(default, deserialize_with = "lenient_string")]
+    id: Option<String>,
     #[serde(default)]
     task: Option<WireEntryTask>,
     #[serde(default)]
@@ -165,30 +170,14 @@ pub(crate) fn time_entry_list(
     let mut per_user: BTreeMap<String, u64> = BTreeMap::new();
     let mut entries = Vec::new();
     for e in wire.data {
-        let user = e.user.as_ref().map(WireUser::name);
-        // A running timer has a negative duration (minus its start time).
-        let ms = e.duration.as_deref().and_then(|d| d.trim().parse::<i64>().ok());
-        let finished = ms.filter(|ms| *ms >= 0).map(|ms| ms as u64);
+        let (_, finished, entry) = time_entry(e);
         if let Some(ms) = finished {
             total += ms;
-            *per_user.entry(user.clone().unwrap_or_else(|| "unknown".into())).or_default() += ms;
+            let user = entry.user.clone().unwrap_or_else(|| "unknown".into());
+            *per_user.entry(user).or_default() += ms;
         }
         if entries.len() < ENTRIES_MAX {
-            let task = e.task.as_ref();
-            entries.push(TimeEntry {
-                task_id: task.and_then(|t| t.id.clone()),
-                custom_id: task.and_then(|t| t.custom_id.clone()),
-                task_name: task.and_then(|t| t.name.clone()),
-                task_status: task.and_then(|t| t.status.as_ref()).and_then(|s| s.status.clone()),
-                list_name: e.task_location.as_ref().and_then(|l| l.list_name.clone()),
-                user,
-                start: iso_from_ms(e.start.as_deref()),
-                end: finished.and(iso_from_ms(e.end.as_deref())),
-                duration: finished.map(human_ms).unwrap_or_else(|| "running".into()),
-                description: e.description.filter(|d| !d.trim().is_empty()),
-                billable: e.billable,
-                tags: e.tags.into_iter().map(|t| t.name).collect(),
-            });
+            entries.push(entry);
         }
     }
     let note = (entries_total > ENTRIES_MAX).then(|| {
@@ -210,7 +199,161 @@ pub(crate) fn time_entry_list(
     }
 }
 
+/// Arguments of `start_timer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StartTimerArgs {
+    /// The workspace id (`team_id` from `list_workspaces`).
+    #[serde(deserialize_with = "id_arg", alias = "workspace_id")]
+    pub(crate) team_id: String,
+    /// The task to track time on: its own id (`task_id` from a listing, not a custom id such
+    /// as `DEV-42`). Workspaces on the Free Forever and Unlimited plans need one.
+    #[serde(default, deserialize_with = "opt_id_arg")]
+    pub(crate) task_id: Option<String>,
+    /// What is being done.
+    pub(crate) description: Option<String>,
+    /// Mark the time billable.
+    #[serde(default)]
+    pub(crate) billable: bool,
+    /// Time-tracking labels (Business plan and above).
+    #[serde(default)]
+    pub(crate) tags: Vec<String>,
+}
+
+/// Arguments of `stop_timer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TimerArgs {
+    /// The workspace id (`team_id` from `list_workspaces`).
+    #[serde(deserialize_with = "id_arg", alias = "workspace_id")]
+    pub(crate) team_id: String,
+}
+
+/// Arguments of `get_running_timer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetRunningTimerArgs {
+    /// The workspace id (`team_id` from `list_workspaces`).
+    #[serde(deserialize_with = "id_arg", alias = "workspace_id")]
+    pub(crate) team_id: String,
+    /// Another member's user id (`user_id` from `list_workspaces`); by default the token's
+    /// own user. Others' timers need a workspace owner or admin token.
+    pub(crate) assignee: Option<u64>,
+}
+
+/// `POST …/time_entries/start`, `POST …/time_entries/stop`, `GET …/time_entries/current`:
+/// `{"data": entry}`, or `{"data": null}` when no timer runs.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireTimer {
+    #[serde(default)]
+    data: Option<WireTimeEntry>,
+}
+
+/// Result of `start_timer`, `stop_timer` and `get_running_timer`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Timer {
+    /// The workspace.
+    pub(crate) team_id: String,
+    /// Whether the timer runs now.
+    pub(crate) running: bool,
+    /// The time entry's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timer_id: Option<String>,
+    /// The entry: task, person, start, end, duration (`running` while it runs).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) entry: Option<TimeEntry>,
+    /// How long the timer has run so far, e.g. `25 min`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) elapsed: Option<String>,
+}
+
+fn time_entry(e: WireTimeEntry) -> (Option<String>, Option<u64>, TimeEntry) {
+    let user = e.user.as_ref().map(WireUser::name);
+    // A running timer has a negative duration (minus its start time).
+    let ms = e.duration.as_deref().and_then(|d| d.trim().parse::<i64>().ok());
+    let finished = ms.filter(|ms| *ms >= 0).map(|ms| ms as u64);
+    let task = e.task.as_ref();
+    let entry = TimeEntry {
+        task_id: task.and_then(|t| t.id.clone()),
+        custom_id: task.and_then(|t| t.custom_id.clone()),
+        task_name: task.and_then(|t| t.name.clone()),
+        task_status: task.and_then(|t| t.status.as_ref()).and_then(|s| s.status.clone()),
+        list_name: e.task_location.as_ref().and_then(|l| l.list_name.clone()),
+        user,
+        start: iso_from_ms(e.start.as_deref()),
+        end: finished.and(iso_from_ms(e.end.as_deref())),
+        duration: finished.map(human_ms).unwrap_or_else(|| "running".into()),
+        description: e.description.filter(|d| !d.trim().is_empty()),
+        billable: e.billable,
+        tags: e.tags.into_iter().map(|t| t.name).collect(),
+    };
+    (e.id, finished, entry)
+}
+
+/// The timer result; `now_ms` dates the elapsed time of a running timer.
+pub(crate) fn timer(team_id: String, wire: WireTimer, now_ms: u64) -> Timer {
+    let Some(e) = wire.data else {
+        return Timer { team_id, running: false, timer_id: None, entry: None, elapsed: None };
+    };
+    let start_ms = e.start.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
+    let (timer_id, finished, entry) = time_entry(e);
+    let running = finished.is_none();
+    let elapsed =
+        if running { start_ms.map(|start| human_ms(now_ms.saturating_sub(start))) } else { None };
+    Timer { team_id, running, timer_id, entry: Some(entry), elapsed }
+}
+
 impl ClickUp {
+    async fn start_timer(&self, a: StartTimerArgs, ctx: &ToolContext) -> Result<Timer, ToolError> {
+        check_id("team_id", &a.team_id)?;
+        let mut body = json!({ "billable": a.billable });
+        if let Some(task_id) = a.task_id {
+            check_id("task_id", &task_id)?;
+            // The timer takes no `custom_task_ids` switch: only a task's own id names it.
+            if task_id.contains('-') {
+                return Err(ToolError::invalid_arguments(format!(
+                    "`{task_id}` looks like a custom task id; start_timer takes the task's own \
+                     id (`task_id` from list_tasks, search_tasks or get_task)"
+                )));
+            }
+            body["tid"] = json!(task_id);
+        }
+        if let Some(description) = a.description.filter(|d| !d.trim().is_empty()) {
+            body["description"] = json!(description);
+        }
+        if !a.tags.is_empty() {
+            let tags: Vec<Value> = a.tags.iter().map(|t| json!({ "name": t })).collect();
+            body["tags"] = Value::Array(tags);
+        }
+        let subject = Subject::action("starting a timer in", "workspace", &a.team_id);
+        let path = format!("/team/{}/time_entries/start", a.team_id);
+        let wire = self.client.send_json(Method::POST, &path, &[], &body, &subject, ctx).await?;
+        Ok(timer(a.team_id, wire, unix_now() * 1000))
+    }
+
+    async fn stop_timer(&self, a: TimerArgs, ctx: &ToolContext) -> Result<Timer, ToolError> {
+        check_id("team_id", &a.team_id)?;
+        let subject = Subject::action("stopping the timer in", "workspace", &a.team_id);
+        let path = format!("/team/{}/time_entries/stop", a.team_id);
+        let wire =
+            self.client.send_json(Method::POST, &path, &[], &json!({}), &subject, ctx).await?;
+        Ok(timer(a.team_id, wire, unix_now() * 1000))
+    }
+
+    async fn get_running_timer(
+        &self,
+        a: GetRunningTimerArgs,
+        ctx: &ToolContext,
+    ) -> Result<Timer, ToolError> {
+        check_id("team_id", &a.team_id)?;
+        let query: Vec<(&str, String)> =
+            a.assignee.iter().map(|id| ("assignee", id.to_string())).collect();
+        let subject = Subject::of("the running timer", "workspace", &a.team_id);
+        let path = format!("/team/{}/time_entries/current", a.team_id);
+        let wire = self.client.get_json(&path, &query, &subject, ctx).await?;
+        Ok(timer(a.team_id, wire, unix_now() * 1000))
+    }
+
     async fn list_time_entries(
         &self,
         a: ListTimeEntriesArgs,
@@ -273,4 +416,37 @@ register_tool! {
     input: ListTimeEntriesArgs,
     output: TimeEntryList,
     handler: ClickUp::list_time_entries,
+}
+
+register_tool! {
+    provider: ClickUp,
+    name: "start_timer",
+    group: "time_tracking",
+    description: "Start the token user's ClickUp timer, on a task and with a description when \
+                  given (a timer already running is stopped by ClickUp first).",
+    input: StartTimerArgs,
+    output: Timer,
+    handler: ClickUp::start_timer,
+}
+
+register_tool! {
+    provider: ClickUp,
+    name: "stop_timer",
+    group: "time_tracking",
+    description: "Stop the token user's running ClickUp timer; returns the finished time entry \
+                  with its duration.",
+    input: TimerArgs,
+    output: Timer,
+    handler: ClickUp::stop_timer,
+}
+
+register_tool! {
+    provider: ClickUp,
+    name: "get_running_timer",
+    group: "time_tracking",
+    description: "Get the timer running now in a ClickUp workspace (the token user's, or a \
+                  member's): task, start and time elapsed; `running: false` when none runs.",
+    input: GetRunningTimerArgs,
+    output: Timer,
+    handler: ClickUp::get_running_timer,
 }

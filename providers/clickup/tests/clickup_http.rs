@@ -963,3 +963,533 @@ async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
         "argument docs reach the schema"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checklists_are_listed_created_filled_and_ticked_off() {
+    let server = MockServer::start().await;
+    let checklist = "c1a2b3c4-d5e6-4f70-8a9b-0c1d2e3f4a5b";
+    let item = "e1f2a3b4-c5d6-4e7f-8091-a2b3c4d5e6f7";
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .respond_with(ok("task.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/checklist"))
+        .and(header("authorization", TOKEN))
+        .and(body_json(json!({"name": "QA pass"})))
+        .respond_with(ok("checklist_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("/checklist/{checklist}/checklist_item")))
+        .and(body_json(json!({"name": "Test on Safari", "assignee": 301828})))
+        .respond_with(ok("checklist_item_added.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("/checklist/{checklist}/checklist_item/{item}")))
+        .and(body_json(json!({"resolved": true})))
+        .respond_with(ok("checklist_item_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let listed = ok_call(&clickup, "list_checklists", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(listed["task_name"], "Fix login redirect loop");
+    let release = &listed["checklists"][0];
+    assert_eq!(release["checklist_id"], "b955c4dc-b8a8-48d8-a0c6-b4200788a683");
+    assert_eq!((release["resolved"].as_u64(), release["total"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(
+        release["items"][0],
+        json!({"item_id": "21e08dc8-e491-47f5-9fd8-d1dc4cedcc6f", "name": "Changelog",
+               "resolved": true})
+    );
+    assert_compact(&listed, "task.json");
+
+    let created =
+        ok_call(&clickup, "create_checklist", json!({"task_id": "86cv5pkvr", "name": "QA pass"}))
+            .await;
+    assert_eq!(
+        created,
+        json!({"task_id": "86cv5pkvr",
+               "checklist": {"checklist_id": checklist, "name": "QA pass", "resolved": 0,
+                             "total": 0}})
+    );
+
+    let added = ok_call(
+        &clickup,
+        "add_checklist_item",
+        json!({"checklist_id": checklist, "name": "Test on Safari", "assignee": 301828}),
+    )
+    .await;
+    assert_eq!(added["item_id"], item, "the new item's id is found by its text");
+    assert_eq!(added["checklist"]["items"][0]["assignee"], "Grace Hopper");
+
+    let ticked = ok_call(
+        &clickup,
+        "update_checklist_item",
+        json!({"checklist_id": checklist, "item_id": item, "resolved": true}),
+    )
+    .await;
+    assert_eq!(ticked["item_id"], item);
+    assert_eq!(ticked["checklist"]["resolved"], 1);
+    assert_eq!(ticked["checklist"]["items"][0]["resolved"], true);
+    assert!(ticked["checklist"]["items"][1].get("resolved").is_none(), "open items say nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checklist_writes_that_clickup_refuses_are_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path("/checklist/c1a2b3c4/checklist_item/e1f2a3b4"))
+        .respond_with(clickup_error(404, "Checklist item not found", "CHECK_006"))
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path("/checklist/c1a2b3c4/checklist_item/e1f2a3b5"))
+        .respond_with(clickup_error(400, "Parent item invalid", "CHECK_012"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cvzzzzz/checklist"))
+        .respond_with(clickup_error(400, "Task not found, deleted", "ITEM_013"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/checklist/c1a2b3c4/checklist_item"))
+        .respond_with(clickup_error(400, "Checklist item name invalid", "CHECK_010"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(
+        &clickup,
+        "update_checklist_item",
+        json!({"checklist_id": "c1a2b3c4", "item_id": "e1f2a3b4", "resolved": false}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(message, "no checklist c1a2b3c4 in ClickUp (or the token's user cannot see it)");
+    let (kind, message) = failing_call(
+        &clickup,
+        "update_checklist_item",
+        json!({"checklist_id": "c1a2b3c4", "item_id": "e1f2a3b5", "parent": "e1f2a3b5"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("(400 Parent item invalid, CHECK_012)"), "{message}");
+
+    let (kind, message) =
+        failing_call(&clickup, "create_checklist", json!({"task_id": "86cvzzzzz", "name": "QA"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::NotFound, "a 400 with an ITEM_ code is a missing task");
+    assert!(message.contains("no task 86cvzzzzz"), "{message}");
+
+    let (kind, message) = failing_call(
+        &clickup,
+        "add_checklist_item",
+        json!({"checklist_id": "c1a2b3c4", "name": "x"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "clickup rejected the request for adding an item to checklist c1a2b3c4 (400 Checklist \
+         item name invalid, CHECK_010)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tags_are_added_and_removed_by_name() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/tag/needs%20review"))
+        .and(header("authorization", TOKEN))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path("/task/DEV-42/tag/bug"))
+        .and(query_param("custom_task_ids", "true"))
+        .and(query_param("team_id", "9012345678"))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path("/task/86cvzzzzz/tag/bug"))
+        .respond_with(clickup_error(404, "Task not found, deleted", "ITEM_013"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkw7/tag/bug"))
+        .respond_with(clickup_error(400, "Tag name invalid", "TAGS_001"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let added = ok_call(
+        &clickup,
+        "add_task_tag",
+        json!({"task_id": "86cv5pkvr", "name": " needs review "}),
+    )
+    .await;
+    assert_eq!(added, json!({"task_id": "86cv5pkvr", "tag": "needs review"}));
+    let removed = ok_call(
+        &clickup,
+        "remove_task_tag",
+        json!({"task_id": "DEV-42", "team_id": "9012345678", "tag": "bug"}),
+    )
+    .await;
+    assert_eq!(removed, json!({"task_id": "DEV-42", "tag": "bug"}));
+    let (kind, message) =
+        failing_call(&clickup, "remove_task_tag", json!({"task_id": "86cvzzzzz", "name": "bug"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(message, "no task 86cvzzzzz in ClickUp (or the token's user cannot see it)");
+    let (kind, message) =
+        failing_call(&clickup, "add_task_tag", json!({"task_id": "86cv5pkw7", "name": "bug"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "clickup rejected the request for tagging task 86cv5pkw7 (400 Tag name invalid, TAGS_001)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_fields_are_listed_with_their_options_then_set_and_cleared() {
+    let server = MockServer::start().await;
+    let severity = "5dc86497-098d-4bb0-87d6-cf28e43812e7";
+    let s1 = "a1f3c3b0-0b1e-4c4f-9f0e-1d2c3b4a5f60";
+    Mock::given(method("GET"))
+        .and(path("/list/901/field"))
+        .respond_with(ok("custom_fields.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("/task/86cv5pkvr/field/{severity}")))
+        .and(body_json(json!({"value": s1})))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/field/f6c8b8a5-5a63-4194-e453-6c7b8a9fa0b5"))
+        .and(body_json(json!({"value": 1716768000000u64, "value_options": {"time": true}})))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("/task/86cv5pkvr/field/{severity}")))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("/task/86cv5pkw7/field/{severity}")))
+        .respond_with(clickup_error(400, "Value must be an option index or uuid", "FIELD_011"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/list/999/field"))
+        .respond_with(clickup_error(401, "Team not authorized", "OAUTH_027"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let fields = ok_call(&clickup, "list_custom_fields", json!({"list_id": 901})).await;
+    assert_eq!(fields["list_id"], "901");
+    let listed = &fields["fields"];
+    assert_eq!(
+        listed[0],
+        json!({"field_id": "0a52c486-5f05-403b-b4fd-c512ff05131c",
+                                 "name": "Customer", "type": "short_text"})
+    );
+    assert_eq!(listed[1]["required"], true);
+    assert_eq!(listed[1]["options"][0], json!({"option_id": s1, "name": "S1"}));
+    assert_eq!(listed[2]["options"][1]["name"], "ios", "labels are named by their label");
+    let text = fields.to_string();
+    assert!(!text.contains("color") && !text.contains("orderindex"), "{text}");
+
+    let set = ok_call(
+        &clickup,
+        "set_custom_field",
+        json!({"task_id": "86cv5pkvr", "field_id": severity, "value": s1}),
+    )
+    .await;
+    assert_eq!(set, json!({"task_id": "86cv5pkvr", "field_id": severity, "value": s1}));
+    ok_call(
+        &clickup,
+        "set_custom_field",
+        json!({"task_id": "86cv5pkvr", "field_id": "f6c8b8a5-5a63-4194-e453-6c7b8a9fa0b5",
+               "value": 1716768000000u64, "with_time": true}),
+    )
+    .await;
+    let cleared = ok_call(
+        &clickup,
+        "set_custom_field",
+        json!({"task_id": "86cv5pkvr", "field_id": severity, "value": null}),
+    )
+    .await;
+    assert_eq!(cleared, json!({"task_id": "86cv5pkvr", "field_id": severity, "cleared": true}));
+
+    let (kind, message) = failing_call(
+        &clickup,
+        "set_custom_field",
+        json!({"task_id": "86cv5pkw7", "field_id": severity, "value": "S1"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "clickup rejected the request for setting a custom field of task 86cv5pkw7 (400 Value \
+         must be an option index or uuid, FIELD_011)"
+    );
+    let (kind, message) =
+        failing_call(&clickup, "list_custom_fields", json!({"list_id": "999"})).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("the custom fields of list 999"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subtasks_are_listed_and_dependencies_added_either_way() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/task/86cv5pkvr"))
+        .and(query_param("include_subtasks", "true"))
+        .respond_with(ok("task.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/dependency"))
+        .and(body_json(json!({"depends_on": "86cv5pkw2"})))
+        .respond_with(ok_body("{}".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/task/86cv5pkvr/dependency"))
+        .and(body_json(json!({"dependency_of": "86cv5pkw7"})))
+        .respond_with(clickup_error(400, "Dependency already exists", "DEPEND_002"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let subtasks = ok_call(&clickup, "list_subtasks", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(subtasks["list_id"], "901");
+    assert_eq!(subtasks["open"], 1);
+    let first = &subtasks["subtasks"][0];
+    assert_eq!(first["task_id"], "86cv5pkw7");
+    assert_eq!(first["status"], "in review");
+    assert_eq!(first["parent"], "86cv5pkvr");
+    assert_eq!(subtasks["subtasks"][1]["closed"], true);
+    assert_compact(&subtasks, "task.json");
+
+    let added = ok_call(
+        &clickup,
+        "add_dependency",
+        json!({"task_id": "86cv5pkvr", "depends_on": "86cv5pkw2"}),
+    )
+    .await;
+    assert_eq!(added, json!({"waiting": "86cv5pkvr", "waits_on": "86cv5pkw2"}));
+    let (kind, message) = failing_call(
+        &clickup,
+        "add_dependency",
+        json!({"task_id": "86cv5pkvr", "dependency_of": "86cv5pkw7"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("(400 Dependency already exists, DEPEND_002)"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_timer_starts_runs_and_stops() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/team/9012345678/time_entries/start"))
+        .and(header("authorization", TOKEN))
+        .and(body_json(json!({
+            "tid": "86cv5pkvr", "description": "Reproducing on staging", "billable": true,
+        })))
+        .respond_with(ok("timer_started.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/team/9012345678/time_entries/current"))
+        .and(query_param("assignee", "2770032"))
+        .respond_with(ok("timer_running.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/team/9012345678/time_entries/current"))
+        .respond_with(ok_body(r#"{"data": null}"#.into()))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/team/9012345678/time_entries/stop"))
+        .respond_with(ok("timer_stopped.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/team/42/time_entries/start"))
+        .respond_with(clickup_error(400, "Task ID required", "TIMEENTRY_006"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/team/42/time_entries/stop"))
+        .respond_with(clickup_error(400, "No time entry running", "TIMEENTRY_053"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let started = ok_call(
+        &clickup,
+        "start_timer",
+        json!({"team_id": "9012345678", "task_id": "86cv5pkvr",
+               "description": "Reproducing on staging", "billable": true}),
+    )
+    .await;
+    assert_eq!(started["running"], true);
+    assert_eq!(started["timer_id"], "4019887766554433221");
+    assert_eq!(started["task_id"], "86cv5pkvr");
+    assert_eq!(started["start"], "2024-05-16T09:00:00Z");
+    assert_eq!(started["duration"], "running");
+    assert!(started["elapsed"].as_str().unwrap().contains(" h"), "{started}");
+
+    let running = ok_call(
+        &clickup,
+        "get_running_timer",
+        json!({"team_id": "9012345678", "assignee": 2770032}),
+    )
+    .await;
+    assert_eq!(running["user"], "Ada Lovelace");
+    assert_eq!(running["tags"], json!(["investigation"]));
+    let text = running.to_string();
+    assert!(!text.contains("profilePicture") && !text.contains("@acme.example"), "{text}");
+
+    let idle = ok_call(&clickup, "get_running_timer", json!({"team_id": "9012345678"})).await;
+    assert_eq!(idle, json!({"team_id": "9012345678", "running": false}));
+
+    let stopped = ok_call(&clickup, "stop_timer", json!({"team_id": "9012345678"})).await;
+    assert_eq!(stopped["running"], false);
+    assert_eq!(stopped["end"], "2024-05-16T10:30:00Z");
+    assert_eq!(stopped["duration"], "1 h 30 min");
+    assert!(stopped.get("elapsed").is_none());
+
+    let (kind, message) = failing_call(&clickup, "stop_timer", json!({"team_id": "42"})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "clickup rejected the request for stopping the timer in workspace 42 (400 No time entry \
+         running, TIMEENTRY_053)"
+    );
+    let (kind, message) = failing_call(&clickup, "start_timer", json!({"team_id": "42"})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("(400 Task ID required, TIMEENTRY_006)"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn members_of_a_list_or_a_task_and_goals_with_their_key_results() {
+    let server = MockServer::start().await;
+    for (route, file) in [
+        ("/list/901/member", "list_members.json"),
+        ("/task/86cv5pkvr/member", "list_members.json"),
+        ("/team/9012345678/goal", "goals.json"),
+        ("/goal/e53a033c-900e-462d-a849-4a216b06d930", "goal.json"),
+    ] {
+        Mock::given(method("GET")).and(path(route)).respond_with(ok(file)).mount(&server).await;
+    }
+    Mock::given(method("GET"))
+        .and(path("/goal/00000000-0000-0000-0000-000000000000"))
+        .respond_with(clickup_error(404, "Goal not found", "GOAL_007"))
+        .mount(&server)
+        .await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+
+    let members = ok_call(&clickup, "list_members", json!({"list_id": "901"})).await;
+    assert_eq!(
+        members,
+        json!({"list_id": "901", "member_count": 2, "members": [
+            {"user_id": 2770032, "username": "Ada Lovelace"},
+            {"user_id": 301828, "username": "Grace Hopper"},
+        ]})
+    );
+    let on_task = ok_call(&clickup, "list_members", json!({"task_id": "86cv5pkvr"})).await;
+    assert_eq!(on_task["task_id"], "86cv5pkvr");
+
+    let goals = ok_call(&clickup, "list_goals", json!({"team_id": "9012345678"})).await;
+    assert_eq!(
+        goals["goals"][0],
+        json!({"goal_id": "e53a033c-900e-462d-a849-4a216b06d930",
+               "name": "Cut login failures in half", "percent_completed": 40,
+               "due_date": "2024-07-01T00:00:00Z", "key_results": 2})
+    );
+    assert_eq!(goals["goals"][1]["folder"], "Quarterly Goals", "goals in folders are listed");
+    assert_compact(&goals, "goals.json");
+
+    let goal =
+        ok_call(&clickup, "get_goal", json!({"goal_id": "e53a033c-900e-462d-a849-4a216b06d930"}))
+            .await;
+    assert_eq!(goal["owners"], json!(["Ada Lovelace"]));
+    assert_eq!(goal["url"], "https://app.clickup.com/9012345678/goals/6");
+    let target = &goal["key_results"][0];
+    assert_eq!(target["progress"], "60 / 100 %");
+    assert_eq!(target["last_note"], "Down to 1.4%");
+    assert_eq!(goal["key_results"][1]["task_ids"], json!(["86cv5pkvr"]));
+    assert_compact(&goal, "goal.json");
+
+    let (kind, message) = failing_call(
+        &clickup,
+        "get_goal",
+        json!({"goal_id": "00000000-0000-0000-0000-000000000000"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no goal 00000000-"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_tools_refuse_bad_arguments_before_any_request() {
+    let server = MockServer::start().await;
+    let clickup = ClickUp::new(config(&server)).unwrap();
+    let cases = [
+        (
+            "update_checklist_item",
+            json!({"checklist_id": "c1", "item_id": "i1"}),
+            "nothing to change",
+        ),
+        ("create_checklist", json!({"task_id": "86cv5pkvr", "name": " "}), "`name` is empty"),
+        ("add_task_tag", json!({"task_id": "86cv5pkvr", "name": ""}), "`name` is empty"),
+        (
+            "set_custom_field",
+            json!({"task_id": "86cv5pkvr", "field_id": "f1"}),
+            "missing field `value`",
+        ),
+        (
+            "add_dependency",
+            json!({"task_id": "86cv5pkvr", "depends_on": "a1", "dependency_of": "b2"}),
+            "exactly one of",
+        ),
+        ("add_dependency", json!({"task_id": "86cv5pkvr", "depends_on": "86cv5pkvr"}), "itself"),
+        ("list_members", json!({}), "give one of `list_id`"),
+        ("get_goal", json!({"goal_id": "../team"}), "must be a ClickUp id"),
+        ("start_timer", json!({"team_id": "1", "task_id": "a b"}), "must be a ClickUp id"),
+        ("start_timer", json!({"team_id": "1", "task_id": "DEV-42"}), "task's own id"),
+    ];
+    for (tool, args, expected) in cases {
+        let (kind, message) = failing_call(&clickup, tool, args).await;
+        assert_eq!(kind, ToolErrorKind::InvalidArguments, "{tool}: {message}");
+        assert!(message.contains(expected), "{tool}: {message}");
+    }
+    assert!(server.received_requests().await.unwrap().is_empty());
+}

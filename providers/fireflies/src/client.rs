@@ -59,6 +59,22 @@ impl Subject {
         }
     }
 
+    /// Another object: `Subject::object("soundbite", "b1")`.
+    pub(crate) fn object(kind: &str, id: &str) -> Self {
+        Subject {
+            description: format!("{kind} `{id}`"),
+            not_found: Some(format!(
+                "no {kind} `{id}` in fireflies (or the API key's user cannot see it)"
+            )),
+        }
+    }
+
+    /// An action: `Subject::action("uploading `standup.mp3`")`; a not-found names Fireflies'
+    /// own message.
+    pub(crate) fn action(description: impl Into<String>) -> Self {
+        Subject { description: description.into(), not_found: None }
+    }
+
     /// A listing or a search.
     pub(crate) fn listing(description: impl Into<String>) -> Self {
         Subject { description: description.into(), not_found: None }
@@ -677,7 +693,7 @@ impl Client {
     }
 
     /// An error whose message never contains the key, whatever Fireflies echoed.
-    fn error(&self, kind: ToolErrorKind, message: String) -> ToolError {
+    pub(crate) fn error(&self, kind: ToolErrorKind, message: String) -> ToolError {
         ToolError::new(kind, mask_secret(message, self.settings.token.as_deref()))
     }
 }

@@ -1,6 +1,7 @@
 //! What Fireflies calls are worth: a value model for every tool, follow-up argument projection
-//! for the read chains (listing or search → transcript → its sentences), and the host whose rate
-//! limit the calls spend.
+//! for the read chains (listing or search → transcript → its sentences; soundbites → soundbite →
+//! its meeting; AI app outputs → their meetings; users → user → the user's meetings), and the
+//! host whose rate limit the calls spend.
 
 use quiver_plugin_sdk::model_table::{self, ToolModel as Model};
 use quiver_plugin_sdk::projection::MAX_PROJECTIONS_PER_LINK;
@@ -9,6 +10,7 @@ use quiver_plugin_sdk::{generic_projection, prelude::*};
 
 use crate::Fireflies;
 
+use SideEffectClass::MutatesExternal;
 use ValueClass::Critical;
 
 /// This provider's defaults, spread into every row of [`MODELS`] (see [`Model`] for the fields):
@@ -39,6 +41,25 @@ pub(crate) static MODELS: &[Model] = &[
                             ("sentences", &["sentences", "sentences_total",
                                             "next_sentence_index"], 0.5, false)],
             follow_up: &[("get_transcript", 0.2, "$.id", "id")], ..ROW },
+    // People change rarely.
+    Model { tool: "list_users", typical_kb: 1.5, max_kb: 30.0, latency_ms_p50: 700,
+            freshness_ttl_s: 3600,
+            follow_up: &[("get_user", 0.2, "$.users[*].user_id", "user_id")], ..ROW },
+    Model { tool: "get_user", typical_kb: 0.6, max_kb: 4.0, latency_ms_p50: 600,
+            freshness_ttl_s: 900,
+            follow_up: &[("list_transcripts", 0.3, "$.email", "participants")], ..ROW },
+    Model { tool: "list_soundbites", typical_kb: 4.0, max_kb: 60.0,
+            follow_up: &[("get_soundbite", 0.4, "$.soundbites[*].id", "id")], ..ROW },
+    Model { tool: "get_soundbite", typical_kb: 2.0, max_kb: 230.0,
+            field_groups: &[("captions", &["captions"], 0.6, true)],
+            follow_up: &[("get_transcript", 0.3, "$.transcript_id", "id")], ..ROW },
+    Model { tool: "list_app_outputs", typical_kb: 10.0, max_kb: 90.0, latency_ms_p50: 1200,
+            field_groups: &[("prompts", &["outputs[*].prompt"], 0.2, true)],
+            follow_up: &[("get_transcript", 0.25, "$.outputs[*].transcript_id", "id")], ..ROW },
+    // The one write: never speculated nor cached; a new meeting joins the listings when done.
+    Model { tool: "upload_audio", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.3, max_kb: 1.0, latency_ms_p50: 1500, freshness_ttl_s: 0,
+            invalidates: &["list_transcripts", "search_transcripts"], ..ROW },
 ];
 
 /// The row of `tool` (`get_x` or `fireflies.get_x`).
@@ -88,6 +109,50 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
                 (Some(_), _) => Vec::new(),
             }
         }
+        // Soundbites that are ready first: a pending one has no captions yet.
+        ("list_soundbites", "get_soundbite") => {
+            let bites = items(result, "soundbites");
+            let ready = |b: &&Value| b.get("status").and_then(Value::as_str) == Some("ready");
+            bites
+                .iter()
+                .filter(ready)
+                .chain(bites.iter().filter(|b| !ready(b)))
+                .filter_map(|b| b.get("id").filter(|v| v.is_string()))
+                .map(id_args)
+                .collect()
+        }
+        ("get_soundbite", "get_transcript") => {
+            result.get("transcript_id").filter(|v| v.is_string()).map(id_args).into_iter().collect()
+        }
+        // Each meeting once, though several apps ran on it.
+        ("list_app_outputs", "get_transcript") => {
+            let mut seen: Vec<&Value> = Vec::new();
+            for id in items(result, "outputs").iter().filter_map(|o| o.get("transcript_id")) {
+                if id.is_string() && !seen.contains(&id) {
+                    seen.push(id);
+                }
+            }
+            seen.into_iter().map(id_args).collect()
+        }
+        // Admins last: the people an agent asks about are usually the members.
+        ("list_users", "get_user") => {
+            let users = items(result, "users");
+            let admin = |u: &&Value| u.get("admin").and_then(Value::as_bool).unwrap_or(false);
+            users
+                .iter()
+                .filter(|u| !admin(u))
+                .chain(users.iter().filter(admin))
+                .filter_map(|u| u.get("user_id").filter(|v| v.is_string()))
+                .map(|id| Map::from_iter([("user_id".to_owned(), id.clone())]))
+                .collect()
+        }
+        // The meetings the user attended.
+        ("get_user", "list_transcripts") => result
+            .get("email")
+            .filter(|v| v.is_string())
+            .map(|email| Map::from_iter([("participants".to_owned(), json!([email]))]))
+            .into_iter()
+            .collect(),
         _ => return None,
     };
     Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
@@ -124,6 +189,7 @@ mod tests {
     use super::*;
     use crate::transcripts::{self, SentenceWindow, WireTranscript};
     use crate::FirefliesConfig;
+    use crate::{apps, soundbites, users};
 
     fn fixture(name: &str, root: &str) -> Value {
         let path = format!("{}/../../tests/data/fireflies/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -164,13 +230,33 @@ mod tests {
     fn every_tool_has_a_model_and_no_other_name_does() {
         let ff = fireflies(None);
         let tools = Fireflies::tools();
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["get_transcript", "list_transcripts", "search_transcripts"]);
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "get_soundbite",
+                "get_transcript",
+                "get_user",
+                "list_app_outputs",
+                "list_soundbites",
+                "list_transcripts",
+                "list_users",
+                "search_transcripts",
+                "upload_audio",
+            ]
+        );
         for tool in &tools {
             let layer =
                 ff.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
             layer.validate().unwrap_or_else(|e| panic!("{}: {e}", tool.name));
-            assert_eq!(tool.group.as_deref(), Some("transcripts"));
+            let group =
+                tool.group.as_deref().unwrap_or_else(|| panic!("{} has no group", tool.name));
+            assert!(
+                ["transcripts", "users", "soundbites", "ai_apps"].contains(&group),
+                "{}: {group}",
+                tool.name
+            );
             for l in layer.follow_up.iter().flatten() {
                 assert!(
                     names.contains(&l.tool.as_str()),
@@ -178,6 +264,9 @@ mod tests {
                     tool.name,
                     l.tool
                 );
+            }
+            for t in layer.invalidates.iter().flatten() {
+                assert!(names.contains(&t.as_str()), "{} invalidates unknown {t}", tool.name);
             }
         }
         assert_eq!(MODELS.len(), tools.len(), "a model for a tool that does not exist");
@@ -187,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn every_tool_is_a_speculatable_read_after_merging_with_the_built_in_priors() {
+    fn reads_are_speculatable_and_the_upload_is_a_write_after_merging_with_the_built_in_priors() {
         let ff = fireflies(None);
         for tool in Fireflies::tools() {
             let (rule, prior) = prior_for(&tool.name);
@@ -197,6 +286,13 @@ mod tests {
                 (LayerSource::Provider("fireflies".into()), &provider),
             ])
             .model;
+            if tool.name == "upload_audio" {
+                assert_eq!(merged.side_effect_class, SideEffectClass::MutatesExternal);
+                assert!(!merged.may_speculate(), "an upload is never speculated");
+                assert_eq!(merged.cost_model.freshness_ttl_s, Some(0), "an upload is cached");
+                assert_eq!(merged.invalidates, ["list_transcripts", "search_transcripts"]);
+                continue;
+            }
             assert_eq!(merged.side_effect_class, SideEffectClass::ReadOnly, "{}", tool.name);
             assert!(merged.may_speculate(), "{} cannot be speculated", tool.name);
             assert!(merged.invalidates.is_empty(), "{} invalidates something", tool.name);
@@ -280,6 +376,64 @@ mod tests {
         let all =
             transcripts::transcript_detail(with(), Some(SentenceWindow { from: 0, max: 300 }));
         assert!(project("get_transcript", &all, "get_transcript").is_empty(), "all was read");
+    }
+
+    #[test]
+    fn soundbites_lead_to_ready_ones_first_and_then_to_their_meeting() {
+        let wire: Vec<soundbites::WireBite> =
+            serde_json::from_value(fixture("bites.json", "bites")).unwrap();
+        let list = soundbites::soundbite_list(wire, 0, 20);
+        assert_eq!(
+            project("list_soundbites", &list, "get_soundbite"),
+            [
+                json!({"id": "01J3BITE0A1B2C3D4E5F6G7H8J"}),
+                json!({"id": "01J3BITE2C3D4E5F6G7H8J9K0M"}),
+                json!({"id": "01J3BITE1B2C3D4E5F6G7H8J9K"}),
+            ],
+            "the bite still processing comes last"
+        );
+        let bite: soundbites::WireBite =
+            serde_json::from_value(fixture("bite.json", "bite")).unwrap();
+        let detail = soundbites::soundbite_detail(bite);
+        assert_eq!(
+            project("get_soundbite", &detail, "get_transcript"),
+            [json!({"id": "01J2XKQ4TV7Z8R5M9N3B6C1D0E"})]
+        );
+    }
+
+    #[test]
+    fn app_outputs_lead_to_each_of_their_meetings_once() {
+        let wire: apps::WireApps = serde_json::from_value(fixture("apps.json", "apps")).unwrap();
+        let list = apps::app_output_list(wire, 0, 10);
+        assert_eq!(
+            project("list_app_outputs", &list, "get_transcript"),
+            [
+                json!({"id": "01J2XKQ4TV7Z8R5M9N3B6C1D0E"}),
+                json!({"id": "01J2TQ8W3K5N7P9R1S3U5W7Y9A"})
+            ],
+            "two apps ran on the kickoff; it is read once"
+        );
+    }
+
+    #[test]
+    fn users_lead_to_members_before_admins_and_a_user_to_the_meetings_they_attended() {
+        let wire: Vec<users::WireUser> =
+            serde_json::from_value(fixture("users.json", "users")).unwrap();
+        let list = users::user_list(wire);
+        assert_eq!(
+            project("list_users", &list, "get_user"),
+            [
+                json!({"user_id": "01HZAMARA0000000000000000B"}),
+                json!({"user_id": "01HZJORDAN000000000000000A"})
+            ],
+            "the admin Jordan comes last"
+        );
+        let user: users::WireUser = serde_json::from_value(fixture("user.json", "user")).unwrap();
+        let detail = users::user_detail(user);
+        assert_eq!(
+            project("get_user", &detail, "list_transcripts"),
+            [json!({"participants": ["jordan.vale@harborlane.example"]})]
+        );
     }
 
     #[test]

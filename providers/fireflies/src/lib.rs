@@ -1,9 +1,13 @@
 //! The Fireflies.ai provider of quiver: meeting transcripts — their summaries, action items,
-//! keywords, participants and, when asked, the spoken sentences — from Fireflies' GraphQL API,
-//! as tools an agent can afford.
+//! keywords, participants and, when asked, the spoken sentences —, the team's users, soundbites,
+//! AI app outputs, and uploads of recordings to transcribe, from Fireflies' GraphQL API, as tools
+//! an agent can afford.
 //!
 //! # Tools
-//! All three are reads, in the group `transcripts`; the provider ships no mutating tool.
+//! Each tool belongs to a group (`[providers.fireflies] groups = [...]` serves only those). One
+//! writes: `upload_audio`, which only adds a meeting (annotated non-destructive); the rest read.
+//!
+//! `transcripts`:
 //! - `list_transcripts`: meetings newest first, filtered by date range, participant or organizer
 //!   emails, or the key owner's own meetings; `limit` (20 by default, at most 50) and `skip`
 //!   paginate, and the result says whether `more` may exist and the `next_skip` to ask for.
@@ -13,9 +17,28 @@
 //!   item), keywords, outline, participants and speakers. The sentences are a separate field group
 //!   that is neither fetched nor returned unless the call asks for `include_sentences: true`, and
 //!   then at most `max_sentences` (300 by default) within 64 KiB, with `sentences_from` to read on.
+//! - `upload_audio` (the `uploadAudio` mutation): a public https URL of an mp3, mp4, wav, m4a or
+//!   ogg file and a title, optionally the language, attendees (blank fields left out, as Fireflies
+//!   validates a present email), a webhook and a client reference id. Fireflies queues it and
+//!   answers at once; the transcript shows up in `list_transcripts` when processed.
 //!
-//! Every listing item carries the transcript `id`, and `get_transcript` echoes it, so a follow-up
-//! call can be built from a result alone.
+//! `users`:
+//! - `list_users`: the members of the API key's team with id, name, email, admin role,
+//!   transcripts and minutes used.
+//! - `get_user`: one user by `user_id`, or the key's owner without it, with integrations and
+//!   user groups.
+//!
+//! `soundbites`:
+//! - `list_soundbites` (Fireflies' `bites`): the key owner's clips by default (Fireflies needs one
+//!   of `mine`, `my_team`, `transcript_id`), the team's, or one meeting's; paged like transcripts.
+//! - `get_soundbite`: one clip with what was said in it as `[mm:ss] Speaker: text` lines.
+//!
+//! `ai_apps`:
+//! - `list_app_outputs`: what AI apps answered on a meeting or for one app, 10 a page (Fireflies'
+//!   cap), with `more` and `next_skip`.
+//!
+//! Every listing item carries the id the next tool takes (`id`, `transcript_id`, `user_id`,
+//! `app_id`), and the details echo them, so a follow-up call can be built from a result alone.
 //!
 //! # Configuration
 //! `[providers.fireflies]` in quiver.toml; unknown keys are errors, so a typo is reported:
@@ -36,7 +59,7 @@
 //!
 //! Every GraphQL operation is a POST; reads are told apart by the document: queries are retried
 //! twice after a 500/502/503/504 or a connection that failed, with jittered pauses inside the
-//! call's deadline; mutations (none is sent today) never are.
+//! call's deadline; mutations (`upload_audio`) never are.
 //!
 //! ```toml
 //! [providers.fireflies]
@@ -51,8 +74,10 @@
 //! `summary { overview action_items keywords outline }`, plus
 //! `sentences { index speaker_name text start_time }` only when sentences are asked for — a full
 //! transcript is easily 100 KiB and most questions are answered by the summary. Not asked for:
-//! audio and video URLs, analytics, AI filters, calendar ids, attendee phone numbers, app
-//! outputs. Results are then made compact for a model:
+//! audio and video URLs, analytics, AI filters, calendar ids, attendee phone numbers. Users are
+//! read without their groups' member lists; soundbites without thumbnails, previews, media
+//! sources or the creator's picture, and captions only on `get_soundbite`; app outputs without
+//! the owner's user id. Results are then made compact for a model:
 //! - dates as one ISO 8601 string (`dateString`, else the millisecond `date` converted),
 //!   durations as `duration_min` with one decimal;
 //! - participants split (Fireflies sometimes sends `"a@x.com,b@y.com"` as one entry), deduplicated
@@ -60,11 +85,14 @@
 //! - action items, which Fireflies sends as one Markdown string (`**Owner**\nItem (03:14)`), as a
 //!   list of `{owner, item}`;
 //! - the overview and outline cut at 8 KiB, each sentence at 1 KiB, saying so; sentences as
-//!   `[mm:ss] Speaker: text` lines, which cost a fraction of one object per sentence.
+//!   `[mm:ss] Speaker: text` lines, which cost a fraction of one object per sentence;
+//! - a soundbite's place in its meeting as one `[03:14]-[04:01]` span, its summary cut at 1 KiB,
+//!   its captions as lines (the first 200); app responses cut at 8 KiB, prompts at 512 bytes.
 //!
 //! Field names and argument types follow Fireflies' documented schema; where the documentation
 //! and the live schema disagree, the live schema wins: `scope` is sent as a `String` with the
-//! lowercase values `title`/`sentences`/`all`, and email lists as `[String!]`.
+//! lowercase values `title`/`sentences`/`all`, email lists as `[String!]`, and the `apps`
+//! query's `skip` and `limit` as `Float`, as Fireflies' own clients declare them.
 //!
 //! # Errors
 //! Fireflies reports most failures as GraphQL `errors` entries (`{"message", "code",
@@ -81,19 +109,28 @@
 //! certificate names `ca_file`; a request slower than `timeout_s` is `timeout`.
 //!
 //! # Value models
-//! [`ToolEnricher`] gives every tool a value model (all `read_only`; `get_transcript` has a
-//! `summary` field group included by default and a `sentences` group that is not), follow-up
-//! links `list_transcripts`/`search_transcripts` → `get_transcript` (projecting the first
-//! transcript ids) and `get_transcript` → `get_transcript` with `include_sentences` (or the next
-//! `sentences_from`), long cache lifetimes (a processed transcript rarely changes, and Fireflies'
-//! daily quotas are small), and the configured endpoint's host as the rate-limit host.
+//! [`ToolEnricher`] gives every tool a value model: the reads are `read_only` (`get_transcript`
+//! has a `summary` field group included by default and a `sentences` group that is not);
+//! `upload_audio` is `mutates_external`, never speculated nor cached, and invalidates the
+//! transcript listings and searches. Follow-up links: `list_transcripts`/`search_transcripts` →
+//! `get_transcript` (projecting the first transcript ids), `get_transcript` → `get_transcript`
+//! with `include_sentences` (or the next `sentences_from`), `list_soundbites` → `get_soundbite`
+//! (ready clips first) → `get_transcript`, `list_app_outputs` → `get_transcript` (each meeting
+//! once), `list_users` → `get_user` (members before admins) → `list_transcripts` (the user's
+//! email as `participants`). Cache lifetimes are long (a processed transcript rarely changes,
+//! users even less, and Fireflies' daily quotas are small), and the configured endpoint's host is
+//! the rate-limit host.
 //!
 //! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `reqwest` (its HTTP
 //! client) and never on `quiver-runtime`.
 
+mod apps;
 mod client;
 mod enricher;
+mod soundbites;
 mod transcripts;
+mod upload;
+mod users;
 
 use std::fmt;
 

@@ -383,7 +383,7 @@ pub(crate) struct TranscriptDetail {
 // ---------------------------------------------------------------------------------------------
 
 /// ISO 8601: `dateString`, else the millisecond `date` converted.
-fn iso_date(date_string: Option<String>, date: Option<&Value>) -> Option<String> {
+pub(crate) fn iso_date(date_string: Option<String>, date: Option<&Value>) -> Option<String> {
     if let Some(s) = date_string.filter(|s| !s.trim().is_empty()) {
         return Some(s);
     }
@@ -417,7 +417,7 @@ fn emails(raw: Vec<Option<String>>, cap: usize) -> (Vec<String>, Option<usize>) 
     (all, (total > cap).then_some(total))
 }
 
-fn non_empty(s: Option<String>) -> Option<String> {
+pub(crate) fn non_empty(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
@@ -477,7 +477,7 @@ fn summary_text(raw: Option<&TextOrList>) -> Option<String> {
 }
 
 /// `[mm:ss]`, or `[h:mm:ss]` from an hour on.
-fn timestamp(seconds: Option<f64>) -> String {
+pub(crate) fn timestamp(seconds: Option<f64>) -> String {
     let Some(s) = seconds.filter(|s| s.is_finite() && *s >= 0.0) else {
         return "[--:--]".to_owned();
     };
@@ -631,20 +631,34 @@ pub(crate) struct Arguments {
 
 impl Arguments {
     /// Passes `value` as argument `arg` through variable `$var` of GraphQL type `ty`.
-    fn add(&mut self, arg: &str, var: &str, ty: &str, value: Value) {
+    pub(crate) fn add(&mut self, arg: &str, var: &str, ty: &str, value: Value) {
         self.declarations.push(format!("${var}: {ty}"));
         self.uses.push(format!("{arg}: ${var}"));
         self.variables.insert(var.to_owned(), value);
     }
 
     /// `query Op($a: T) { root(a: $a) { fields } }` and its variables.
-    fn render(self, operation: &str, root: &str, fields: &str) -> (String, Value) {
+    pub(crate) fn render(self, operation: &str, root: &str, fields: &str) -> (String, Value) {
+        self.render_as("query", operation, root, fields)
+    }
+
+    /// `mutation Op($a: T) { root(a: $a) { fields } }` and its variables.
+    pub(crate) fn render_mutation(
+        self,
+        operation: &str,
+        root: &str,
+        fields: &str,
+    ) -> (String, Value) {
+        self.render_as("mutation", operation, root, fields)
+    }
+
+    fn render_as(self, kind: &str, operation: &str, root: &str, fields: &str) -> (String, Value) {
         let (decl, uses) = if self.declarations.is_empty() {
             (String::new(), String::new())
         } else {
             (format!("({})", self.declarations.join(", ")), format!("({})", self.uses.join(", ")))
         };
-        let query = format!("query {operation}{decl} {{ {root}{uses} {{ {fields} }} }}");
+        let query = format!("{kind} {operation}{decl} {{ {root}{uses} {{ {fields} }} }}");
         (query, Value::Object(self.variables))
     }
 }
@@ -677,7 +691,7 @@ pub(crate) fn date_argument(
     )))
 }
 
-fn check_emails(field: &str, emails: &[String]) -> Result<Vec<String>, ToolError> {
+pub(crate) fn check_emails(field: &str, emails: &[String]) -> Result<Vec<String>, ToolError> {
     emails
         .iter()
         .map(|e| e.trim())

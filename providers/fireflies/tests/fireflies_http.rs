@@ -671,3 +671,270 @@ async fn bad_base_urls_are_refused_at_start_and_a_missing_key_is_not() {
         "argument docs reach the schema"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn users_are_listed_and_one_user_defaults_to_the_keys_owner() {
+    let server = MockServer::start().await;
+    let users_query = "query Users { users { user_id email name num_transcripts recent_meeting \
+                       minutes_consumed is_admin } }";
+    mount(&server, json!({ "query": users_query }), ok("users.json")).await;
+    mount(
+        &server,
+        json!({"variables": {"id": "01HZGONE"}}),
+        ok("error_object_not_found.json").set_body_raw(
+            fixture("error_object_not_found.json")
+                .replace("Transcript not found", "User not found")
+                .replace("\"transcript\": null", "\"user\": null")
+                .replace("\"Transcript\"", "\"User\""),
+            "application/json",
+        ),
+    )
+    .await;
+    // Last: wiremock answers with the first mock that matches, and `{}` matches any variables.
+    mount(&server, json!({"variables": {}}), ok("user.json")).await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+
+    let users = ok_call(&ff, "list_users", json!({})).await;
+    assert_eq!(users["count"], 2);
+    assert_eq!(
+        users["users"][0],
+        json!({"user_id": "01HZJORDAN000000000000000A", "name": "Jordan Vale",
+               "email": "jordan.vale@harborlane.example", "admin": true, "transcripts": 142,
+               "minutes_consumed": 5230, "recent_meeting": KICKOFF})
+    );
+    assert!(users["users"][1].get("admin").is_none(), "false flags are left out");
+    assert_eq!(users["users"][1]["minutes_consumed"], 1211, "minutes are whole");
+    assert!(!users.to_string().contains("members"), "group members are not fetched");
+
+    let me = ok_call(&ff, "get_user", json!({})).await;
+    assert_eq!(me["name"], "Jordan Vale");
+    assert_eq!(me["integrations"], json!(["zoom", "google_calendar", "slack"]));
+    assert_eq!(me["groups"], json!(["Sales", "leadership"]));
+    let bodies = sent(&server).await;
+    let query = bodies[1]["query"].as_str().unwrap();
+    assert!(query.starts_with("query User { user {"), "no id for the key's owner: {query}");
+
+    let (kind, message) = failing_call(&ff, "get_user", json!({"user_id": "01HZGONE"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no user `01HZGONE` in fireflies"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn soundbites_are_listed_mine_by_default_and_paged_and_one_is_read_with_its_captions() {
+    let server = MockServer::start().await;
+    mount(&server, json!({"variables": {"mine": true, "limit": 3, "skip": 0}}), ok("bites.json"))
+        .await;
+    mount(&server, json!({"variables": {"id": "01J3BITE0A1B2C3D4E5F6G7H8J"}}), ok("bite.json"))
+        .await;
+    mount(&server, json!({"variables": {"id": "01J3NOPE"}}), ok("error_bite_not_found.json")).await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+
+    let page = ok_call(&ff, "list_soundbites", json!({"limit": 3})).await;
+    let query = sent(&server).await[0]["query"].as_str().unwrap().to_owned();
+    assert!(
+        query.starts_with(
+            "query Bites($mine: Boolean, $limit: Int, $skip: Int) { bites(mine: \
+                           $mine, limit: $limit, skip: $skip) {"
+        ),
+        "{query}"
+    );
+    assert_eq!((page["count"].as_u64(), page["more"].as_bool()), (Some(3), Some(true)));
+    assert_eq!(page["next_skip"], 3);
+    let first = &page["soundbites"][0];
+    assert_eq!(first["name"], "Team tier accepted");
+    assert_eq!(first["transcript_id"], KICKOFF);
+    assert_eq!(first["span"], "[03:14]-[04:01]");
+    assert_eq!(first["created_by"], "Jordan Vale");
+    let second = &page["soundbites"][1];
+    assert_eq!(second["span"], "[21:02]-[21:50]", "times in strings read too");
+    assert_eq!(second["created_at"], "2024-07-09T08:15:02Z", "epoch milliseconds become ISO");
+    assert!(second.get("summary").is_none());
+
+    let bite = ok_call(&ff, "get_soundbite", json!({"id": "01J3BITE0A1B2C3D4E5F6G7H8J"})).await;
+    assert_eq!(bite["status"], "ready");
+    assert_eq!(
+        bite["captions"],
+        json!([
+            "[03:14] Jordan Vale: So the team tier is eighteen dollars a seat.",
+            "[03:21] Priya Okafor: That works for us, let's go with the team tier.",
+            "[03:36] Priya Okafor: And we can drop the starter tier entirely.",
+        ])
+    );
+    assert!(!bite.to_string().contains("speaker_id"));
+
+    let (kind, message) = failing_call(&ff, "get_soundbite", json!({"id": "01J3NOPE"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(
+        message,
+        "no soundbite `01J3NOPE` in fireflies (or the API key's user cannot see it)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_soundbites_of_one_meeting_are_asked_for_without_mine() {
+    let server = MockServer::start().await;
+    mount(&server, json!({"variables": {"transcriptId": KICKOFF}}), ok("bites.json")).await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let page = ok_call(&ff, "list_soundbites", json!({"transcript_id": KICKOFF})).await;
+    assert_eq!(page["more"], false, "3 of a page of 20");
+    let body = &sent(&server).await[0];
+    assert_eq!(body["variables"], json!({"transcriptId": KICKOFF, "limit": 20, "skip": 0}));
+    assert!(body["query"].as_str().unwrap().contains("transcript_id: $transcriptId"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ai_app_outputs_are_listed_ten_at_a_time_with_float_paging() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        json!({"variables": {"transcriptId": KICKOFF, "skip": 0, "limit": 3}}),
+        ok("apps.json"),
+    )
+    .await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let page =
+        ok_call(&ff, "list_app_outputs", json!({"transcript_id": KICKOFF, "limit": 3})).await;
+    let query = sent(&server).await[0]["query"].as_str().unwrap().to_owned();
+    assert!(
+        query.starts_with(
+            "query Apps($transcriptId: String, $skip: Float, $limit: Float) { \
+                           apps(transcript_id: $transcriptId, skip: $skip, limit: $limit) { \
+                           outputs {"
+        ),
+        "{query}"
+    );
+    assert!(!query.contains("user_id"), "{query}");
+    assert_eq!(page["more"], true);
+    assert_eq!(page["next_skip"], 3);
+    assert_eq!(
+        page["outputs"][0],
+        json!({
+            "title": "Sales objections", "transcript_id": KICKOFF,
+            "app_id": "app_sales_objections", "created_at": "2024-07-08T22:33:20Z",
+            "prompt": "List every objection the customer raised and how it was answered.",
+            "response": "1. Price per seat: answered with the team tier at $18.\n2. Migration \
+                         effort: Sam will export the guest list.",
+        })
+    );
+    let (kind, message) =
+        failing_call(&ff, "list_app_outputs", json!({"transcript_id": "../x"})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("`transcript_id` must be a Fireflies id"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upload_audio_sends_the_input_once_and_says_what_happens_next() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(ENDPOINT))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ok("upload_audio.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let queued = ok_call(
+        &ff,
+        "upload_audio",
+        json!({
+            "url": "https://media.harborlane.example/board-review.mp3",
+            "title": " Board review 2024-07-15 ", "language": "en",
+            "attendees": [
+                {"name": "Jordan Vale", "email": "jordan.vale@harborlane.example"},
+                {"name": "Amara Chen", "email": " ", "phone": ""},
+            ],
+        }),
+    )
+    .await;
+    assert_eq!(queued["title"], "Board review 2024-07-15");
+    assert_eq!(queued["message"], "Uploaded audio has been queued for processing.");
+    assert!(queued["next"].as_str().unwrap().contains("list_transcripts"));
+    let body = &sent(&server).await[0];
+    assert_eq!(
+        body["query"],
+        "mutation UploadAudio($input: AudioUploadInput) { uploadAudio(input: $input) { success \
+         title message } }"
+    );
+    assert_eq!(
+        body["variables"],
+        json!({"input": {
+            "url": "https://media.harborlane.example/board-review.mp3",
+            "title": "Board review 2024-07-15",
+            "custom_language": "en",
+            "attendees": [
+                {"displayName": "Jordan Vale", "email": "jordan.vale@harborlane.example"},
+                {"displayName": "Amara Chen"},
+            ],
+        }})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_upload_quotes_fireflies_and_is_never_sent_twice() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(ENDPOINT))
+        .respond_with(answer(400, "error_upload_invalid_url.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(
+        &ff,
+        "upload_audio",
+        json!({"url": "https://drive.example/preview?id=1", "title": "Standup"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "fireflies rejected the arguments of the upload of `Standup` (invalid_arguments: \
+         Invalid argument(s) were provided): url must be a URL address"
+    );
+
+    let refused = Fireflies::new(config(&server)).unwrap();
+    for (args, expected) in [
+        (json!({"url": "http://media.example/a.mp3", "title": "x"}), "public https:// URL"),
+        (json!({"url": "https://media.example/a.mp3", "title": " "}), "`title` must be"),
+        (
+            json!({"url": "https://media.example/a.mp3", "title": "x", "language": "english"}),
+            "language code",
+        ),
+        (
+            json!({"url": "https://media.example/a.mp3", "title": "x",
+                   "attendees": [{"email": "not an email"}]}),
+            "takes email addresses",
+        ),
+    ] {
+        let (kind, message) = failing_call(&refused, "upload_audio", args).await;
+        assert_eq!(kind, ToolErrorKind::InvalidArguments, "{message}");
+        assert!(message.contains(expected), "{message}");
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "only the first was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_fireflies_declines_is_reported_with_its_message() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        json!({"variables": {"input": {"title": "Standup"}}}),
+        ResponseTemplate::new(200).set_body_json(json!({"data": {"uploadAudio": {
+            "success": false, "title": "Standup",
+            "message": format!("File too large for your plan ({TOKEN})"),
+        }}})),
+    )
+    .await;
+    let ff = Fireflies::new(config(&server)).unwrap();
+    let (kind, message) = failing_call(
+        &ff,
+        "upload_audio",
+        json!({"url": "https://media.example/standup.mp4", "title": "Standup"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::Upstream);
+    assert!(
+        message.starts_with("fireflies did not accept the upload of `Standup`: File too large"),
+        "{message}"
+    );
+}

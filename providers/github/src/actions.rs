@@ -332,28 +332,29 @@ pub(crate) struct JobLog {
 
 /// The `list_workflow_runs` result.
 pub(crate) fn run_list(repository: String, runs: WireRuns, next_page: Option<u32>) -> RunList {
-    let workflow_runs = runs
-        .workflow_runs
-        .into_iter()
-        .map(|r| Run {
-            id: r.id,
-            title: r.display_title.filter(|t| Some(t) != r.name.as_ref()),
-            workflow: r.name,
-            run_number: r.run_number,
-            run_attempt: r.run_attempt.filter(|a| *a > 1),
-            event: r.event,
-            status: r.status,
-            conclusion: r.conclusion,
-            head_branch: r.head_branch,
-            head_sha: r.head_sha,
-            actor: login(r.actor),
-            pull_requests: r.pull_requests.into_iter().map(|p| p.number).collect(),
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            html_url: r.html_url,
-        })
-        .collect();
+    let workflow_runs = runs.workflow_runs.into_iter().map(run_of).collect();
     RunList { repository, total_count: runs.total_count, workflow_runs, next_page }
+}
+
+/// One run as the tools return it.
+pub(crate) fn run_of(r: WireRun) -> Run {
+    Run {
+        id: r.id,
+        title: r.display_title.filter(|t| Some(t) != r.name.as_ref()),
+        workflow: r.name,
+        run_number: r.run_number,
+        run_attempt: r.run_attempt.filter(|a| *a > 1),
+        event: r.event,
+        status: r.status,
+        conclusion: r.conclusion,
+        head_branch: r.head_branch,
+        head_sha: r.head_sha,
+        actor: login(r.actor),
+        pull_requests: r.pull_requests.into_iter().map(|p| p.number).collect(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        html_url: r.html_url,
+    }
 }
 
 /// The `list_workflow_jobs` result.

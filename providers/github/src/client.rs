@@ -228,6 +228,32 @@ impl Client {
         Ok(self.request(Method::GET, uri, None, subject, ctx).await?.body)
     }
 
+    /// GETs `uri` asking for the media type `accept` (a diff, search text matches) and returns
+    /// the answer.
+    pub(crate) async fn get_as(
+        &self,
+        uri: &str,
+        accept: &'static str,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<Reply, ToolError> {
+        self.send(Method::GET, uri, None, Some(accept), subject, ctx).await
+    }
+
+    /// Sends a write (`POST`, `PUT`, `PATCH`, `DELETE`) with `body` and reads the JSON answer
+    /// into `T`.
+    pub(crate) async fn write_json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<&Value>,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<T, ToolError> {
+        let reply = self.request(method, uri, body, subject, ctx).await?;
+        self.parse(&reply, subject)
+    }
+
     /// POSTs `body` to `uri` and reads the JSON answer into `T`.
     pub(crate) async fn post_json<T: DeserializeOwned>(
         &self,
@@ -240,7 +266,12 @@ impl Client {
         self.parse(&reply, subject)
     }
 
-    fn parse<T: DeserializeOwned>(&self, reply: &Reply, subject: &Subject) -> Result<T, ToolError> {
+    /// Reads a reply's JSON body into `T`.
+    pub(crate) fn parse<T: DeserializeOwned>(
+        &self,
+        reply: &Reply,
+        subject: &Subject,
+    ) -> Result<T, ToolError> {
         serde_json::from_str(&reply.body).map_err(|e| {
             self.error(
                 ToolErrorKind::Upstream,
@@ -259,13 +290,26 @@ impl Client {
         subject: &Subject,
         ctx: &ToolContext,
     ) -> Result<Reply, ToolError> {
+        self.send(method, uri, body, None, subject, ctx).await
+    }
+
+    /// [`Client::request`] with an `Accept` media type.
+    async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<&Value>,
+        accept: Option<&'static str>,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<Reply, ToolError> {
         let mut budget =
             RetryBudget::new(self.settings.max_retry_wait, MAX_RETRIES, ctx.timeout_ms);
         let mut transient = TransientRetries::new(ctx.timeout_ms);
         // Only reads are sent again after a passing fault: a write may have landed.
         let idempotent = method == Method::GET;
         loop {
-            let reply = match self.send_once(&method, uri, body, subject).await {
+            let reply = match self.send_once(&method, uri, body, accept, subject).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     match transient.next_pause().filter(|_| idempotent && failure.transient) {
@@ -320,12 +364,23 @@ impl Client {
         method: &Method,
         uri: &str,
         body: Option<&Value>,
+        accept: Option<&'static str>,
         subject: &Subject,
     ) -> Result<Reply, Failure> {
         let exchange = async {
             let response = match *method {
                 Method::POST => self.octo._post(uri, body).await,
-                _ => self.octo._get(uri).await,
+                Method::PUT => self.octo._put(uri, body).await,
+                Method::PATCH => self.octo._patch(uri, body).await,
+                Method::DELETE => self.octo._delete(uri, body).await,
+                _ => {
+                    let headers = accept.map(|media| {
+                        let mut h = HeaderMap::new();
+                        h.insert(http::header::ACCEPT, http::HeaderValue::from_static(media));
+                        h
+                    });
+                    self.octo._get_with_headers(uri, headers).await
+                }
             }
             .map_err(|e| {
                 // octocrab's own read timeout and the deadline below race; either way it is a
@@ -465,7 +520,9 @@ impl Client {
             }
             410 => self
                 .error(ToolErrorKind::NotFound, format!("{} is gone ({said})", subject.describe())),
-            422 => self.error(
+            // 400: a body GitHub could not read; 409: the object is not in a state that allows
+            // it (a merge whose head moved, a run already completed); 422: a validation failure.
+            400 | 409 | 422 => self.error(
                 ToolErrorKind::InvalidArguments,
                 format!("github rejected the request for {} ({said})", subject.describe()),
             ),
@@ -634,6 +691,45 @@ pub(crate) fn next_page(headers: &HeaderMap) -> Option<u32> {
     )
 }
 
+/// The value of `param` in the `rel="next"` link of a `Link` header: the cursor of APIs that
+/// page with `after` instead of page numbers (Dependabot alerts).
+pub(crate) fn next_cursor(headers: &HeaderMap, param: &str) -> Option<String> {
+    let link = quiver_plugin_sdk::support::http::next_link(
+        headers.get_all(http::header::LINK).iter().filter_map(|v| v.to_str().ok()),
+    )?;
+    let query = link.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == param && !value.is_empty()).then(|| percent_decode(value))
+    })
+}
+
+/// `%3D` → `=`, `+` → space; bytes that do not decode stay as they are.
+fn percent_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A path and query below the base URL: `/repos/{owner}/{repo}/issues?state=open`.
 pub(crate) use quiver_plugin_sdk::support::http::path_and_query as uri;
 
@@ -716,6 +812,20 @@ mod tests {
         )]);
         assert_eq!(next_page(&last_page), None);
         assert_eq!(next_page(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_cursor_comes_from_the_next_link() {
+        let h = headers(&[(
+            "link",
+            "<https://api.github.com/repos/o/r/dependabot/alerts?per_page=2&after=Y3Vy%3D%3D>; \
+             rel=\"next\", <https://api.github.com/repos/o/r/dependabot/alerts?before=X>; \
+             rel=\"prev\"",
+        )]);
+        assert_eq!(next_cursor(&h, "after").as_deref(), Some("Y3Vy=="));
+        assert_eq!(next_cursor(&h, "before"), None, "only the next link counts");
+        assert_eq!(next_cursor(&HeaderMap::new(), "after"), None);
+        assert_eq!(percent_decode("a%2Fb+c%zz"), "a/b c%zz");
     }
 
     #[test]

@@ -47,7 +47,8 @@ pub(crate) static MODELS: &[Model] = &[
                              0.3, true)],
             follow_up: &[("list_pull_request_files", 0.55, "$.number", "number"),
                          ("list_pull_request_reviews", 0.3, "$.number", "number"),
-                         ("list_pull_request_review_comments", 0.3, "$.number", "number")],
+                         ("list_pull_request_review_comments", 0.3, "$.number", "number"),
+                         ("list_check_runs", 0.35, "$.head_sha", "ref")],
             ..ROW },
     Model { tool: "list_pull_request_files", value_class: Critical, typical_kb: 20.0,
             max_kb: 130.0, latency_ms_p50: 500, freshness_ttl_s: 120,
@@ -67,7 +68,134 @@ pub(crate) static MODELS: &[Model] = &[
     // Repository contents.
     Model { tool: "get_file_contents", value_class: Critical, typical_kb: 8.0, max_kb: 70.0,
             freshness_ttl_s: 120, ..ROW },
+    // Issue changes.
+    Model { tool: "update_issue", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 3.0, latency_ms_p50: 600, freshness_ttl_s: 0,
+            invalidates: &["get_issue", "list_issues", "search_issues", "get_pull_request",
+                           "list_pull_requests"], ..ROW },
+    Model { tool: "add_issue_labels", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 2.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: ISSUE_READS, ..ROW },
+    Model { tool: "remove_issue_label", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 2.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: ISSUE_READS, ..ROW },
+    Model { tool: "add_issue_assignees", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 3.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: ISSUE_READS, ..ROW },
+    Model { tool: "remove_issue_assignees", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 3.0, latency_ms_p50: 500, freshness_ttl_s: 0,
+            invalidates: ISSUE_READS, ..ROW },
+    // Pull request changes, the whole diff, and CI on a commit.
+    Model { tool: "create_pull_request", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 2.0, latency_ms_p50: 900, freshness_ttl_s: 0,
+            invalidates: &["list_pull_requests", "search_issues", "list_issues"], ..ROW },
+    Model { tool: "update_pull_request", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.6, max_kb: 2.0, latency_ms_p50: 700, freshness_ttl_s: 0,
+            invalidates: &["get_pull_request", "list_pull_requests", "search_issues",
+                           "get_issue"], ..ROW },
+    Model { tool: "merge_pull_request", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.3, max_kb: 1.0, latency_ms_p50: 1500, freshness_ttl_s: 0,
+            invalidates: &["get_pull_request", "list_pull_requests", "search_issues", "get_issue",
+                           "list_issues", "list_commits", "list_branches", "compare_commits",
+                           "get_file_contents"], ..ROW },
+    Model { tool: "add_pull_request_reviewers", value_class: Critical,
+            side_effect: MutatesExternal, typical_kb: 0.2, max_kb: 1.0, latency_ms_p50: 600,
+            freshness_ttl_s: 0, invalidates: &["get_pull_request"], ..ROW },
+    Model { tool: "create_pull_request_review", value_class: Critical,
+            side_effect: MutatesExternal, typical_kb: 0.5, max_kb: 10.0, latency_ms_p50: 900,
+            freshness_ttl_s: 0, invalidates: REVIEW_READS, ..ROW },
+    Model { tool: "submit_pull_request_review", value_class: Critical,
+            side_effect: MutatesExternal, typical_kb: 0.5, max_kb: 10.0, latency_ms_p50: 700,
+            freshness_ttl_s: 0, invalidates: REVIEW_READS, ..ROW },
+    Model { tool: "get_pull_request_diff", value_class: Critical, typical_kb: 25.0,
+            max_kb: 70.0, latency_ms_p50: 700, freshness_ttl_s: 120,
+            field_groups: &[("diff", &["diff"], 0.8, true)], ..ROW },
+    Model { tool: "get_commit_status", typical_kb: 1.5, max_kb: 25.0, freshness_ttl_s: 30, ..ROW },
+    Model { tool: "list_check_runs", value_class: Critical, typical_kb: 4.0, max_kb: 60.0,
+            freshness_ttl_s: 30,
+            follow_up: &[("get_job_logs", 0.45, "$.check_runs[*].id", "job_id")], ..ROW },
+    // Repositories, code search and file writes.
+    Model { tool: "search_repositories", typical_kb: 6.0, max_kb: 50.0, latency_ms_p50: 700,
+            freshness_ttl_s: 300, fail_fast_after_n: Some(3),
+            follow_up: &[("get_repository", 0.35, "$.items[*].repository", "repo")], ..ROW },
+    Model { tool: "get_repository", typical_kb: 1.2, max_kb: 3.0, freshness_ttl_s: 300,
+            follow_up: &[("get_file_contents", 0.3, "$.default_branch", "ref")], ..ROW },
+    Model { tool: "search_code", value_class: Critical, typical_kb: 8.0, max_kb: 60.0,
+            latency_ms_p50: 900, freshness_ttl_s: 300, fail_fast_after_n: Some(3),
+            field_groups: &[("fragments", &["items[*].fragments"], 0.7, true)],
+            follow_up: &[("get_file_contents", 0.55, "$.items[*].path", "path")], ..ROW },
+    Model { tool: "create_file", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.4, max_kb: 1.0, latency_ms_p50: 900, freshness_ttl_s: 0,
+            invalidates: FILE_READS, ..ROW },
+    Model { tool: "update_file", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.4, max_kb: 1.0, latency_ms_p50: 900, freshness_ttl_s: 0,
+            invalidates: FILE_READS, ..ROW },
+    // Branches, commits, tags and releases.
+    Model { tool: "list_branches", typical_kb: 2.0, max_kb: 10.0, ..ROW },
+    Model { tool: "create_branch", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 0.5, latency_ms_p50: 800, freshness_ttl_s: 0,
+            invalidates: &["list_branches"], ..ROW },
+    Model { tool: "list_commits", typical_kb: 5.0, max_kb: 30.0,
+            follow_up: &[("get_commit", 0.4, "$.commits[*].sha", "sha")], ..ROW },
+    Model { tool: "get_commit", value_class: Critical, typical_kb: 10.0, max_kb: 140.0,
+            latency_ms_p50: 500, freshness_ttl_s: 300,
+            field_groups: &[("patch", &["files[*].patch"], 0.8, true)], ..ROW },
+    Model { tool: "compare_commits", value_class: Critical, typical_kb: 20.0, max_kb: 230.0,
+            latency_ms_p50: 900, freshness_ttl_s: 120,
+            field_groups: &[("patch", &["files[*].patch"], 0.7, true),
+                            ("commits", &["commits"], 0.5, true)],
+            follow_up: &[("get_commit", 0.25, "$.commits[*].sha", "sha")], ..ROW },
+    Model { tool: "list_tags", typical_kb: 1.5, max_kb: 8.0, freshness_ttl_s: 300,
+            follow_up: &[("get_release_by_tag", 0.25, "$.tags[*].name", "tag")], ..ROW },
+    Model { tool: "list_releases", typical_kb: 3.0, max_kb: 20.0, freshness_ttl_s: 300,
+            follow_up: &[("get_release_by_tag", 0.4, "$.releases[*].tag_name", "tag")], ..ROW },
+    Model { tool: "get_latest_release", typical_kb: 4.0, max_kb: 40.0, freshness_ttl_s: 300,
+            field_groups: &[("body", &["body"], 0.7, true)], ..ROW },
+    Model { tool: "get_release_by_tag", typical_kb: 4.0, max_kb: 40.0, freshness_ttl_s: 300,
+            field_groups: &[("body", &["body"], 0.7, true)], ..ROW },
+    // Actions: workflows, one run, run control, artifacts.
+    Model { tool: "list_workflows", typical_kb: 1.5, max_kb: 12.0, freshness_ttl_s: 300,
+            follow_up: &[("list_workflow_runs", 0.4, "$.workflows[*].file", "workflow")],
+            ..ROW },
+    Model { tool: "get_workflow_run", typical_kb: 0.8, max_kb: 2.0, freshness_ttl_s: 15,
+            follow_up: &[("list_workflow_jobs", 0.45, "$.id", "run_id")], ..ROW },
+    Model { tool: "dispatch_workflow", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.3, max_kb: 1.0, latency_ms_p50: 700, freshness_ttl_s: 0,
+            invalidates: &["list_workflow_runs"], ..ROW },
+    Model { tool: "rerun_failed_jobs", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 0.5, latency_ms_p50: 700, freshness_ttl_s: 0,
+            invalidates: RUN_READS, ..ROW },
+    Model { tool: "cancel_workflow_run", value_class: Critical, side_effect: MutatesExternal,
+            typical_kb: 0.2, max_kb: 0.5, latency_ms_p50: 600, freshness_ttl_s: 0,
+            invalidates: RUN_READS, ..ROW },
+    Model { tool: "list_artifacts", typical_kb: 2.0, max_kb: 30.0, ..ROW },
+    // Notifications.
+    Model { tool: "list_notifications", typical_kb: 5.0, max_kb: 20.0, freshness_ttl_s: 30,
+            follow_up: &[("get_issue", 0.3, "$.notifications[*].number", "number"),
+                         ("get_pull_request", 0.3, "$.notifications[*].number", "number")],
+            ..ROW },
+    Model { tool: "mark_notifications_read", side_effect: MutatesExternal, typical_kb: 0.1,
+            max_kb: 0.2, latency_ms_p50: 400, freshness_ttl_s: 0,
+            invalidates: &["list_notifications"], ..ROW },
+    // Security alerts.
+    Model { tool: "list_dependabot_alerts", value_class: Critical, typical_kb: 6.0,
+            max_kb: 60.0, latency_ms_p50: 600, freshness_ttl_s: 300, ..ROW },
+    Model { tool: "list_code_scanning_alerts", value_class: Critical, typical_kb: 6.0,
+            max_kb: 70.0, latency_ms_p50: 600, freshness_ttl_s: 300, ..ROW },
 ];
+
+/// What labelling or assigning an issue (or a pull request) makes stale.
+const ISSUE_READS: &[&str] =
+    &["get_issue", "list_issues", "search_issues", "get_pull_request", "list_pull_requests"];
+/// What a review makes stale.
+const REVIEW_READS: &[&str] =
+    &["list_pull_request_reviews", "list_pull_request_review_comments", "get_pull_request"];
+/// What a file commit makes stale (the branch moves).
+const FILE_READS: &[&str] =
+    &["get_file_contents", "list_commits", "list_branches", "compare_commits", "get_commit"];
+/// What re-running or cancelling a run makes stale.
+const RUN_READS: &[&str] =
+    &["list_workflow_runs", "get_workflow_run", "list_workflow_jobs", "list_check_runs"];
 
 /// The row of `tool` (`get_x` or `github.get_x`).
 fn model(tool: &str) -> Option<&'static Model> {
@@ -83,11 +211,21 @@ type Args = Map<String, Value>;
 
 /// `{owner, repo, <key>: value}`.
 fn args(owner: &str, repo: &str, key: &str, value: Value) -> Args {
+    let mut map = repo_args(owner, repo);
+    map.insert(key.into(), value);
+    map
+}
+
+/// `{owner, repo}`.
+fn repo_args(owner: &str, repo: &str) -> Args {
     let mut map = Map::new();
     map.insert("owner".into(), json!(owner));
     map.insert("repo".into(), json!(repo));
-    map.insert(key.into(), value);
     map
+}
+
+fn sha(item: &Value) -> Option<Value> {
+    item.get("sha").filter(|s| s.is_string()).cloned()
 }
 
 fn is_failed(item: &Value) -> bool {
@@ -170,6 +308,85 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
                 .map(|id| ("job_id", id))
                 .collect(),
         ),
+        ("search_repositories", "get_repository") => items(result, "items")
+            .iter()
+            .filter_map(|hit| {
+                let (owner, repo) =
+                    hit.get("repository").and_then(Value::as_str).and_then(split_repository)?;
+                Some(repo_args(owner, repo))
+            })
+            .collect(),
+        // The root directory, to see what the repository holds.
+        ("get_repository", "get_file_contents") => for_repo(vec![("path", json!(""))]),
+        // Code hits span repositories: each names its own.
+        ("search_code", "get_file_contents") => items(result, "items")
+            .iter()
+            .filter_map(|hit| {
+                let (owner, repo) =
+                    hit.get("repository").and_then(Value::as_str).and_then(split_repository)?;
+                Some(args(owner, repo, "path", hit.get("path")?.clone()))
+            })
+            .collect(),
+        ("list_commits", "get_commit") => {
+            for_repo(items(result, "commits").iter().filter_map(sha).map(|v| ("sha", v)).collect())
+        }
+        // A comparison lists the oldest commit first; the newest ones are read first.
+        ("compare_commits", "get_commit") => for_repo(
+            items(result, "commits").iter().rev().filter_map(sha).map(|v| ("sha", v)).collect(),
+        ),
+        ("list_tags", "get_release_by_tag") => for_repo(
+            items(result, "tags")
+                .iter()
+                .filter_map(|t| t.get("name").cloned())
+                .map(|v| ("tag", v))
+                .collect(),
+        ),
+        // Drafts have no tag to look up by until they are published.
+        ("list_releases", "get_release_by_tag") => for_repo(
+            items(result, "releases")
+                .iter()
+                .filter(|r| r.get("draft") != Some(&json!(true)))
+                .filter_map(|r| r.get("tag_name").cloned())
+                .map(|v| ("tag", v))
+                .collect(),
+        ),
+        ("get_pull_request", "list_check_runs") => {
+            for_repo(result.get("head_sha").cloned().map(|v| ("ref", v)).into_iter().collect())
+        }
+        // Only failed GitHub Actions checks: their id is the job id, and their log says why.
+        ("list_check_runs", "get_job_logs") => for_repo(
+            items(result, "check_runs")
+                .iter()
+                .filter(|r| is_failed(r) && r.get("app") == Some(&json!("github-actions")))
+                .filter_map(|r| r.get("id").cloned())
+                .map(|id| ("job_id", id))
+                .collect(),
+        ),
+        // Disabled workflows have no new runs worth reading.
+        ("list_workflows", "list_workflow_runs") => for_repo(
+            items(result, "workflows")
+                .iter()
+                .filter(|w| w.get("state").and_then(Value::as_str).is_none_or(|s| s == "active"))
+                .filter_map(|w| w.get("file").cloned())
+                .map(|v| ("workflow", v))
+                .collect(),
+        ),
+        ("get_workflow_run", "list_workflow_jobs") => {
+            for_repo(result.get("id").cloned().map(|id| ("run_id", id)).into_iter().collect())
+        }
+        // Each notification names its repository; only threads about the next tool's kind.
+        ("list_notifications", "get_issue" | "get_pull_request") => {
+            let kind = if next == "get_issue" { "Issue" } else { "PullRequest" };
+            items(result, "notifications")
+                .iter()
+                .filter(|n| n.get("type").and_then(Value::as_str) == Some(kind))
+                .filter_map(|n| {
+                    let (owner, repo) =
+                        n.get("repository").and_then(Value::as_str).and_then(split_repository)?;
+                    Some(args(owner, repo, "number", number(n)?))
+                })
+                .collect()
+        }
         _ => return None,
     };
     Some(out.into_iter().take(MAX_PROJECTIONS_PER_LINK).collect())
@@ -215,7 +432,9 @@ mod tests {
     use quiver_plugin_sdk::Provider;
 
     use super::*;
-    use crate::{actions, issues, pulls, GitHubConfig};
+    use crate::{
+        actions, checks, commits, issues, notifications, pulls, repos, workflows, GitHubConfig,
+    };
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/../../tests/data/github/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -255,7 +474,7 @@ mod tests {
     fn every_tool_has_a_model_and_no_other_name_does() {
         let gh = github(None);
         let tools = GitHub::tools();
-        assert_eq!(tools.len(), 15, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        assert_eq!(tools.len(), 53, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
         for tool in &tools {
             let layer =
                 gh.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
@@ -293,8 +512,7 @@ mod tests {
                 (LayerSource::Provider("github".into()), &provider),
             ])
             .model;
-            let mutates = tool.name.starts_with("create_") || tool.name.starts_with("add_");
-            if mutates {
+            if model(&tool.name).unwrap().mutates() {
                 assert_eq!(
                     merged.side_effect_class,
                     SideEffectClass::MutatesExternal,
@@ -419,6 +637,149 @@ mod tests {
             [json!({"owner": "artichoke", "repo": "artichoke", "job_id": 399444497})],
             "only the failed job's log is worth fetching"
         );
+    }
+
+    #[test]
+    fn repository_and_code_hits_lead_into_their_own_repositories() {
+        let found = repos::repository_search("rust".into(), wire("search_repositories.json"), None);
+        assert_eq!(
+            project("search_repositories", &found, "get_repository"),
+            [
+                json!({"owner": "XAMPPRocky", "repo": "octocrab"}),
+                json!({"owner": "octocat", "repo": "Hello-World"}),
+            ]
+        );
+        let repo = repos::repository_detail(wire("repository.json"));
+        assert_eq!(
+            project("get_repository", &repo, "get_file_contents"),
+            [json!({"owner": "octocat", "repo": "Hello-World", "path": ""})],
+            "the root directory"
+        );
+        let code = repos::code_search("personal_token".into(), wire("search_code.json"), None);
+        assert_eq!(
+            project("search_code", &code, "get_file_contents"),
+            [json!({"owner": "XAMPPRocky", "repo": "octocrab", "path": "README.md"})]
+        );
+    }
+
+    #[test]
+    fn commit_listings_lead_to_commits_newest_first() {
+        let list = commits::commit_list("owner/my_repo".into(), wire("commits_list.json"), None);
+        assert_eq!(
+            project("list_commits", &list, "get_commit"),
+            [
+                json!({"owner": "owner", "repo": "my_repo",
+                       "sha": "24606b5f326a1356f031dd06431cfb0beddd475f"}),
+                json!({"owner": "owner", "repo": "my_repo",
+                       "sha": "7cf97159fe31b0e011bbb24109b5e10d278f551f"}),
+            ]
+        );
+        let cmp = commits::comparison(
+            "owner/my_repo".into(),
+            "main".into(),
+            "topic".into(),
+            wire("compare.json"),
+            0,
+            None,
+        );
+        let shas: Vec<_> = project("compare_commits", &cmp, "get_commit")
+            .iter()
+            .map(|a| a["sha"].clone())
+            .collect();
+        assert_eq!(
+            shas,
+            [
+                json!("24606b5f326a1356f031dd06431cfb0beddd475f"),
+                json!("7cf97159fe31b0e011bbb24109b5e10d278f551f")
+            ],
+            "a comparison lists the oldest first; the newest is read first"
+        );
+    }
+
+    #[test]
+    fn tags_and_published_releases_lead_to_their_release() {
+        let tags = commits::tag_list("octocat/Hello-World".into(), wire("tags.json"), None);
+        assert_eq!(
+            project("list_tags", &tags, "get_release_by_tag"),
+            [
+                json!({"owner": "octocat", "repo": "Hello-World", "tag": "v0.2"}),
+                json!({"owner": "octocat", "repo": "Hello-World", "tag": "v0.1"}),
+            ]
+        );
+        let releases =
+            commits::release_list("XAMPPRocky/octocrab".into(), wire("releases_list.json"), None);
+        assert_eq!(
+            project("list_releases", &releases, "get_release_by_tag"),
+            [json!({"owner": "XAMPPRocky", "repo": "octocrab", "tag": "v0.38.0"})],
+            "the draft has no release to look up by tag"
+        );
+    }
+
+    #[test]
+    fn a_pull_request_leads_to_its_checks_and_failed_actions_checks_to_their_logs() {
+        let pull = pulls::pull_detail("octocat/Hello-World".into(), wire("pull_request.json"));
+        assert_eq!(
+            project("get_pull_request", &pull, "list_check_runs"),
+            [json!({"owner": "octocat", "repo": "Hello-World",
+                    "ref": "6dcb09b5b57875f334f61aebed695e2e4193db5e"})]
+        );
+        let checks = checks::check_run_list(
+            "XAMPPRocky/octocrab".into(),
+            "main".into(),
+            wire("check_runs.json"),
+            None,
+        );
+        assert_eq!(
+            project("list_check_runs", &checks, "get_job_logs"),
+            [json!({"owner": "XAMPPRocky", "repo": "octocrab", "job_id": 16354767496u64})],
+            "only the failed GitHub Actions check; the passing one and Codecov have no job log"
+        );
+    }
+
+    #[test]
+    fn active_workflows_lead_to_their_runs_and_a_run_to_its_jobs() {
+        let list =
+            workflows::workflow_list("octo-org/octo-repo".into(), wire("workflows.json"), None);
+        assert_eq!(
+            project("list_workflows", &list, "list_workflow_runs"),
+            [
+                json!({"owner": "octo-org", "repo": "octo-repo", "workflow": "blank.yaml"}),
+                json!({"owner": "octo-org", "repo": "octo-repo", "workflow": "linter.yaml"}),
+            ],
+            "the disabled workflow is skipped"
+        );
+        let run = workflows::RunDetail {
+            repository: "artichoke/artichoke".into(),
+            run: actions::run_of(wire("workflow_run.json")),
+        };
+        assert_eq!(
+            project("get_workflow_run", &run, "list_workflow_jobs"),
+            [json!({"owner": "artichoke", "repo": "artichoke", "run_id": 1245374530})]
+        );
+    }
+
+    #[test]
+    fn notifications_lead_to_the_issue_or_pull_request_they_are_about() {
+        let list = notifications::notification_list(wire("notifications.json"), None);
+        assert_eq!(
+            project("list_notifications", &list, "get_issue"),
+            [json!({"owner": "octokit", "repo": "octokit.rb", "number": 123})]
+        );
+        assert_eq!(
+            project("list_notifications", &list, "get_pull_request"),
+            [json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})]
+        );
+    }
+
+    #[test]
+    fn writes_invalidate_the_reads_they_change() {
+        let gh = github(None);
+        let invalidates = |tool: &str| gh.value_model(tool).unwrap().invalidates.unwrap();
+        assert!(invalidates("merge_pull_request").contains(&"get_pull_request".to_owned()));
+        assert!(invalidates("update_file").contains(&"get_file_contents".to_owned()));
+        assert!(invalidates("rerun_failed_jobs").contains(&"list_check_runs".to_owned()));
+        assert_eq!(invalidates("mark_notifications_read"), ["list_notifications"]);
+        assert_eq!(invalidates("create_branch"), ["list_branches"]);
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Issues: list, get, comments, search, create, comment.
+//! Issues: list, get, comments, search, create, comment, update (close, reopen), labels and
+//! assignees.
 
+use http::Method;
 use quiver_plugin_sdk::prelude::*;
+use quiver_plugin_sdk::support::http::encode_component;
 
 use crate::client::{paging, repo_path, uri, Subject};
 use crate::model::{
@@ -687,4 +690,324 @@ register_tool! {
     input: AddIssueCommentArgs,
     output: CreatedComment,
     handler: GitHub::add_issue_comment,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changing an issue
+// ---------------------------------------------------------------------------------------------
+
+/// `state` of `update_issue`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IssueState {
+    /// Reopen it.
+    Open,
+    /// Close it.
+    Closed,
+}
+
+/// Why an issue is closed or reopened.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StateReason {
+    /// Done (the default when closing).
+    Completed,
+    /// Will not be done.
+    NotPlanned,
+    /// A duplicate of another issue.
+    Duplicate,
+    /// Reopened.
+    Reopened,
+}
+
+/// Arguments of `update_issue`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateIssueArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The issue number (a pull request's number changes its title, body, labels and
+    /// assignees too).
+    #[serde(alias = "issue_number")]
+    pub(crate) number: u64,
+    /// A new title.
+    pub(crate) title: Option<String>,
+    /// A new description, in Markdown (replaces the old one).
+    pub(crate) body: Option<String>,
+    /// `closed` to close the issue, `open` to reopen it.
+    pub(crate) state: Option<IssueState>,
+    /// Why: `completed`, `not_planned`, `duplicate` (closing) or `reopened`.
+    pub(crate) state_reason: Option<StateReason>,
+    /// The whole new set of label names (replaces the old set; `[]` removes all). To add or
+    /// remove one, use `add_issue_labels` / `remove_issue_label`.
+    pub(crate) labels: Option<Vec<String>>,
+    /// The whole new set of assignee logins (replaces the old set; `[]` removes all).
+    pub(crate) assignees: Option<Vec<String>>,
+    /// The milestone number to set.
+    pub(crate) milestone: Option<u64>,
+}
+
+/// Arguments of `add_issue_labels`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AddIssueLabelsArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The issue or pull request number.
+    #[serde(alias = "issue_number")]
+    pub(crate) number: u64,
+    /// Label names to add to those it has, e.g. `["bug", "p1"]`.
+    pub(crate) labels: Vec<String>,
+}
+
+/// Arguments of `remove_issue_label`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemoveIssueLabelArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The issue or pull request number.
+    #[serde(alias = "issue_number")]
+    pub(crate) number: u64,
+    /// The label name to remove, e.g. `needs-triage`.
+    #[serde(alias = "name")]
+    pub(crate) label: String,
+}
+
+/// Arguments of `add_issue_assignees` and `remove_issue_assignees`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IssueAssigneesArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The issue or pull request number.
+    #[serde(alias = "issue_number")]
+    pub(crate) number: u64,
+    /// Logins, e.g. `["octocat"]` (at most 10 assignees per issue).
+    pub(crate) assignees: Vec<String>,
+}
+
+/// Result of `update_issue`, `add_issue_assignees` and `remove_issue_assignees`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct UpdatedIssue {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The issue as it is now: number, title, state, people, labels and times.
+    #[serde(flatten)]
+    pub(crate) issue: IssueSummary,
+}
+
+/// Result of `add_issue_labels` and `remove_issue_label`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct IssueLabels {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The issue or pull request number.
+    pub(crate) number: u64,
+    /// All the labels it has now.
+    pub(crate) labels: Vec<String>,
+}
+
+/// Names that are not blank, trimmed.
+fn names(field: &str, values: Vec<String>) -> Result<Vec<String>, ToolError> {
+    let names: Vec<String> =
+        values.into_iter().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
+    if names.is_empty() {
+        return Err(ToolError::invalid_arguments(format!("`{field}` is empty; name at least one")));
+    }
+    Ok(names)
+}
+
+impl GitHub {
+    async fn update_issue(
+        &self,
+        a: UpdateIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<UpdatedIssue, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let mut body = Map::new();
+        if let Some(title) = a.title {
+            if title.trim().is_empty() {
+                return Err(ToolError::invalid_arguments("`title` is empty; an issue needs one"));
+            }
+            body.insert("title".into(), json!(title));
+        }
+        if let Some(text) = a.body {
+            body.insert("body".into(), json!(text));
+        }
+        if let Some(state) = a.state {
+            let state = match state {
+                IssueState::Open => "open",
+                IssueState::Closed => "closed",
+            };
+            body.insert("state".into(), json!(state));
+        }
+        if let Some(reason) = a.state_reason {
+            let reason = match reason {
+                StateReason::Completed => "completed",
+                StateReason::NotPlanned => "not_planned",
+                StateReason::Duplicate => "duplicate",
+                StateReason::Reopened => "reopened",
+            };
+            body.insert("state_reason".into(), json!(reason));
+        }
+        if let Some(labels) = a.labels {
+            body.insert("labels".into(), json!(labels));
+        }
+        if let Some(assignees) = a.assignees {
+            body.insert("assignees".into(), json!(assignees));
+        }
+        if let Some(milestone) = a.milestone {
+            body.insert("milestone".into(), json!(milestone));
+        }
+        if body.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "nothing to change: set `title`, `body`, `state`, `state_reason`, `labels`, \
+                 `assignees` or `milestone`",
+            ));
+        }
+        let subject = Subject::object(format!("issue #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/issues/{}", a.number);
+        let issue: WireIssue = self
+            .client
+            .write_json(Method::PATCH, &uri, Some(&Value::Object(body)), &subject, ctx)
+            .await?;
+        Ok(UpdatedIssue { repository, issue: issue.summary() })
+    }
+
+    async fn add_issue_labels(
+        &self,
+        a: AddIssueLabelsArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueLabels, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let labels = names("labels", a.labels)?;
+        let subject = Subject::object(format!("issue or pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/issues/{}/labels", a.number);
+        let now: Vec<WireLabel> = self
+            .client
+            .write_json(Method::POST, &uri, Some(&json!({ "labels": labels })), &subject, ctx)
+            .await?;
+        Ok(IssueLabels { repository, number: a.number, labels: label_names(&now) })
+    }
+
+    async fn remove_issue_label(
+        &self,
+        a: RemoveIssueLabelArgs,
+        ctx: &ToolContext,
+    ) -> Result<IssueLabels, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let label = a.label.trim();
+        if label.is_empty() || label == "." || label == ".." {
+            return Err(ToolError::invalid_arguments(format!(
+                "`label` must be a label's name; got `{label}`"
+            )));
+        }
+        let subject = Subject::object(format!("issue or pull request #{}", a.number), &repository)
+            .not_found_says(format!(
+                "issue or pull request #{} in {repository} has no label `{label}` (or there is \
+                 no such issue, or the token cannot see the repository)",
+                a.number
+            ));
+        let uri =
+            format!("/repos/{repository}/issues/{}/labels/{}", a.number, encode_component(label));
+        let now: Vec<WireLabel> =
+            self.client.write_json(Method::DELETE, &uri, None, &subject, ctx).await?;
+        Ok(IssueLabels { repository, number: a.number, labels: label_names(&now) })
+    }
+
+    async fn change_assignees(
+        &self,
+        method: Method,
+        a: IssueAssigneesArgs,
+        ctx: &ToolContext,
+    ) -> Result<UpdatedIssue, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let assignees = names("assignees", a.assignees)?;
+        let subject = Subject::object(format!("issue or pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/issues/{}/assignees", a.number);
+        let body = json!({ "assignees": assignees });
+        let issue: WireIssue =
+            self.client.write_json(method, &uri, Some(&body), &subject, ctx).await?;
+        Ok(UpdatedIssue { repository, issue: issue.summary() })
+    }
+
+    async fn add_issue_assignees(
+        &self,
+        a: IssueAssigneesArgs,
+        ctx: &ToolContext,
+    ) -> Result<UpdatedIssue, ToolError> {
+        self.change_assignees(Method::POST, a, ctx).await
+    }
+
+    async fn remove_issue_assignees(
+        &self,
+        a: IssueAssigneesArgs,
+        ctx: &ToolContext,
+    ) -> Result<UpdatedIssue, ToolError> {
+        self.change_assignees(Method::DELETE, a, ctx).await
+    }
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "update_issue",
+    group: "issues",
+    description: "Change an issue: title, body, labels or assignees (each replaced whole), \
+                  milestone, or state — `closed` to close it (with `state_reason` `completed`, \
+                  `not_planned` or `duplicate`), `open` to reopen it.",
+    input: UpdateIssueArgs,
+    output: UpdatedIssue,
+    handler: GitHub::update_issue,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "add_issue_labels",
+    group: "issues",
+    description: "Add labels to an issue or pull request, keeping those it has. Returns all \
+                  its labels.",
+    input: AddIssueLabelsArgs,
+    output: IssueLabels,
+    handler: GitHub::add_issue_labels,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "remove_issue_label",
+    group: "issues",
+    description: "Remove one label from an issue or pull request. Returns the labels left.",
+    input: RemoveIssueLabelArgs,
+    output: IssueLabels,
+    handler: GitHub::remove_issue_label,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "add_issue_assignees",
+    group: "issues",
+    description: "Assign people to an issue or pull request, keeping those assigned. Logins \
+                  without access are silently ignored by GitHub: check `assignees` in the \
+                  result.",
+    input: IssueAssigneesArgs,
+    output: UpdatedIssue,
+    handler: GitHub::add_issue_assignees,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "remove_issue_assignees",
+    group: "issues",
+    description: "Unassign people from an issue or pull request. Returns who stays assigned.",
+    input: IssueAssigneesArgs,
+    output: UpdatedIssue,
+    handler: GitHub::remove_issue_assignees,
 }

@@ -1,20 +1,41 @@
-//! The GitHub provider of quiver: issues, pull requests, Actions runs and logs, and repository
-//! contents from GitHub's REST API (github.com or GitHub Enterprise Server), as tools an agent
-//! can afford.
+//! The GitHub provider of quiver: repositories, code, commits and releases, issues, pull
+//! requests and their reviews, Actions runs and logs, CI checks, notifications and security
+//! alerts from GitHub's REST API (github.com or GitHub Enterprise Server), as tools an agent can
+//! afford.
 //!
 //! # Tools
+//! Each tool belongs to a group (`[providers.github] groups = [...]` serves only those):
 //! - issues: `list_issues`, `get_issue`, `list_issue_comments`, `search_issues`,
-//!   `create_issue`, `add_issue_comment`;
+//!   `create_issue`, `add_issue_comment`, `update_issue` (also closes and reopens),
+//!   `add_issue_labels`, `remove_issue_label`, `add_issue_assignees`, `remove_issue_assignees`;
 //! - pulls: `list_pull_requests`, `get_pull_request`, `list_pull_request_files`,
-//!   `list_pull_request_reviews`, `list_pull_request_review_comments`;
-//! - actions: `list_workflow_runs`, `list_workflow_jobs`, `get_job_logs`;
-//! - repos: `get_file_contents`.
+//!   `list_pull_request_reviews`, `list_pull_request_review_comments`, `get_pull_request_diff`,
+//!   `create_pull_request`, `update_pull_request`, `merge_pull_request`,
+//!   `add_pull_request_reviewers`, `create_pull_request_review` (with line comments),
+//!   `submit_pull_request_review`, `get_commit_status`, `list_check_runs`;
+//! - actions: `list_workflows`, `list_workflow_runs`, `get_workflow_run`, `list_workflow_jobs`,
+//!   `get_job_logs`, `list_artifacts`, `dispatch_workflow`, `rerun_failed_jobs`,
+//!   `cancel_workflow_run`;
+//! - repos: `search_repositories`, `get_repository`, `search_code`, `get_file_contents`,
+//!   `create_file`, `update_file`, `list_branches`, `create_branch`, `list_commits`,
+//!   `get_commit`, `compare_commits`, `list_tags`, `list_releases`, `get_latest_release`,
+//!   `get_release_by_tag`;
+//! - notifications: `list_notifications`, `mark_notifications_read`;
+//! - security (read only): `list_dependabot_alerts`, `list_code_scanning_alerts`.
+//!
+//! A tool's leading verb sets its MCP annotations: `create_`, `add_`, `dispatch_`, `rerun_` and
+//! `submit_` only add, so they are not destructive; `update_`, `remove_`, `merge_`, `cancel_`
+//! and `mark_` change or undo what is there and are annotated destructive. Overwriting a file
+//! is therefore its own tool (`update_file`, which also needs the blob SHA it replaces), apart
+//! from `create_file`.
 //!
 //! Every tool that works on one repository takes `owner` and `repo` and echoes them as
 //! `"repository": "owner/repo"` in its result, so a follow-up call can be built from the result
 //! alone. Listings take `page` (from 1) and `per_page` (30 by default, at most 100) and return
 //! `next_page` (a number, or null on the last page, read from GitHub's `Link` header) and
-//! `total_count` where GitHub gives one.
+//! `total_count` where GitHub gives one; Dependabot alerts page by cursor (`after` in,
+//! `next_cursor` out). Searches span repositories, so each hit names its own `repository`.
+//! Writes answer with what the next call needs: the new number, SHA, branch or review id.
 //!
 //! # Configuration
 //! `[providers.github]` in quiver.toml; unknown keys are errors, so a typo is reported:
@@ -66,7 +87,9 @@
 //! long text is cut at a stated size: bodies 32 KiB, comments 8 KiB, patches 4 KiB per file
 //! (`max_patch_bytes`), file contents 64 KiB per call (`start_line` reads on), job logs the last
 //! 200 lines (`tail_lines`) within 64 KiB, without timestamps and colour codes, plus every
-//! `##[error]` line of the whole log.
+//! `##[error]` line of the whole log; a pull request's diff 64 KiB of whole files (the files
+//! left out are named with their size), a comparison's commits the first 50, check run
+//! summaries and alert messages 1 KiB, repository descriptions 512 bytes.
 //!
 //! Responses are read into small lenient structs naming only the kept fields, not into
 //! octocrab's models: those require every field of every nested object (a workflow run needs the
@@ -77,28 +100,38 @@
 //! Every failure is a `ToolError` whose message says what to do, and never contains the token:
 //! 401 names the variable to set (`token_env`); 403 names the missing permission or scope when
 //! GitHub says which; 404 names the object ("no issue #9 in octo/hello (or the token cannot see
-//! the repository)"); rate limits (429, or 403 with `retry-after` or `x-ratelimit-remaining: 0`)
+//! the repository)"); a refused write (400, 409, 422) is `invalid_arguments` with GitHub's own
+//! words ("422 Reference already exists", "409 Cannot cancel a workflow run that is
+//! completed"); rate limits (429, or 403 with `retry-after` or `x-ratelimit-remaining: 0`)
 //! are waited out up to `max_retry_wait_s` (twice at most), else reported with the reset time;
 //! 5xx and unreadable bodies are `upstream` errors.
 //!
 //! # Value models
-//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, the two writes
+//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, writes
 //! `mutates_external` and never speculated, and they invalidate the reads they make stale),
 //! follow-up links for the read chains (list → get → comments/files/reviews, runs → jobs →
-//! logs of failed jobs) with argument projection that builds `{owner, repo, number}` from a
-//! result, and the configured host as the rate-limit host.
+//! logs of failed jobs, a pull request → its check runs → the logs of failed Actions checks,
+//! searches → the repository or file of each hit, commits and releases → one of them,
+//! notifications → their issue or pull request) with argument projection that builds
+//! `{owner, repo, number}` (or `sha`, `tag`, `run_id`…) from a result, and the configured host
+//! as the rate-limit host.
 //!
 //! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `octocrab` (its HTTP
 //! client) and never on `quiver-runtime`.
 
 mod actions;
+mod checks;
 mod client;
+mod commits;
 mod enricher;
 mod issues;
 mod model;
+mod notifications;
 mod pulls;
 mod repos;
+mod security;
 mod text;
+mod workflows;
 
 use std::fmt;
 

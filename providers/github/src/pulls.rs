@@ -1,5 +1,7 @@
-//! Pull requests: list, get, changed files, reviews, review comments.
+//! Pull requests: list, get, changed files, reviews, review comments; create, update, merge,
+//! request reviewers, review (with line comments) and the whole diff.
 
+use http::Method;
 use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{paging, repo_path, uri, Subject};
@@ -547,7 +549,13 @@ pub(crate) fn file_list(
     max_patch_bytes: usize,
     next_page: Option<u32>,
 ) -> FileList {
-    let files = page
+    FileList { repository, number, files: file_changes(page, max_patch_bytes), next_page }
+}
+
+/// Changed files (of a pull request, a commit or a comparison), patches cut to
+/// `max_patch_bytes` (0 drops them).
+pub(crate) fn file_changes(files: Vec<WireFile>, max_patch_bytes: usize) -> Vec<FileChange> {
+    files
         .into_iter()
         .map(|f| FileChange {
             filename: f.filename,
@@ -557,8 +565,7 @@ pub(crate) fn file_list(
             previous_filename: f.previous_filename,
             patch: f.patch.filter(|_| max_patch_bytes > 0).map(|p| truncate(&p, max_patch_bytes).0),
         })
-        .collect();
-    FileList { repository, number, files, next_page }
+        .collect()
 }
 
 /// The `list_pull_request_reviews` result.
@@ -568,19 +575,7 @@ pub(crate) fn review_list(
     page: Vec<WireReview>,
     next_page: Option<u32>,
 ) -> ReviewList {
-    let reviews = page
-        .into_iter()
-        .map(|r| Review {
-            id: r.id,
-            author: login(r.user),
-            state: r.state,
-            body: truncate_opt(r.body, COMMENT_MAX_BYTES),
-            submitted_at: r.submitted_at,
-            commit_id: r.commit_id,
-            html_url: r.html_url,
-        })
-        .collect();
-    ReviewList { repository, number, reviews, next_page }
+    ReviewList { repository, number, reviews: page.into_iter().map(review_of).collect(), next_page }
 }
 
 /// The `list_pull_request_review_comments` result.
@@ -747,4 +742,684 @@ register_tool! {
     input: PullRequestPageArgs,
     output: ReviewCommentList,
     handler: GitHub::list_pull_request_review_comments,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changing a pull request
+// ---------------------------------------------------------------------------------------------
+
+/// The media type of a pull request's unified diff.
+const DIFF: &str = "application/vnd.github.diff";
+/// Most bytes of diff returned by default and at most.
+pub(crate) const DIFF_MAX_BYTES: usize = 64 * 1024;
+
+/// Arguments of `create_pull_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreatePullRequestArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The title.
+    pub(crate) title: String,
+    /// The branch with the changes, e.g. `fix-login`; `user:branch` for a fork's branch.
+    pub(crate) head: String,
+    /// The branch to merge into, e.g. `main`.
+    pub(crate) base: String,
+    /// The description, in Markdown.
+    pub(crate) body: Option<String>,
+    /// Open it as a draft.
+    #[serde(default)]
+    pub(crate) draft: bool,
+    /// Whether maintainers of the base repository may push to the head branch (forks).
+    pub(crate) maintainer_can_modify: Option<bool>,
+}
+
+/// `state` of `update_pull_request`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PullState {
+    /// Reopen it.
+    Open,
+    /// Close it without merging.
+    Closed,
+}
+
+/// Arguments of `update_pull_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdatePullRequestArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// A new title.
+    pub(crate) title: Option<String>,
+    /// A new description, in Markdown (replaces the old one).
+    pub(crate) body: Option<String>,
+    /// `closed` to close it without merging, `open` to reopen it.
+    pub(crate) state: Option<PullState>,
+    /// A new base branch to merge into.
+    pub(crate) base: Option<String>,
+    /// Whether maintainers of the base repository may push to the head branch.
+    pub(crate) maintainer_can_modify: Option<bool>,
+}
+
+/// How `merge_pull_request` merges.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MergeMethod {
+    /// A merge commit (GitHub's default).
+    Merge,
+    /// All commits squashed into one.
+    Squash,
+    /// The commits rebased onto the base branch.
+    Rebase,
+}
+
+/// Arguments of `merge_pull_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MergePullRequestArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// `merge` (the default), `squash` or `rebase`; the repository may allow only some
+    /// (`get_repository` says which).
+    pub(crate) merge_method: Option<MergeMethod>,
+    /// The merge or squash commit's title.
+    pub(crate) commit_title: Option<String>,
+    /// The merge or squash commit's message.
+    pub(crate) commit_message: Option<String>,
+    /// The head SHA the merge is meant for (`head_sha` of `get_pull_request`): GitHub refuses
+    /// to merge if the branch moved since.
+    pub(crate) sha: Option<String>,
+}
+
+/// Arguments of `add_pull_request_reviewers`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AddPullRequestReviewersArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// Logins asked to review, e.g. `["octocat"]`.
+    #[serde(default)]
+    pub(crate) reviewers: Vec<String>,
+    /// Team slugs of the organisation asked to review, e.g. `["justice-league"]`.
+    #[serde(default)]
+    pub(crate) team_reviewers: Vec<String>,
+}
+
+/// What a review says overall.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum ReviewEvent {
+    /// Approve the changes.
+    Approve,
+    /// Ask for changes (needs a `body`).
+    RequestChanges,
+    /// Comment without a verdict (needs a `body` or comments).
+    Comment,
+}
+
+impl ReviewEvent {
+    fn as_str(self) -> &'static str {
+        match self {
+            ReviewEvent::Approve => "APPROVE",
+            ReviewEvent::RequestChanges => "REQUEST_CHANGES",
+            ReviewEvent::Comment => "COMMENT",
+        }
+    }
+}
+
+/// The side of a diff a line comment is on.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum DiffSide {
+    /// The new version (added or unchanged lines; the default).
+    Right,
+    /// The old version (deleted lines).
+    Left,
+}
+
+/// A comment on lines of the diff, part of a review.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReviewLineComment {
+    /// The file's path, e.g. `src/main.rs`.
+    pub(crate) path: String,
+    /// The line in the file (new version, or old with `side` `LEFT`); it must be in the diff.
+    pub(crate) line: u64,
+    /// `RIGHT` (the default) or `LEFT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) side: Option<DiffSide>,
+    /// The first line of a multi-line comment (ending at `line`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_line: Option<u64>,
+    /// The side of `start_line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_side: Option<DiffSide>,
+    /// The comment, in Markdown; a ```suggestion block proposes a change.
+    pub(crate) body: String,
+}
+
+/// Arguments of `create_pull_request_review`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreatePullRequestReviewArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// `APPROVE`, `REQUEST_CHANGES` or `COMMENT` submits the review at once; unset leaves it
+    /// pending (visible only to you) for `submit_pull_request_review`.
+    pub(crate) event: Option<ReviewEvent>,
+    /// The review's summary, in Markdown.
+    pub(crate) body: Option<String>,
+    /// Comments on lines of the diff.
+    #[serde(default)]
+    pub(crate) comments: Vec<ReviewLineComment>,
+    /// The commit reviewed; the head commit when unset.
+    pub(crate) commit_id: Option<String>,
+}
+
+/// Arguments of `submit_pull_request_review`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SubmitPullRequestReviewArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// The pending review's id (from `create_pull_request_review`).
+    pub(crate) review_id: u64,
+    /// `APPROVE`, `REQUEST_CHANGES` or `COMMENT`.
+    pub(crate) event: ReviewEvent,
+    /// The review's summary, in Markdown.
+    pub(crate) body: Option<String>,
+}
+
+/// Arguments of `get_pull_request_diff`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetPullRequestDiffArgs {
+    /// Repository owner (user or organisation), e.g. `octocat`.
+    pub(crate) owner: String,
+    /// Repository name, e.g. `Hello-World`.
+    pub(crate) repo: String,
+    /// The pull request number.
+    #[serde(alias = "pull_number")]
+    pub(crate) number: u64,
+    /// Most bytes of diff to return: 65536 by default and at most (whole files are kept; the
+    /// rest is named).
+    #[schemars(range(min = 1024, max = 65536))]
+    pub(crate) max_bytes: Option<usize>,
+}
+
+/// The answer to a merge.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireMerge {
+    #[serde(default)]
+    merged: bool,
+    #[serde(default)]
+    sha: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// A pull request as the requested-reviewers endpoint answers.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireRequested {
+    #[serde(default, deserialize_with = "nullable")]
+    requested_reviewers: Vec<WireUser>,
+    #[serde(default, deserialize_with = "nullable")]
+    requested_teams: Vec<WireTeam>,
+}
+
+/// A team; only the slug is kept.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireTeam {
+    slug: String,
+}
+
+/// Result of `create_pull_request` and `update_pull_request`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PullChange {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The pull request as it is now: number, title, state, branches, labels and times.
+    #[serde(flatten)]
+    pub(crate) pull: PullSummary,
+}
+
+/// Result of `merge_pull_request`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct MergeResult {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The pull request number.
+    pub(crate) number: u64,
+    /// Whether it was merged.
+    pub(crate) merged: bool,
+    /// The merge, squash or last rebased commit.
+    pub(crate) sha: Option<String>,
+    /// GitHub's message, e.g. "Pull Request successfully merged".
+    pub(crate) message: Option<String>,
+}
+
+/// Result of `add_pull_request_reviewers`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct RequestedReviewers {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The pull request number.
+    pub(crate) number: u64,
+    /// Everyone asked for a review who has not reviewed yet.
+    pub(crate) requested_reviewers: Vec<String>,
+    /// Teams asked for a review.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) requested_teams: Vec<String>,
+}
+
+/// Result of `create_pull_request_review` and `submit_pull_request_review`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ReviewResult {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The pull request number.
+    pub(crate) number: u64,
+    /// The review's id, state (`PENDING` until submitted), summary and commit.
+    #[serde(flatten)]
+    pub(crate) review: Review,
+    /// Line comments sent with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) comments: Option<usize>,
+}
+
+/// One file's share of a diff that was left out.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct OmittedFile {
+    /// The file's path.
+    pub(crate) filename: String,
+    /// Bytes of diff left out.
+    pub(crate) bytes: usize,
+}
+
+/// Result of `get_pull_request_diff`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PullDiff {
+    /// `owner/repo`.
+    pub(crate) repository: String,
+    /// The pull request number.
+    pub(crate) number: u64,
+    /// Files in the whole diff.
+    pub(crate) files: usize,
+    /// The unified diff (`git diff` format) of the files that fit.
+    pub(crate) diff: String,
+    /// Files whose diff did not fit (read them with `list_pull_request_files`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) omitted: Vec<OmittedFile>,
+}
+
+/// The `get_pull_request_diff` result: whole files while they fit in `max_bytes` (the first
+/// file is cut if it alone does not), the others named with their size.
+pub(crate) fn pull_diff(repository: String, number: u64, raw: &str, max_bytes: usize) -> PullDiff {
+    let mut chunks: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for (i, _) in raw.match_indices("diff --git ") {
+        if i > start && (i == 0 || raw.as_bytes()[i - 1] == b'\n') {
+            chunks.push(&raw[start..i]);
+            start = i;
+        }
+    }
+    if start < raw.len() {
+        chunks.push(&raw[start..]);
+    }
+    let files = chunks.iter().filter(|c| c.starts_with("diff --git ")).count();
+    let mut diff = String::new();
+    let mut omitted = Vec::new();
+    for chunk in chunks {
+        if diff.len() + chunk.len() <= max_bytes {
+            diff.push_str(chunk);
+        } else if diff.is_empty() {
+            diff = truncate(chunk, max_bytes).0;
+        } else {
+            let filename = chunk
+                .lines()
+                .next()
+                .and_then(|l| l.rsplit(" b/").next())
+                .unwrap_or_default()
+                .to_owned();
+            omitted.push(OmittedFile { filename, bytes: chunk.len() });
+        }
+    }
+    PullDiff { repository, number, files, diff, omitted }
+}
+
+impl GitHub {
+    async fn create_pull_request(
+        &self,
+        a: CreatePullRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<PullChange, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        if a.title.trim().is_empty() {
+            return Err(ToolError::invalid_arguments("`title` is empty; a pull request needs one"));
+        }
+        let mut body = json!({ "title": a.title, "head": a.head, "base": a.base });
+        if let Some(text) = a.body {
+            body["body"] = json!(text);
+        }
+        if a.draft {
+            body["draft"] = json!(true);
+        }
+        if let Some(m) = a.maintainer_can_modify {
+            body["maintainer_can_modify"] = json!(m);
+        }
+        let subject = Subject::action("creating a pull request", &repository);
+        let uri = format!("/repos/{repository}/pulls");
+        let pull: WirePull =
+            self.client.write_json(Method::POST, &uri, Some(&body), &subject, ctx).await?;
+        Ok(PullChange { repository, pull: pull.summary() })
+    }
+
+    async fn update_pull_request(
+        &self,
+        a: UpdatePullRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<PullChange, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let mut body = Map::new();
+        if let Some(title) = a.title {
+            body.insert("title".into(), json!(title));
+        }
+        if let Some(text) = a.body {
+            body.insert("body".into(), json!(text));
+        }
+        if let Some(state) = a.state {
+            let state = match state {
+                PullState::Open => "open",
+                PullState::Closed => "closed",
+            };
+            body.insert("state".into(), json!(state));
+        }
+        if let Some(base) = a.base {
+            body.insert("base".into(), json!(base));
+        }
+        if let Some(m) = a.maintainer_can_modify {
+            body.insert("maintainer_can_modify".into(), json!(m));
+        }
+        if body.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "nothing to change: set `title`, `body`, `state`, `base` or \
+                 `maintainer_can_modify`",
+            ));
+        }
+        let subject = Subject::object(format!("pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/pulls/{}", a.number);
+        let pull: WirePull = self
+            .client
+            .write_json(Method::PATCH, &uri, Some(&Value::Object(body)), &subject, ctx)
+            .await?;
+        Ok(PullChange { repository, pull: pull.summary() })
+    }
+
+    async fn merge_pull_request(
+        &self,
+        a: MergePullRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<MergeResult, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let mut body = Map::new();
+        if let Some(method) = a.merge_method {
+            let method = match method {
+                MergeMethod::Merge => "merge",
+                MergeMethod::Squash => "squash",
+                MergeMethod::Rebase => "rebase",
+            };
+            body.insert("merge_method".into(), json!(method));
+        }
+        if let Some(title) = a.commit_title {
+            body.insert("commit_title".into(), json!(title));
+        }
+        if let Some(message) = a.commit_message {
+            body.insert("commit_message".into(), json!(message));
+        }
+        if let Some(sha) = a.sha {
+            body.insert("sha".into(), json!(sha));
+        }
+        let subject = Subject::object(format!("pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/pulls/{}/merge", a.number);
+        let merged: WireMerge = self
+            .client
+            .write_json(Method::PUT, &uri, Some(&Value::Object(body)), &subject, ctx)
+            .await?;
+        Ok(MergeResult {
+            repository,
+            number: a.number,
+            merged: merged.merged,
+            sha: merged.sha,
+            message: merged.message,
+        })
+    }
+
+    async fn add_pull_request_reviewers(
+        &self,
+        a: AddPullRequestReviewersArgs,
+        ctx: &ToolContext,
+    ) -> Result<RequestedReviewers, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        if a.reviewers.is_empty() && a.team_reviewers.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "name someone to ask: `reviewers` (logins) or `team_reviewers` (team slugs)",
+            ));
+        }
+        let mut body = Map::new();
+        if !a.reviewers.is_empty() {
+            body.insert("reviewers".into(), json!(a.reviewers));
+        }
+        if !a.team_reviewers.is_empty() {
+            body.insert("team_reviewers".into(), json!(a.team_reviewers));
+        }
+        let subject = Subject::object(format!("pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/pulls/{}/requested_reviewers", a.number);
+        let pull: WireRequested = self
+            .client
+            .write_json(Method::POST, &uri, Some(&Value::Object(body)), &subject, ctx)
+            .await?;
+        Ok(RequestedReviewers {
+            repository,
+            number: a.number,
+            requested_reviewers: logins(pull.requested_reviewers),
+            requested_teams: pull.requested_teams.into_iter().map(|t| t.slug).collect(),
+        })
+    }
+
+    async fn create_pull_request_review(
+        &self,
+        a: CreatePullRequestReviewArgs,
+        ctx: &ToolContext,
+    ) -> Result<ReviewResult, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let blank_body = a.body.as_deref().is_none_or(|b| b.trim().is_empty());
+        if matches!(a.event, Some(ReviewEvent::RequestChanges)) && blank_body {
+            return Err(ToolError::invalid_arguments(
+                "`REQUEST_CHANGES` needs a `body` saying what to change",
+            ));
+        }
+        if matches!(a.event, Some(ReviewEvent::Comment)) && blank_body && a.comments.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "a `COMMENT` review needs a `body` or line `comments`",
+            ));
+        }
+        let mut body = Map::new();
+        if let Some(event) = a.event {
+            body.insert("event".into(), json!(event.as_str()));
+        }
+        if let Some(text) = a.body {
+            body.insert("body".into(), json!(text));
+        }
+        if let Some(commit) = a.commit_id {
+            body.insert("commit_id".into(), json!(commit));
+        }
+        let comments = a.comments.len();
+        if comments > 0 {
+            body.insert("comments".into(), json!(a.comments));
+        }
+        let subject = Subject::object(format!("pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/pulls/{}/reviews", a.number);
+        let review: WireReview = self
+            .client
+            .write_json(Method::POST, &uri, Some(&Value::Object(body)), &subject, ctx)
+            .await?;
+        Ok(ReviewResult {
+            repository,
+            number: a.number,
+            review: review_of(review),
+            comments: (comments > 0).then_some(comments),
+        })
+    }
+
+    async fn submit_pull_request_review(
+        &self,
+        a: SubmitPullRequestReviewArgs,
+        ctx: &ToolContext,
+    ) -> Result<ReviewResult, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let mut body = json!({ "event": a.event.as_str() });
+        if let Some(text) = a.body {
+            body["body"] = json!(text);
+        }
+        let subject = Subject::object(
+            format!("pending review {} of pull request #{}", a.review_id, a.number),
+            &repository,
+        );
+        let uri = format!("/repos/{repository}/pulls/{}/reviews/{}/events", a.number, a.review_id);
+        let review: WireReview =
+            self.client.write_json(Method::POST, &uri, Some(&body), &subject, ctx).await?;
+        Ok(ReviewResult { repository, number: a.number, review: review_of(review), comments: None })
+    }
+
+    async fn get_pull_request_diff(
+        &self,
+        a: GetPullRequestDiffArgs,
+        ctx: &ToolContext,
+    ) -> Result<PullDiff, ToolError> {
+        let repository = repo_path(&a.owner, &a.repo)?;
+        let subject = Subject::object(format!("pull request #{}", a.number), &repository);
+        let uri = format!("/repos/{repository}/pulls/{}", a.number);
+        let reply = self.client.get_as(&uri, DIFF, &subject, ctx).await?;
+        let max_bytes = a.max_bytes.unwrap_or(DIFF_MAX_BYTES).clamp(1024, DIFF_MAX_BYTES);
+        Ok(pull_diff(repository, a.number, &reply.body, max_bytes))
+    }
+}
+
+/// A review as the tools return it.
+fn review_of(r: WireReview) -> Review {
+    Review {
+        id: r.id,
+        author: login(r.user),
+        state: r.state,
+        body: truncate_opt(r.body, COMMENT_MAX_BYTES),
+        submitted_at: r.submitted_at,
+        commit_id: r.commit_id,
+        html_url: r.html_url,
+    }
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "create_pull_request",
+    group: "pulls",
+    description: "Open a pull request from a head branch into a base branch, optionally as a \
+                  draft. Returns its number, URL and head SHA.",
+    input: CreatePullRequestArgs,
+    output: PullChange,
+    handler: GitHub::create_pull_request,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "update_pull_request",
+    group: "pulls",
+    description: "Change a pull request's title, body or base branch, or close (`state: \
+                  closed`) or reopen it. Labels and assignees: `add_issue_labels`, \
+                  `add_issue_assignees`.",
+    input: UpdatePullRequestArgs,
+    output: PullChange,
+    handler: GitHub::update_pull_request,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "merge_pull_request",
+    group: "pulls",
+    description: "Merge a pull request with `merge`, `squash` or `rebase`; pass `sha` (its head \
+                  SHA) so nothing pushed since gets merged unseen.",
+    input: MergePullRequestArgs,
+    output: MergeResult,
+    handler: GitHub::merge_pull_request,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "add_pull_request_reviewers",
+    group: "pulls",
+    description: "Request reviews on a pull request from people or teams. Returns everyone \
+                  whose review is pending.",
+    input: AddPullRequestReviewersArgs,
+    output: RequestedReviewers,
+    handler: GitHub::add_pull_request_reviewers,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "create_pull_request_review",
+    group: "pulls",
+    description: "Review a pull request: a summary and comments on diff lines (`path`, `line`, \
+                  `side`, `start_line` for ranges), submitted at once with `event` APPROVE, \
+                  REQUEST_CHANGES or COMMENT, or left pending for `submit_pull_request_review`.",
+    input: CreatePullRequestReviewArgs,
+    output: ReviewResult,
+    handler: GitHub::create_pull_request_review,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "submit_pull_request_review",
+    group: "pulls",
+    description: "Submit a pending pull request review as APPROVE, REQUEST_CHANGES or COMMENT.",
+    input: SubmitPullRequestReviewArgs,
+    output: ReviewResult,
+    handler: GitHub::submit_pull_request_review,
+}
+
+register_tool! {
+    provider: GitHub,
+    name: "get_pull_request_diff",
+    group: "pulls",
+    description: "Get a pull request's whole unified diff (`git diff` format), whole files up \
+                  to 64 KiB; files that do not fit are named with their size.",
+    input: GetPullRequestDiffArgs,
+    output: PullDiff,
+    handler: GitHub::get_pull_request_diff,
 }

@@ -883,3 +883,977 @@ async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
         "argument docs reach the schema"
     );
 }
+
+fn repo_args(extra: Value) -> Value {
+    let mut a = json!({"owner": "octocat", "repo": "Hello-World"});
+    a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    a
+}
+
+/// A `Link` header that points at page `page` of `path`.
+fn next_link(server: &MockServer, path: &str, page: u32) -> String {
+    format!("<{}{path}?per_page=2&page={page}>; rel=\"next\"", server.uri())
+}
+
+/// A write answered with a recorded body and `status`.
+fn created(status: u16, name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(fixture(name), "application/json; charset=utf-8")
+}
+
+/// GitHub's 422 with its `errors` list.
+fn validation_failed(errors: Value) -> ResponseTemplate {
+    ResponseTemplate::new(422).set_body_json(json!({
+        "message": "Validation Failed",
+        "errors": errors,
+        "documentation_url": "https://docs.github.com/rest",
+        "status": "422",
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repositories_are_found_described_and_searched_for_code() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search/repositories"))
+        .and(query_param("q", "octocrab language:rust"))
+        .and(query_param("sort", "stars"))
+        .respond_with(
+            ok("search_repositories.json")
+                .insert_header("link", next_link(&server, "/search/repositories", 2).as_str()),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(REPO))
+        .respond_with(ok("repository.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Nope"))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/search/code"))
+        .and(query_param("q", "personal_token repo:XAMPPRocky/octocrab"))
+        .and(header("accept", "application/vnd.github.text-match+json"))
+        .respond_with(ok("search_code.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let found = ok_call(
+        &github,
+        "search_repositories",
+        json!({"q": "octocrab language:rust", "sort": "stars"}),
+    )
+    .await;
+    assert_eq!(found["total_count"], 2);
+    assert_eq!(found["next_page"], 2);
+    let hit = &found["items"][0];
+    assert_eq!(hit["repository"], "XAMPPRocky/octocrab");
+    assert_eq!((hit["stars"].as_u64(), hit["language"].as_str()), (Some(1021), Some("Rust")));
+    assert_eq!(hit["default_branch"], "main");
+    assert_eq!(found["items"][1]["archived"], true);
+    let text = found.to_string();
+    assert!(!text.contains("_url\":\"https://api."), "API URLs survived: {text}");
+    assert!(text.len() * 3 < fixture("search_repositories.json").len(), "not compact");
+
+    let repo = ok_call(&github, "get_repository", repo_args(json!({}))).await;
+    assert_eq!(repo["repository"], "octocat/Hello-World");
+    assert_eq!(repo["parent"], "octo-org/Hello-World");
+    assert_eq!(repo["merge_methods"], json!(["squash", "rebase"]), "merge commits are off");
+    assert_eq!(repo["permission"], "push");
+    assert_eq!(repo["license"], "MIT");
+
+    let (kind, message) =
+        failing_call(&github, "get_repository", json!({"owner": "octocat", "repo": "Nope"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(message, "no repository octocat/Nope (or the token cannot see it)");
+
+    let code =
+        ok_call(&github, "search_code", json!({"q": "personal_token repo:XAMPPRocky/octocrab"}))
+            .await;
+    let hit = &code["items"][0];
+    assert_eq!(
+        (hit["repository"].as_str(), hit["path"].as_str()),
+        (Some("XAMPPRocky/octocrab"), Some("README.md"))
+    );
+    assert_eq!(hit["fragments"].as_array().unwrap().len(), 2);
+    assert!(hit["fragments"][0].as_str().unwrap().contains("personal_token(token)"));
+    assert_eq!(code["next_page"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn branches_commits_and_comparisons() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/branches")))
+        .and(query_param("per_page", "2"))
+        .respond_with(
+            ok("branches.json")
+                .insert_header("link", next_link(&server, &format!("{REPO}/branches"), 2).as_str()),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits")))
+        .and(query_param("sha", "fix-login"))
+        .and(query_param("path", "src/container.rs"))
+        .respond_with(ok("commits_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits/24606b5f326a1356f031dd06431cfb0beddd475f")))
+        .respond_with(ok("commit.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/compare/master...fix-login")))
+        .respond_with(ok("compare.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/compare/master...nope")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let branches = ok_call(&github, "list_branches", repo_args(json!({"per_page": 2}))).await;
+    assert_eq!(
+        branches["branches"][0],
+        json!({"name": "master", "sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc", "protected": true})
+    );
+    assert!(branches["branches"][1].get("protected").is_none(), "false flags are left out");
+    assert_eq!(branches["next_page"], 2);
+
+    let commits = ok_call(
+        &github,
+        "list_commits",
+        repo_args(json!({"sha": "fix-login", "path": "src/container.rs"})),
+    )
+    .await;
+    let list = commits["commits"].as_array().unwrap();
+    assert_eq!(list[0]["message"], "Improved logs (#21717)");
+    assert_eq!(list[1]["message"], "Bump tokio to 1.37", "only the first line of the message");
+    assert_eq!(list[1]["author"], "Jane Doe", "the git name when GitHub knows no account");
+    assert_eq!(list[1]["date"], "2024-04-29T16:02:11Z");
+
+    let commit = ok_call(
+        &github,
+        "get_commit",
+        repo_args(json!({"sha": "24606b5f326a1356f031dd06431cfb0beddd475f"})),
+    )
+    .await;
+    assert!(commit["message"].as_str().unwrap().contains("GetActiveVersionedContainer"));
+    assert_eq!(commit["stats"], json!({"additions": 104, "deletions": 6, "total": 110}));
+    assert_eq!(commit["parents"], json!(["7cf97159fe31b0e011bbb24109b5e10d278f551f"]));
+    assert_eq!(commit["files"][1]["status"], "added");
+    assert!(commit["files"][0]["patch"].as_str().unwrap().contains("no active version"));
+    assert!(commit.get("committer").is_some(), "GitHub committed for the author");
+
+    let diff = ok_call(
+        &github,
+        "compare_commits",
+        repo_args(json!({"base": "master", "head": "fix-login", "max_patch_bytes": 0})),
+    )
+    .await;
+    assert_eq!(diff["status"], "diverged");
+    assert_eq!((diff["ahead_by"].as_u64(), diff["behind_by"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(diff["commits"].as_array().unwrap().len(), 2);
+    assert_eq!(diff["changed_files"], 2);
+    assert_eq!(diff["files"][0]["filename"], "src/container.rs");
+    assert!(diff["files"][0].get("patch").is_none(), "max_patch_bytes 0 drops patches");
+
+    let (kind, message) = failing_call(
+        &github,
+        "compare_commits",
+        repo_args(json!({"base": "master", "head": "nope"})),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.contains("no `master` or no `nope` in octocat/Hello-World"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tags_and_releases() {
+    let server = MockServer::start().await;
+    let repo = "/repos/XAMPPRocky/octocrab";
+    for (route, file) in [
+        (format!("{REPO}/tags"), "tags.json"),
+        (format!("{repo}/releases"), "releases_list.json"),
+        (format!("{repo}/releases/latest"), "release_latest.json"),
+        (format!("{repo}/releases/tags/v0.38.0"), "release_latest.json"),
+    ] {
+        Mock::given(method("GET")).and(path(route)).respond_with(ok(file)).mount(&server).await;
+    }
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/releases/latest")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let octocrab = |extra: Value| {
+        let mut a = json!({"owner": "XAMPPRocky", "repo": "octocrab"});
+        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a
+    };
+
+    let tags = ok_call(&github, "list_tags", repo_args(json!({}))).await;
+    assert_eq!(
+        tags["tags"][1],
+        json!({"name": "v0.1", "sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc"})
+    );
+
+    let releases = ok_call(&github, "list_releases", octocrab(json!({}))).await;
+    let list = releases["releases"].as_array().unwrap();
+    assert_eq!(list[0]["tag_name"], "v0.38.0");
+    assert_eq!(list[0]["author"], "github-actions[bot]");
+    assert_eq!(list[1]["draft"], true);
+    assert!(list[0].get("body").is_none(), "listings leave the notes out");
+
+    let latest = ok_call(&github, "get_latest_release", octocrab(json!({}))).await;
+    assert_eq!(latest["repository"], "XAMPPRocky/octocrab");
+    assert_eq!(latest["tag_name"], "v0.38.0");
+    assert!(!latest["body"].as_str().unwrap().is_empty());
+    let by_tag = ok_call(&github, "get_release_by_tag", octocrab(json!({"tag": "v0.38.0"}))).await;
+    assert_eq!(by_tag["id"], latest["id"]);
+
+    let (kind, message) = failing_call(&github, "get_latest_release", repo_args(json!({}))).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("octocat/Hello-World has no published release"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_branch_starts_from_the_default_branch_and_a_taken_name_is_refused() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(REPO))
+        .respond_with(ok("repository.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/master")))
+        .respond_with(ok("git_ref.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/refs")))
+        .and(body_json(json!({
+            "ref": "refs/heads/fix-login",
+            "sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc",
+        })))
+        .respond_with(created(201, "git_ref_created.json"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/refs")))
+        .respond_with(validation_failed(json!([])).set_body_json(json!({
+            "message": "Reference already exists",
+            "documentation_url": "https://docs.github.com/rest/git/refs#create-a-reference",
+            "status": "422",
+        })))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let branch = ok_call(&github, "create_branch", repo_args(json!({"branch": "fix-login"}))).await;
+    assert_eq!(
+        branch,
+        json!({
+            "repository": "octocat/Hello-World",
+            "branch": "fix-login",
+            "sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc",
+            "from": "master",
+        })
+    );
+    // From a SHA: no lookup, straight to the write, which GitHub refuses.
+    let (kind, message) = failing_call(
+        &github,
+        "create_branch",
+        repo_args(
+            json!({"branch": "fix-login", "from": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc"}),
+        ),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(
+        message,
+        "github rejected the request for creating branch `fix-login` in octocat/Hello-World \
+         (422 Reference already exists)"
+    );
+    let gets = server.received_requests().await.unwrap();
+    assert_eq!(gets.iter().filter(|r| r.method.as_str() == "GET").count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_are_created_and_updated_with_one_commit_each() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/contents/docs/notes.md")))
+        .and(body_json(json!({
+            "message": "Add usage notes",
+            "content": "IyBOb3RlcwoKUnVuIGBjYXJnbyB0ZXN0YC4K",
+            "branch": "fix-login",
+        })))
+        .respond_with(created(201, "contents_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/contents/README.md")))
+        .respond_with(ResponseTemplate::new(409).set_body_json(json!({
+            "message": "README.md does not match 3d21ec53a331a6f037a91c368710b99387d012c1",
+            "documentation_url": "https://docs.github.com/rest/repos/contents#create-or-update-file-contents",
+            "status": "409",
+        })))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let written = ok_call(
+        &github,
+        "create_file",
+        repo_args(json!({
+            "path": "docs/notes.md", "content": "# Notes\n\nRun `cargo test`.\n",
+            "message": "Add usage notes", "branch": "fix-login",
+        })),
+    )
+    .await;
+    assert_eq!(written["sha"], "95b966ae1c166bd92f8ae7d1c313e738c731dfc3");
+    assert_eq!(written["commit_sha"], "7638417db6d59f3c431d3e1f261cc637155684cd");
+    assert_eq!(written["branch"], "fix-login");
+    assert_eq!(written["path"], "docs/notes.md");
+
+    let (kind, message) = failing_call(
+        &github,
+        "update_file",
+        repo_args(json!({
+            "path": "README.md", "content": "new", "message": "Update README",
+            "sha": "95b966ae1c166bd92f8ae7d1c313e738c731dfc3",
+        })),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("updating `README.md` in octocat/Hello-World"), "{message}");
+    assert!(message.contains("409 README.md does not match 3d21ec5"), "{message}");
+    let put = &server.received_requests().await.unwrap()[1];
+    let sent: Value = serde_json::from_slice(&put.body).unwrap();
+    assert_eq!(sent["sha"], "95b966ae1c166bd92f8ae7d1c313e738c731dfc3", "the blob being replaced");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issues_are_closed_labelled_and_assigned() {
+    let server = MockServer::start().await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .and(body_json(json!({"state": "closed", "state_reason": "not_planned"})))
+        .respond_with(ok("issue_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/issues/1348")))
+        .respond_with(validation_failed(json!([
+            {"resource": "Issue", "field": "milestone", "code": "invalid", "value": 99}
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/1347/labels")))
+        .and(body_json(json!({"labels": ["enhancement"]})))
+        .respond_with(ok("issue_labels_added.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{REPO}/issues/1347/labels/needs%20triage")))
+        .respond_with(ok("issue_labels_removed.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{REPO}/issues/1347/labels/wontfix")))
+        .respond_with(github_error(404, "Label does not exist"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/1347/assignees")))
+        .and(body_json(json!({"assignees": ["hubot"]})))
+        .respond_with(created(201, "issue.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{REPO}/issues/1347/assignees")))
+        .and(body_json(json!({"assignees": ["octocat"]})))
+        .respond_with(ok("issue.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let closed = ok_call(
+        &github,
+        "update_issue",
+        repo_args(json!({"number": 1347, "state": "closed", "state_reason": "not_planned"})),
+    )
+    .await;
+    assert_eq!(
+        (closed["state"].as_str(), closed["state_reason"].as_str()),
+        (Some("closed"), Some("not_planned"))
+    );
+    assert_eq!(closed["repository"], "octocat/Hello-World");
+    assert!(closed.get("body").is_none(), "a write echoes the state, not the body");
+
+    let (kind, message) =
+        failing_call(&github, "update_issue", repo_args(json!({"number": 1348, "milestone": 99})))
+            .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("(422 Validation Failed: milestone invalid (99))"), "{message}");
+    let (kind, message) =
+        failing_call(&github, "update_issue", repo_args(json!({"number": 1}))).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.starts_with("nothing to change"), "{message}");
+
+    let labels = ok_call(
+        &github,
+        "add_issue_labels",
+        repo_args(json!({"number": 1347, "labels": ["enhancement", " "]})),
+    )
+    .await;
+    assert_eq!(labels["labels"], json!(["bug", "enhancement"]));
+    let left = ok_call(
+        &github,
+        "remove_issue_label",
+        repo_args(json!({"number": 1347, "label": "needs triage"})),
+    )
+    .await;
+    assert_eq!(left["labels"], json!(["bug"]));
+    let (kind, message) = failing_call(
+        &github,
+        "remove_issue_label",
+        repo_args(json!({"number": 1347, "label": "wontfix"})),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(
+        message.starts_with(
+            "issue or pull request #1347 in octocat/Hello-World has no label `wontfix`"
+        ),
+        "{message}"
+    );
+
+    let assigned = ok_call(
+        &github,
+        "add_issue_assignees",
+        repo_args(json!({"number": 1347, "assignees": ["hubot"]})),
+    )
+    .await;
+    assert_eq!(assigned["assignees"], json!(["hubot"]));
+    ok_call(
+        &github,
+        "remove_issue_assignees",
+        repo_args(json!({"number": 1347, "assignees": ["octocat"]})),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pull_requests_are_opened_reviewed_and_merged() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_json(json!({
+            "title": "Fix the login redirect", "head": "fix-login", "base": "master", "draft": true,
+        })))
+        .respond_with(created(201, "pull_request_created.json"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(validation_failed(json!([{
+            "resource": "PullRequest", "code": "custom",
+            "message": "A pull request already exists for octocat:fix-login.",
+        }])))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/pulls/1351")))
+        .and(body_json(json!({"title": "Fix the login redirect", "base": "master"})))
+        .respond_with(ok("pull_request_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls/1347/requested_reviewers")))
+        .and(body_json(json!({"reviewers": ["monalisa"], "team_reviewers": ["justice-league"]})))
+        .respond_with(created(201, "pull_request_reviewers_requested.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls/1347/reviews")))
+        .and(body_json(json!({
+            "body": "A few nits.",
+            "comments": [
+                {"path": "file1.txt", "line": 3, "body": "Typo?"},
+                {"path": "file1.txt", "line": 2, "side": "LEFT", "body": "Why remove this?"},
+            ],
+        })))
+        .respond_with(ok("pull_request_review_pending.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls/1347/reviews/81/events")))
+        .and(body_json(json!({"event": "REQUEST_CHANGES", "body": "Please fix the nits."})))
+        .respond_with(ok("pull_request_review_submitted.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/pulls/1347/merge")))
+        .and(body_json(json!({
+            "merge_method": "squash", "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+        })))
+        .respond_with(ok("pull_request_merged.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/pulls/1348/merge")))
+        .respond_with(github_error(405, "Pull Request is not mergeable"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let args = repo_args(json!({
+        "title": "Fix the login redirect", "head": "fix-login", "base": "master", "draft": true,
+    }));
+    let opened = ok_call(&github, "create_pull_request", args.clone()).await;
+    assert_eq!(opened["number"], 1351);
+    assert_eq!(
+        (opened["draft"].as_bool(), opened["head_ref"].as_str()),
+        (Some(true), Some("fix-login"))
+    );
+    assert_eq!(opened["html_url"], "https://github.com/octocat/Hello-World/pull/1351");
+    let (kind, message) = failing_call(&github, "create_pull_request", args).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("A pull request already exists for octocat:fix-login."), "{message}");
+
+    ok_call(
+        &github,
+        "update_pull_request",
+        repo_args(json!({"number": 1351, "title": "Fix the login redirect", "base": "master"})),
+    )
+    .await;
+
+    let asked = ok_call(
+        &github,
+        "add_pull_request_reviewers",
+        repo_args(json!({"number": 1347, "reviewers": ["monalisa"], "team_reviewers": ["justice-league"]})),
+    )
+    .await;
+    assert_eq!(asked["requested_reviewers"], json!(["hubot", "monalisa"]));
+    assert_eq!(asked["requested_teams"], json!(["justice-league"]));
+
+    let pending = ok_call(
+        &github,
+        "create_pull_request_review",
+        repo_args(json!({
+            "number": 1347, "body": "A few nits.",
+            "comments": [
+                {"path": "file1.txt", "line": 3, "body": "Typo?"},
+                {"path": "file1.txt", "line": 2, "side": "LEFT", "body": "Why remove this?"},
+            ],
+        })),
+    )
+    .await;
+    assert_eq!((pending["id"].as_u64(), pending["state"].as_str()), (Some(81), Some("PENDING")));
+    assert_eq!(pending["comments"], 2);
+    let submitted = ok_call(
+        &github,
+        "submit_pull_request_review",
+        repo_args(json!({
+            "number": 1347, "review_id": 81, "event": "REQUEST_CHANGES",
+            "body": "Please fix the nits.",
+        })),
+    )
+    .await;
+    assert_eq!(submitted["state"], "CHANGES_REQUESTED");
+    let (kind, message) = failing_call(
+        &github,
+        "create_pull_request_review",
+        repo_args(json!({"number": 1347, "event": "REQUEST_CHANGES"})),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("needs a `body`"), "{message}");
+
+    let merged = ok_call(
+        &github,
+        "merge_pull_request",
+        repo_args(json!({
+            "number": 1347, "merge_method": "squash",
+            "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+        })),
+    )
+    .await;
+    assert_eq!(merged["merged"], true);
+    assert_eq!(merged["message"], "Pull Request successfully merged");
+    let (_, message) =
+        failing_call(&github, "merge_pull_request", repo_args(json!({"number": 1348}))).await;
+    assert!(message.contains("405 Pull Request is not mergeable"), "{message}");
+    assert!(message.contains("pull request #1348 in octocat/Hello-World"), "{message}");
+    let requests = server.received_requests().await.unwrap();
+    let merges = requests.iter().filter(|r| r.url.path().ends_with("/1348/merge")).count();
+    assert_eq!(merges, 1, "a refused write is not sent again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_diff_keeps_whole_files_and_names_those_that_do_not_fit() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/1347")))
+        .and(header("accept", "application/vnd.github.diff"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(fixture("pull_request.diff"), "text/plain; charset=utf-8"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/9")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let whole = ok_call(&github, "get_pull_request_diff", issue_args(1347)).await;
+    assert_eq!(whole["files"], 3);
+    assert_eq!(whole["diff"].as_str().unwrap(), fixture("pull_request.diff"));
+    assert!(whole.get("omitted").is_none());
+
+    let part = ok_call(
+        &github,
+        "get_pull_request_diff",
+        repo_args(json!({"number": 1347, "max_bytes": 1024})),
+    )
+    .await;
+    let diff = part["diff"].as_str().unwrap();
+    assert!(
+        diff.starts_with("diff --git a/file1.txt") && diff.contains("rename to images/logo.png")
+    );
+    assert_eq!(part["omitted"][0]["filename"], "src/generated.rs");
+    assert!(part["omitted"][0]["bytes"].as_u64().unwrap() > 2000);
+
+    let (kind, message) = failing_call(&github, "get_pull_request_diff", issue_args(9)).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no pull request #9 in octocat/Hello-World"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commit_status_and_check_runs_put_failures_first() {
+    let server = MockServer::start().await;
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits/{sha}/status")))
+        .respond_with(ok("commit_status.json"))
+        .mount(&server)
+        .await;
+    let runs = format!("{REPO}/commits/{sha}/check-runs");
+    Mock::given(method("GET"))
+        .and(path(runs.as_str()))
+        .and(query_param("filter", "latest"))
+        .respond_with(
+            ok("check_runs.json").insert_header("link", next_link(&server, &runs, 2).as_str()),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits/nope/status")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let status = ok_call(&github, "get_commit_status", repo_args(json!({"ref": sha}))).await;
+    assert_eq!(status["state"], "failure");
+    assert_eq!(status["statuses"][0]["context"], "security/brakeman", "failures first");
+    assert_eq!(status["statuses"][0]["description"], "2 new warnings");
+
+    let checks =
+        ok_call(&github, "list_check_runs", repo_args(json!({"ref": sha, "filter": "latest"})))
+            .await;
+    assert_eq!((checks["failed"].as_u64(), checks["pending"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(checks["next_page"], 2);
+    let failed = &checks["check_runs"][1];
+    assert_eq!(
+        (failed["conclusion"].as_str(), failed["app"].as_str()),
+        (Some("failure"), Some("github-actions"))
+    );
+    assert_eq!(failed["summary"], "Process completed with exit code 101.");
+    assert_eq!(
+        checks["check_runs"][2]["html_url"],
+        "https://app.codecov.io/gh/XAMPPRocky/octocrab/pull/633"
+    );
+
+    let (kind, message) =
+        failing_call(&github, "get_commit_status", repo_args(json!({"ref": "nope"}))).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no commit `nope` in octocat/Hello-World"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workflows_are_dispatched_rerun_and_cancelled() {
+    let server = MockServer::start().await;
+    let repo = "/repos/octo-org/octo-repo";
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/workflows")))
+        .respond_with(ok("workflows.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/runs/1245374530")))
+        .respond_with(ok("workflow_run.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{repo}/actions/workflows/deploy.yml/dispatches")))
+        .and(body_json(json!({"ref": "main", "inputs": {"environment": "staging"}})))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{repo}/actions/workflows/blank.yaml/dispatches")))
+        .respond_with(validation_failed(json!([])).set_body_json(json!({
+            "message": "Workflow does not have 'workflow_dispatch' trigger",
+            "documentation_url": "https://docs.github.com/rest/actions/workflows#create-a-workflow-dispatch-event",
+            "status": "422",
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{repo}/actions/runs/1245374530/rerun-failed-jobs")))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{repo}/actions/runs/30433642/cancel")))
+        .respond_with(ResponseTemplate::new(202).set_body_json(json!({})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{repo}/actions/runs/1245374530/cancel")))
+        .respond_with(ResponseTemplate::new(409).set_body_json(json!({
+            "message": "Cannot cancel a workflow run that is completed.",
+            "documentation_url": "https://docs.github.com/rest/actions/workflow-runs#cancel-a-workflow-run",
+            "status": "409",
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{repo}/actions/runs/2332938/artifacts")))
+        .respond_with(ok("artifacts.json"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+    let args = |extra: Value| {
+        let mut a = json!({"owner": "octo-org", "repo": "octo-repo"});
+        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a
+    };
+
+    let workflows = ok_call(&github, "list_workflows", args(json!({}))).await;
+    assert_eq!(workflows["total_count"], 3);
+    assert_eq!(
+        workflows["workflows"][0],
+        json!({
+            "id": 161335, "name": "CI", "file": "blank.yaml", "state": "active",
+            "html_url": "https://github.com/octo-org/octo-repo/blob/master/.github/workflows/blank.yaml",
+        })
+    );
+
+    let run = ok_call(&github, "get_workflow_run", args(json!({"run_id": 1245374530}))).await;
+    assert_eq!(
+        (run["id"].as_u64(), run["conclusion"].as_str()),
+        (Some(1245374530), Some("failure"))
+    );
+
+    let dispatched = ok_call(
+        &github,
+        "dispatch_workflow",
+        args(
+            json!({"workflow": "deploy.yml", "ref": "main", "inputs": {"environment": "staging"}}),
+        ),
+    )
+    .await;
+    assert!(dispatched["note"].as_str().unwrap().contains("list_workflow_runs"));
+    let (kind, message) = failing_call(
+        &github,
+        "dispatch_workflow",
+        args(json!({"workflow": "blank.yaml", "ref": "main"})),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("Workflow does not have 'workflow_dispatch' trigger"), "{message}");
+
+    let rerun = ok_call(&github, "rerun_failed_jobs", args(json!({"run_id": 1245374530}))).await;
+    assert!(rerun["accepted"].as_str().unwrap().starts_with("re-running the failed jobs"));
+    let cancelled =
+        ok_call(&github, "cancel_workflow_run", args(json!({"run_id": 30433642}))).await;
+    assert_eq!(cancelled["accepted"], "cancelling");
+    let (kind, message) =
+        failing_call(&github, "cancel_workflow_run", args(json!({"run_id": 1245374530}))).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("409 Cannot cancel a workflow run that is completed."), "{message}");
+
+    let artifacts = ok_call(&github, "list_artifacts", args(json!({"run_id": 2332938}))).await;
+    assert_eq!(artifacts["artifacts"][0]["name"], "Rails");
+    assert_eq!(artifacts["artifacts"][0]["run_id"], 2332938);
+    assert_eq!(artifacts["artifacts"][1]["expired"], true);
+    assert!(
+        artifacts["artifacts"][1].get("archive_download_url").is_none(),
+        "expired: nothing to download"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notifications_are_listed_and_marked_read() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/notifications"))
+        .and(query_param("participating", "true"))
+        .respond_with(ok("notifications.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path("/notifications/threads/2"))
+        .respond_with(ResponseTemplate::new(205))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/notifications")))
+        .and(body_json(json!({"read": true, "last_read_at": "2014-11-07T22:01:45Z"})))
+        .respond_with(ResponseTemplate::new(202).set_body_json(json!({
+            "message": "Unread notifications couldn't be marked in a single request. Notifications are being marked as read in the background.",
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path("/notifications/threads/77"))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let list = ok_call(&github, "list_notifications", json!({"participating": true})).await;
+    let threads = list["notifications"].as_array().unwrap();
+    assert_eq!(
+        threads[1],
+        json!({
+            "id": "2", "repository": "octocat/Hello-World", "type": "PullRequest",
+            "title": "Amazing new feature", "number": 1347, "reason": "review_requested",
+            "unread": true, "updated_at": "2014-11-07T22:01:45Z",
+        })
+    );
+    assert!(threads[2].get("number").is_none(), "a release has no number");
+
+    let one = ok_call(&github, "mark_notifications_read", json!({"thread_id": "2"})).await;
+    assert_eq!(one, json!({"marked": "thread 2", "in_background": false}));
+    let repo = ok_call(
+        &github,
+        "mark_notifications_read",
+        repo_args(json!({"last_read_at": "2014-11-07T22:01:45Z"})),
+    )
+    .await;
+    assert_eq!(repo["marked"], "every notification of octocat/Hello-World");
+    assert_eq!(repo["in_background"], true);
+    let (kind, message) =
+        failing_call(&github, "mark_notifications_read", json!({"thread_id": "77"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert_eq!(message, "no notification thread 77 for this token");
+    let (kind, _) = failing_call(&github, "list_notifications", json!({"owner": "octocat"})).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments, "owner without repo");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn security_alerts_are_read_page_by_page() {
+    let server = MockServer::start().await;
+    let alerts = format!("{REPO}/dependabot/alerts");
+    let next = format!(
+        "<{}{alerts}?per_page=2&after=Y3Vyc29yOnYyOpK0MjAyNC0xMC0wN1QxMTo1OTozM1rOAAAAAQ%3D%3D>; \
+         rel=\"next\"",
+        server.uri()
+    );
+    Mock::given(method("GET"))
+        .and(path(alerts.as_str()))
+        .and(query_param("state", "open"))
+        .and(query_param("severity", "critical,high"))
+        .respond_with(ok("dependabot_alerts.json").insert_header("link", next.as_str()))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/code-scanning/alerts")))
+        .and(query_param("state", "open"))
+        .and(query_param("page", "2"))
+        .respond_with(ok("code_scanning_alerts.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Spoon-Knife/dependabot/alerts"))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&server)
+        .await;
+    let github = GitHub::new(config(&server)).unwrap();
+
+    let found = ok_call(
+        &github,
+        "list_dependabot_alerts",
+        repo_args(json!({"severity": "critical,high", "per_page": 2})),
+    )
+    .await;
+    assert_eq!(found["next_cursor"], "Y3Vyc29yOnYyOpK0MjAyNC0xMC0wN1QxMTo1OTozM1rOAAAAAQ==");
+    let alert = &found["alerts"][0];
+    assert_eq!(
+        (alert["package"].as_str(), alert["severity"].as_str()),
+        (Some("lodash"), Some("high"))
+    );
+    assert_eq!(alert["vulnerable_versions"], "< 4.17.21");
+    assert_eq!(alert["patched_version"], "4.17.21");
+    assert_eq!(alert["cve_id"], "CVE-2021-23337");
+    assert_eq!(found["alerts"][1]["dismissed_reason"], "tolerable_risk");
+    assert!(!found.to_string().contains("cvss"), "advisory details are left out");
+
+    let scanning =
+        ok_call(&github, "list_code_scanning_alerts", repo_args(json!({"page": 2}))).await;
+    let alert = &scanning["alerts"][1];
+    assert_eq!(
+        (alert["rule"].as_str(), alert["severity"].as_str()),
+        (Some("js/zipslip"), Some("high"))
+    );
+    assert_eq!(
+        (alert["path"].as_str(), alert["start_line"].as_u64()),
+        (Some("spec-main/api-session-spec.ts"), Some(917))
+    );
+    assert!(alert.get("end_line").is_none(), "a one-line alert");
+    assert_eq!(scanning["alerts"][0]["dismissed_by"], "octocat");
+
+    let (kind, message) = failing_call(
+        &github,
+        "list_dependabot_alerts",
+        json!({"owner": "octocat", "repo": "Spoon-Knife"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.contains("Dependabot alerts are not enabled on it"), "{message}");
+}

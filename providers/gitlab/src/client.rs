@@ -206,6 +206,18 @@ impl Client {
         self.parse(&reply, subject)
     }
 
+    /// PUTs `body` (JSON) to `uri` and reads the JSON answer into `T`.
+    pub(crate) async fn put_json<T: DeserializeOwned>(
+        &self,
+        uri: &str,
+        body: &Value,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<T, ToolError> {
+        let reply = self.request(Method::PUT, uri, Some(body), subject, ctx).await?;
+        self.parse(&reply, subject)
+    }
+
     fn parse<T: DeserializeOwned>(&self, reply: &Reply, subject: &Subject) -> Result<T, ToolError> {
         serde_json::from_str(&reply.body).map_err(|e| {
             self.error(
@@ -474,7 +486,9 @@ impl Client {
                 }
                 self.error(ToolErrorKind::NotFound, message)
             }
-            400 | 409 | 422 => self.error(
+            // GitLab answers 405 and 406 for a merge the merge request's state forbids (not
+            // open, conflicts, checks pending), 409 for a stale `sha`.
+            400 | 405 | 406 | 409 | 422 => self.error(
                 ToolErrorKind::InvalidArguments,
                 format!("gitlab rejected the request for {} ({summary})", subject.describe()),
             ),

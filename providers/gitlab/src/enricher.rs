@@ -36,6 +36,7 @@ pub(crate) static MODELS: &[Model] = &[
             freshness_ttl_s: 300,
             follow_up: &[("get_project", 0.3, "$.projects[*].project", "project")], ..ROW },
     Model { tool: "get_project", typical_kb: 1.0, max_kb: 8.0, freshness_ttl_s: 600, ..ROW },
+    Model { tool: "search_users", typical_kb: 2.4, max_kb: 12.0, freshness_ttl_s: 600, ..ROW },
     Model { tool: "search", value_class: Critical, typical_kb: 6.0, max_kb: 40.0,
             latency_ms_p50: 900, freshness_ttl_s: 120, fail_fast_after_n: Some(3),
             follow_up: &[("get_issue", 0.4, "$.issues[*].iid", "iid"),
@@ -51,6 +52,15 @@ pub(crate) static MODELS: &[Model] = &[
     Model { tool: "create_issue", invalidates: &["list_issues", "search"], ..WRITE },
     Model { tool: "create_issue_note", typical_kb: 0.2, max_kb: 1.0,
             invalidates: &["list_issue_notes", "get_issue", "list_issues"], ..WRITE },
+    Model { tool: "update_issue", typical_kb: 0.4,
+            invalidates: &["get_issue", "list_issues", "list_issue_notes", "search",
+                           "list_labels", "list_milestones"], ..WRITE },
+    Model { tool: "close_issue", typical_kb: 0.4,
+            invalidates: &["get_issue", "list_issues", "list_issue_notes", "search",
+                           "list_labels", "list_milestones"], ..WRITE },
+    Model { tool: "list_labels", typical_kb: 2.0, max_kb: 12.0, freshness_ttl_s: 600, ..ROW },
+    Model { tool: "list_milestones", typical_kb: 4.0, max_kb: 25.0, freshness_ttl_s: 600,
+            follow_up: &[("list_issues", 0.25, "$.milestones[*].title", "milestone")], ..ROW },
     // Merge requests.
     Model { tool: "list_merge_requests", typical_kb: 7.0, max_kb: 40.0,
             follow_up: &[("get_merge_request", 0.5, "$.merge_requests[*].iid", "iid"),
@@ -77,6 +87,49 @@ pub(crate) static MODELS: &[Model] = &[
     Model { tool: "create_merge_request_note", typical_kb: 0.2, max_kb: 1.0,
             invalidates: &["list_merge_request_discussions", "get_merge_request",
                            "list_merge_requests"], ..WRITE },
+    Model { tool: "update_merge_request", typical_kb: 0.5,
+            invalidates: &["get_merge_request", "list_merge_requests", "search",
+                           "get_merge_request_approvals"], ..WRITE },
+    Model { tool: "merge_merge_request", typical_kb: 0.5, latency_ms_p50: 1500,
+            invalidates: &["get_merge_request", "list_merge_requests", "search",
+                           "list_branches", "list_commits", "compare_refs", "list_pipelines",
+                           "list_repository_tree", "get_file"], ..WRITE },
+    Model { tool: "approve_merge_request", typical_kb: 0.3,
+            invalidates: &["get_merge_request_approvals", "get_merge_request",
+                           "list_merge_requests"], ..WRITE },
+    Model { tool: "unapprove_merge_request", typical_kb: 0.3,
+            invalidates: &["get_merge_request_approvals", "get_merge_request",
+                           "list_merge_requests"], ..WRITE },
+    Model { tool: "resolve_merge_request_discussion", value_class: Supporting, typical_kb: 0.2,
+            max_kb: 1.0,
+            invalidates: &["list_merge_request_discussions", "get_merge_request",
+                           "list_merge_requests"], ..WRITE },
+    // Repository.
+    Model { tool: "list_repository_tree", typical_kb: 1.0, max_kb: 6.0, freshness_ttl_s: 120,
+            follow_up: &[("get_file", 0.4, "$.entries[*].path", "path")], ..ROW },
+    Model { tool: "get_file", value_class: Critical, typical_kb: 3.0, max_kb: 66.0,
+            freshness_ttl_s: 120, field_groups: &[("content", &["content"], 0.9, true)],
+            ..ROW },
+    Model { tool: "create_file", value_class: Supporting,
+            invalidates: &["get_file", "list_repository_tree", "list_commits", "list_branches",
+                           "compare_refs", "search"], ..WRITE },
+    Model { tool: "update_file", value_class: Supporting,
+            invalidates: &["get_file", "list_repository_tree", "list_commits", "list_branches",
+                           "compare_refs", "search"], ..WRITE },
+    Model { tool: "list_branches", typical_kb: 4.0, max_kb: 20.0, freshness_ttl_s: 60,
+            follow_up: &[("compare_refs", 0.15, "$.branches[*].name", "to")], ..ROW },
+    Model { tool: "create_branch", value_class: Supporting, typical_kb: 0.2, max_kb: 1.0,
+            invalidates: &["list_branches"], ..WRITE },
+    Model { tool: "list_commits", typical_kb: 5.5, max_kb: 30.0, freshness_ttl_s: 60,
+            follow_up: &[("get_commit", 0.35, "$.commits[*].sha", "sha")], ..ROW },
+    Model { tool: "get_commit", value_class: Critical, typical_kb: 4.0, max_kb: 130.0,
+            latency_ms_p50: 700, freshness_ttl_s: 3600,
+            field_groups: &[("diff", &["files[*].diff"], 0.8, true)], ..ROW },
+    Model { tool: "compare_refs", value_class: Critical, typical_kb: 8.0, max_kb: 420.0,
+            latency_ms_p50: 900, freshness_ttl_s: 60,
+            field_groups: &[("diff", &["files[*].diff"], 0.8, true)], ..ROW },
+    Model { tool: "list_tags", typical_kb: 3.4, max_kb: 17.0, freshness_ttl_s: 300, ..ROW },
+    Model { tool: "list_releases", typical_kb: 20.0, max_kb: 150.0, freshness_ttl_s: 300, ..ROW },
     // Pipelines.
     Model { tool: "list_pipelines", typical_kb: 4.0, max_kb: 30.0, freshness_ttl_s: 30,
             follow_up: &[("list_pipeline_jobs", 0.5, "$.pipelines[*].id", "pipeline_id")],
@@ -89,6 +142,11 @@ pub(crate) static MODELS: &[Model] = &[
                             ("log", &["log"], 0.7, true)], ..ROW },
     Model { tool: "retry_job", value_class: Supporting, typical_kb: 0.3, max_kb: 1.0,
             invalidates: &["list_pipeline_jobs", "list_pipelines", "get_merge_request"],
+            ..WRITE },
+    Model { tool: "create_pipeline", value_class: Supporting, typical_kb: 0.3, max_kb: 1.0,
+            invalidates: &["list_pipelines", "get_merge_request"], ..WRITE },
+    Model { tool: "cancel_pipeline", value_class: Supporting, typical_kb: 0.3, max_kb: 1.0,
+            invalidates: &["list_pipelines", "list_pipeline_jobs", "get_merge_request"],
             ..WRITE },
 ];
 
@@ -182,6 +240,55 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
                 Vec::new()
             }
         }
+        // Files, not folders or submodules, read at the ref that was listed.
+        ("list_repository_tree", "get_file") => {
+            let git_ref = result.get("ref").filter(|r| r.is_string());
+            let project = listed?;
+            items(result, "entries")
+                .iter()
+                .filter(|e| e.get("type").and_then(Value::as_str) == Some("file"))
+                .filter_map(|e| e.get("path").filter(|p| p.is_string()))
+                .map(|path| {
+                    let mut a = args(project, "path", path.clone());
+                    if let Some(r) = git_ref {
+                        a.insert("ref".into(), r.clone());
+                    }
+                    a
+                })
+                .collect()
+        }
+        ("list_commits", "get_commit") => items(result, "commits")
+            .iter()
+            .filter_map(|c| c.get("sha").filter(|s| s.is_string()))
+            .filter_map(|sha| Some(args(listed?, "sha", sha.clone())))
+            .collect(),
+        // What a branch other than the default one adds to it; merged branches add nothing.
+        ("list_branches", "compare_refs") => {
+            let branches = items(result, "branches");
+            let Some(base) = branches
+                .iter()
+                .find(|b| b.get("default").and_then(Value::as_bool) == Some(true))
+                .and_then(|b| b.get("name"))
+            else {
+                return Some(Vec::new());
+            };
+            let flag = |b: &Value, key: &str| b.get(key).and_then(Value::as_bool) == Some(true);
+            branches
+                .iter()
+                .filter(|b| !flag(b, "default") && !flag(b, "merged"))
+                .filter_map(|b| {
+                    let mut a = args(listed?, "from", base.clone());
+                    a.insert("to".into(), b.get("name")?.clone());
+                    Some(a)
+                })
+                .collect()
+        }
+        // Issues of the milestones still open.
+        ("list_milestones", "list_issues") => items(result, "milestones")
+            .iter()
+            .filter(|m| m.get("state").and_then(Value::as_str) == Some("active"))
+            .filter_map(|m| Some(args(listed?, "milestone", m.get("title")?.clone())))
+            .collect(),
         // Failed pipelines first: their jobs are what the agent will look at.
         ("list_pipelines", "list_pipeline_jobs") => {
             let failed = |p: &&Value| p.get("status").and_then(Value::as_str) == Some("failed");
@@ -251,7 +358,7 @@ mod tests {
 
     use super::*;
     use crate::client::Page;
-    use crate::{issues, merge_requests, pipelines, projects, GitLabConfig};
+    use crate::{issues, merge_requests, pipelines, projects, repository, GitLabConfig};
     use SideEffectClass::ReadOnly;
 
     fn fixture(name: &str) -> String {
@@ -288,7 +395,7 @@ mod tests {
     fn every_tool_has_a_model_and_no_other_name_does() {
         let gl = gitlab(None);
         let tools = GitLab::tools();
-        assert_eq!(tools.len(), 19, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        assert_eq!(tools.len(), 42, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
         for tool in &tools {
             let layer =
                 gl.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
@@ -323,9 +430,21 @@ mod tests {
         let writes = [
             "create_issue",
             "create_issue_note",
+            "update_issue",
+            "close_issue",
             "create_merge_request",
             "create_merge_request_note",
+            "update_merge_request",
+            "merge_merge_request",
+            "approve_merge_request",
+            "unapprove_merge_request",
+            "resolve_merge_request_discussion",
+            "create_file",
+            "update_file",
+            "create_branch",
             "retry_job",
+            "create_pipeline",
+            "cancel_pipeline",
         ];
         for tool in GitLab::tools() {
             let (rule, prior) = prior_for(&tool.name);
@@ -355,6 +474,93 @@ mod tests {
         assert_eq!(
             retry.invalidates.unwrap(),
             ["list_pipeline_jobs", "list_pipelines", "get_merge_request"]
+        );
+    }
+
+    #[test]
+    fn a_merge_makes_the_repository_reads_stale_and_every_write_names_what_it_changes() {
+        let gl = gitlab(None);
+        let merge = gl.value_model("merge_merge_request").unwrap().invalidates.unwrap();
+        for read in ["get_merge_request", "list_merge_requests", "list_branches", "list_commits"] {
+            assert!(merge.iter().any(|t| t == read), "merging leaves {read} cached");
+        }
+        let approve = gl.value_model("approve_merge_request").unwrap().invalidates.unwrap();
+        assert_eq!(
+            approve,
+            ["get_merge_request_approvals", "get_merge_request", "list_merge_requests"]
+        );
+        let file = gl.value_model("update_file").unwrap().invalidates.unwrap();
+        assert!(file.iter().any(|t| t == "get_file") && file.iter().any(|t| t == "list_commits"));
+        let close = gl.value_model("close_issue").unwrap().invalidates.unwrap();
+        assert!(close.iter().any(|t| t == "get_issue") && close.iter().any(|t| t == "list_issues"));
+    }
+
+    #[test]
+    fn a_tree_leads_to_its_files_at_the_listed_ref() {
+        let tree = repository::tree_list(
+            API.into(),
+            Some("fix/stale-session".into()),
+            Some("src".into()),
+            wire("repository_tree.json"),
+            Page::default(),
+        );
+        assert_eq!(
+            project("list_repository_tree", &tree, "get_file"),
+            [
+                json!({"project": API, "path": "src/lib.rs", "ref": "fix/stale-session"}),
+                json!({"project": API, "path": "src/session.rs", "ref": "fix/stale-session"}),
+                json!({"project": API, "path": "src/release.sh", "ref": "fix/stale-session"}),
+            ],
+            "folders and submodules are not files"
+        );
+        let root = repository::tree_list(
+            API.into(),
+            None,
+            None,
+            wire("repository_tree.json"),
+            Page::default(),
+        );
+        assert_eq!(
+            project("list_repository_tree", &root, "get_file")[0],
+            json!({"project": API, "path": "src/lib.rs"}),
+            "no ref listed, none asked for"
+        );
+    }
+
+    #[test]
+    fn commits_lead_to_each_commit_and_branches_to_what_they_add_to_the_default_one() {
+        let commits =
+            repository::commit_list(API.into(), None, wire("commits_list.json"), Page::default());
+        let shas: Vec<_> = project("list_commits", &commits, "get_commit")
+            .iter()
+            .map(|a| (a["project"].clone(), a["sha"].clone()))
+            .collect();
+        assert_eq!(shas.len(), 3);
+        assert_eq!(shas[0], (json!(API), json!("b83d6e391c22777fca1ed3012fce84f633d7fed0")));
+
+        let branches =
+            repository::branch_list(API.into(), wire("branches_list.json"), Page::default());
+        assert_eq!(
+            project("list_branches", &branches, "compare_refs"),
+            [json!({"project": API, "from": "main", "to": "fix/stale-session"})],
+            "neither the default branch itself nor a merged one"
+        );
+        let mut no_default = serde_json::to_value(&branches).unwrap();
+        no_default["branches"][1]["default"] = json!(false);
+        assert!(project("list_branches", &no_default, "compare_refs").is_empty());
+    }
+
+    #[test]
+    fn active_milestones_lead_to_their_issues() {
+        let milestones =
+            issues::milestone_list(API.into(), wire("milestones_list.json"), Page::default());
+        assert_eq!(
+            project("list_milestones", &milestones, "list_issues"),
+            [
+                json!({"project": API, "milestone": "v2.2"}),
+                json!({"project": API, "milestone": "v3.0"}),
+            ],
+            "the closed v2.0 is left out"
         );
     }
 

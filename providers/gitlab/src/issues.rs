@@ -1,11 +1,13 @@
-//! Issues: list, get, notes, create, comment.
+//! Issues: list, get, notes, create, comment, update and close; the labels and milestones
+//! they carry.
 
 use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{paging, uri, Page, ProjectRef, Subject};
 use crate::model::{
-    is_false, is_zero, label_list, nullable, project_arg, project_arg_opt, truncate, truncate_opt,
-    username, usernames, WireReferences, WireTitle, WireUser, BODY_MAX_BYTES, NOTE_MAX_BYTES,
+    insert_present, is_false, is_zero, label_list, nullable, project_arg, project_arg_opt,
+    truncate, truncate_opt, username, usernames, StateEvent, WireReferences, WireTitle, WireUser,
+    BODY_MAX_BYTES, NOTE_MAX_BYTES,
 };
 use crate::GitLab;
 
@@ -682,4 +684,434 @@ register_tool! {
     input: CreateIssueNoteArgs,
     output: CreatedNote,
     handler: GitLab::create_issue_note,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changing an issue (update, close), and the labels and milestones issues carry
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `update_issue`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateIssueArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's number within the project (the 47 of `#47`).
+    #[serde(alias = "issue_iid")]
+    pub(crate) iid: u64,
+    /// A new title.
+    pub(crate) title: Option<String>,
+    /// A new description, in Markdown (replaces the old one).
+    #[serde(alias = "body")]
+    pub(crate) description: Option<String>,
+    /// `close` or `reopen` it.
+    pub(crate) state_event: Option<StateEvent>,
+    /// Replace all labels with these (`[]` removes them all).
+    pub(crate) labels: Option<Vec<String>>,
+    /// Labels to add, keeping the others.
+    pub(crate) add_labels: Option<Vec<String>>,
+    /// Labels to remove, keeping the others.
+    pub(crate) remove_labels: Option<Vec<String>>,
+    /// Replace the assignees with these numeric user ids (`[]` unassigns all; ids come from
+    /// `search_users`).
+    pub(crate) assignee_ids: Option<Vec<u64>>,
+    /// The numeric id of the milestone to set (from `list_milestones`); 0 removes it.
+    pub(crate) milestone_id: Option<u64>,
+    /// Due date, `YYYY-MM-DD` (an empty string removes it).
+    pub(crate) due_date: Option<String>,
+    /// Make it confidential (project members only) or not.
+    pub(crate) confidential: Option<bool>,
+    /// Lock the discussion (only project members may comment).
+    pub(crate) discussion_locked: Option<bool>,
+}
+
+/// Arguments of `close_issue`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CloseIssueArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The issue's number within the project (the 47 of `#47`).
+    #[serde(alias = "issue_iid")]
+    pub(crate) iid: u64,
+}
+
+/// Arguments of `list_labels`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListLabelsArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// Only labels whose name contains this text.
+    pub(crate) search: Option<String>,
+    /// Page number, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) page: Option<u32>,
+    /// Labels per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub(crate) per_page: Option<u32>,
+}
+
+/// `state` of milestone listings.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MilestoneState {
+    /// Open ones (`opened` and `open` are accepted too).
+    #[serde(alias = "opened", alias = "open")]
+    Active,
+    /// Closed ones.
+    Closed,
+    /// Both.
+    All,
+}
+
+/// Arguments of `list_milestones`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListMilestonesArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// `active` (the default), `closed` or `all`.
+    pub(crate) state: Option<MilestoneState>,
+    /// Only milestones whose title or description contains this text.
+    pub(crate) search: Option<String>,
+    /// Page number, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) page: Option<u32>,
+    /// Milestones per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub(crate) per_page: Option<u32>,
+}
+
+/// A label, with the counts `with_counts=true` adds.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireLabel {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    open_issues_count: Option<u64>,
+    #[serde(default)]
+    open_merge_requests_count: Option<u64>,
+    #[serde(default)]
+    priority: Option<u64>,
+    #[serde(default)]
+    is_project_label: Option<bool>,
+}
+
+/// A milestone.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireMilestone {
+    id: u64,
+    #[serde(default)]
+    iid: Option<u64>,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    start_date: Option<String>,
+    #[serde(default)]
+    due_date: Option<String>,
+    #[serde(default)]
+    expired: Option<bool>,
+    #[serde(default)]
+    web_url: Option<String>,
+}
+
+/// Result of `update_issue` and `close_issue`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ChangedIssue {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// Number, title, state, people, labels, milestone and times, as they are now.
+    #[serde(flatten)]
+    pub(crate) issue: IssueSummary,
+    /// Who closed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) closed_by: Option<String>,
+    /// The due date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) due_date: Option<String>,
+}
+
+/// One label.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Label {
+    /// The name, as issues and merge requests carry it.
+    pub(crate) name: String,
+    /// What it is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<String>,
+    /// Open issues carrying it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) open_issues: Option<u64>,
+    /// Open merge requests carrying it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) open_merge_requests: Option<u64>,
+    /// Its priority (lower first), when prioritised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) priority: Option<u64>,
+    /// Set for a label inherited from a group.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) group_label: bool,
+}
+
+/// Result of `list_labels`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct LabelList {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The labels of this page, by name.
+    pub(crate) labels: Vec<Label>,
+    /// The next page's number, or null on the last page.
+    pub(crate) next_page: Option<u32>,
+    /// How many labels there are in all, when GitLab counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) total: Option<u64>,
+}
+
+/// One milestone.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Milestone {
+    /// The numeric id (for `milestone_id` of update_issue and update_merge_request).
+    pub(crate) id: u64,
+    /// Its number within the project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) iid: Option<u64>,
+    /// The title (for `milestone` of list_issues).
+    pub(crate) title: String,
+    /// `active` or `closed`.
+    pub(crate) state: String,
+    /// What it is for (cut at 300 bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<String>,
+    /// When it starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) start_date: Option<String>,
+    /// When it is due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) due_date: Option<String>,
+    /// Set when its due date has passed.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) expired: bool,
+    /// The milestone on GitLab.
+    pub(crate) web_url: Option<String>,
+}
+
+/// Result of `list_milestones`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct MilestoneList {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The milestones of this page.
+    pub(crate) milestones: Vec<Milestone>,
+    /// The next page's number, or null on the last page.
+    pub(crate) next_page: Option<u32>,
+    /// How many milestones match in all, when GitLab counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) total: Option<u64>,
+}
+
+/// Longest label or milestone description in a listing, in bytes.
+const LISTED_DESCRIPTION_MAX_BYTES: usize = 300;
+
+/// The result of a changed issue, as GitLab answered.
+pub(crate) fn changed_issue(project: String, i: WireIssue) -> ChangedIssue {
+    ChangedIssue {
+        project,
+        issue: i.summary(false),
+        closed_by: username(i.closed_by).filter(|_| i.state == "closed"),
+        due_date: i.due_date,
+    }
+}
+
+/// The `list_labels` result.
+pub(crate) fn label_list_result(project: String, page: Vec<WireLabel>, at: Page) -> LabelList {
+    let labels = page
+        .into_iter()
+        .map(|l| Label {
+            name: l.name,
+            description: truncate_opt(
+                l.description.filter(|d| !d.trim().is_empty()),
+                LISTED_DESCRIPTION_MAX_BYTES,
+            ),
+            open_issues: l.open_issues_count,
+            open_merge_requests: l.open_merge_requests_count,
+            priority: l.priority,
+            group_label: l.is_project_label == Some(false),
+        })
+        .collect();
+    LabelList { project, labels, next_page: at.next_page, total: at.total }
+}
+
+/// The `list_milestones` result.
+pub(crate) fn milestone_list(project: String, page: Vec<WireMilestone>, at: Page) -> MilestoneList {
+    let milestones = page
+        .into_iter()
+        .map(|m| Milestone {
+            id: m.id,
+            iid: m.iid,
+            title: m.title,
+            state: m.state,
+            description: truncate_opt(
+                m.description.filter(|d| !d.trim().is_empty()),
+                LISTED_DESCRIPTION_MAX_BYTES,
+            ),
+            start_date: m.start_date,
+            due_date: m.due_date,
+            expired: m.expired.unwrap_or(false),
+            web_url: m.web_url,
+        })
+        .collect();
+    MilestoneList { project, milestones, next_page: at.next_page, total: at.total }
+}
+
+impl GitLab {
+    /// PUTs the changes of an issue and maps GitLab's answer.
+    async fn put_issue(
+        &self,
+        project: &str,
+        iid: u64,
+        body: Map<String, Value>,
+        ctx: &ToolContext,
+    ) -> Result<ChangedIssue, ToolError> {
+        let p = ProjectRef::parse(project)?;
+        let path = format!("/projects/{}/issues/{}", p.encoded, iid);
+        let subject = Subject::object(format!("issue #{iid}"), &p.name);
+        let issue: WireIssue =
+            self.client.put_json(&path, &Value::Object(body), &subject, ctx).await?;
+        Ok(changed_issue(p.name, issue))
+    }
+
+    async fn update_issue(
+        &self,
+        a: UpdateIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<ChangedIssue, ToolError> {
+        ProjectRef::parse(&a.project)?;
+        if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ToolError::invalid_arguments("`title` must not be empty"));
+        }
+        let mut body = Map::new();
+        insert_present(
+            &mut body,
+            vec![
+                ("title", a.title.map(Value::from)),
+                ("description", a.description.map(Value::from)),
+                ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
+                ("labels", a.labels.map(|l| Value::from(l.join(",")))),
+                ("add_labels", label_list(a.add_labels).map(Value::from)),
+                ("remove_labels", label_list(a.remove_labels).map(Value::from)),
+                ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
+                ("milestone_id", a.milestone_id.map(Value::from)),
+                ("due_date", a.due_date.map(Value::from)),
+                ("confidential", a.confidential.map(Value::from)),
+                ("discussion_locked", a.discussion_locked.map(Value::from)),
+            ],
+        );
+        if body.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "nothing to update: give at least one of `title`, `description`, \
+                 `state_event`, `labels`, `add_labels`, `remove_labels`, `assignee_ids`, \
+                 `milestone_id`, `due_date`, `confidential`, `discussion_locked`",
+            ));
+        }
+        self.put_issue(&a.project, a.iid, body, ctx).await
+    }
+
+    async fn close_issue(
+        &self,
+        a: CloseIssueArgs,
+        ctx: &ToolContext,
+    ) -> Result<ChangedIssue, ToolError> {
+        let mut body = Map::new();
+        body.insert("state_event".into(), json!(StateEvent::Close.as_str()));
+        self.put_issue(&a.project, a.iid, body, ctx).await
+    }
+
+    async fn list_labels(
+        &self,
+        a: ListLabelsArgs,
+        ctx: &ToolContext,
+    ) -> Result<LabelList, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let mut query = vec![("search", a.search), ("with_counts", Some("true".to_owned()))];
+        query.extend(paging(a.page, a.per_page));
+        let path = uri(&format!("/projects/{}/labels", p.encoded), &query);
+        let subject = Subject::listing("the labels", &p.name);
+        let (page, at) = self.client.get_json::<Vec<WireLabel>>(&path, &subject, ctx).await?;
+        Ok(label_list_result(p.name, page, at))
+    }
+
+    async fn list_milestones(
+        &self,
+        a: ListMilestonesArgs,
+        ctx: &ToolContext,
+    ) -> Result<MilestoneList, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let state = match a.state.unwrap_or(MilestoneState::Active) {
+            MilestoneState::Active => Some("active".to_owned()),
+            MilestoneState::Closed => Some("closed".to_owned()),
+            MilestoneState::All => None,
+        };
+        let mut query = vec![("state", state), ("search", a.search)];
+        query.extend(paging(a.page, a.per_page));
+        let path = uri(&format!("/projects/{}/milestones", p.encoded), &query);
+        let subject = Subject::listing("the milestones", &p.name);
+        let (page, at) = self.client.get_json::<Vec<WireMilestone>>(&path, &subject, ctx).await?;
+        Ok(milestone_list(p.name, page, at))
+    }
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "update_issue",
+    group: "issues",
+    description: "Change an issue: title, description, labels (replace, add or remove), \
+                  assignees, milestone, due date, confidentiality, or close/reopen it. Returns \
+                  it as it is now.",
+    input: UpdateIssueArgs,
+    output: ChangedIssue,
+    handler: GitLab::update_issue,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "close_issue",
+    group: "issues",
+    description: "Close an issue (update_issue with `state_event: reopen` reopens it).",
+    input: CloseIssueArgs,
+    output: ChangedIssue,
+    handler: GitLab::close_issue,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "list_labels",
+    group: "issues",
+    description: "List a project's labels (its own and its groups') with description and \
+                  open issue and merge request counts: the names issues and merge requests \
+                  take.",
+    input: ListLabelsArgs,
+    output: LabelList,
+    handler: GitLab::list_labels,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "list_milestones",
+    group: "issues",
+    description: "List a project's milestones (active ones by default) with dates and state; \
+                  each has the numeric `id` that `milestone_id` takes and the title list_issues \
+                  filters by.",
+    input: ListMilestonesArgs,
+    output: MilestoneList,
+    handler: GitLab::list_milestones,
 }

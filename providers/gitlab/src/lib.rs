@@ -1,15 +1,32 @@
-//! The GitLab provider of quiver: projects, issues, merge requests (with their diffs, discussions
-//! and approvals), CI pipelines, jobs and job logs, and search, from GitLab's REST API v4
-//! (gitlab.com or a self-managed instance), as tools an agent can afford.
+//! The GitLab provider of quiver: projects, the repository (tree, files, branches, commits,
+//! comparisons, tags, releases), issues, merge requests (with their diffs, discussions and
+//! approvals; merged, approved and resolved from here), CI pipelines, jobs and job logs, and
+//! search, from GitLab's REST API v4 (gitlab.com or a self-managed instance), as tools an agent
+//! can afford.
 //!
 //! # Tools
-//! - projects: `list_projects`, `get_project`, `search`;
-//! - issues: `list_issues`, `get_issue`, `list_issue_notes`, `create_issue`,
-//!   `create_issue_note`;
-//! - merge requests: `list_merge_requests`, `get_merge_request`,
+//! Each tool belongs to one group (the names `[providers.gitlab] groups = [...]` takes):
+//! - `projects`: `list_projects`, `get_project`, `search`, `search_users`;
+//! - `repository`: `list_repository_tree`, `get_file`, `create_file`, `update_file`,
+//!   `list_branches`, `create_branch`, `list_commits`, `get_commit`, `compare_refs`,
+//!   `list_tags`, `list_releases`;
+//! - `issues`: `list_issues`, `get_issue`, `list_issue_notes`, `create_issue`,
+//!   `create_issue_note`, `update_issue`, `close_issue`, `list_labels`, `list_milestones`;
+//! - `merge_requests`: `list_merge_requests`, `get_merge_request`,
 //!   `list_merge_request_discussions`, `get_merge_request_changes`,
-//!   `get_merge_request_approvals`, `create_merge_request`, `create_merge_request_note`;
-//! - pipelines: `list_pipelines`, `list_pipeline_jobs`, `get_job_log`, `retry_job`.
+//!   `get_merge_request_approvals`, `create_merge_request`, `create_merge_request_note`,
+//!   `update_merge_request`, `merge_merge_request`, `approve_merge_request`,
+//!   `unapprove_merge_request`, `resolve_merge_request_discussion`;
+//! - `pipelines`: `list_pipelines`, `list_pipeline_jobs`, `get_job_log`, `retry_job`,
+//!   `create_pipeline`, `cancel_pipeline`.
+//!
+//! The writes are named by what they do, and the host annotates them from that verb: `create_*`
+//! only add (not destructive); `update_*`, `close_issue`, `merge_merge_request`,
+//! `approve_merge_request`, `unapprove_merge_request`, `resolve_merge_request_discussion`,
+//! `cancel_pipeline` and `retry_job` change or end what is there (destructive). Nothing here
+//! deletes. `merge_merge_request` and `approve_merge_request` take the reviewed head `sha`, so
+//! commits pushed after the review are neither merged nor approved unseen; `update_file` takes
+//! the `last_commit_id` that `get_file` returned, so a newer change is not overwritten.
 //!
 //! Every tool that works on one project takes `project`: the numeric id (`42`) or the full path
 //! (`group/subgroup/project`, which the provider URL-encodes to `group%2Fsubgroup%2Fproject`; a
@@ -61,35 +78,44 @@
 //! - what decides the next step: a merge request's branches, head SHA, `detailed_merge_status`,
 //!   conflicts, unresolved discussions, head pipeline and `diff_refs` (for positioned comments);
 //!   a job's stage, status, `failure_reason` and `allow_failure`; a diff's paths and patch; a
-//!   project's default branch, merge method and merge checks;
+//!   project's default branch, merge method and merge checks; a file's `last_commit_id`; the
+//!   numeric ids that arguments take (users, milestones);
 //! - bodies (descriptions, notes) in full up to a cap that says what it cut;
 //!
-//! and drops ids that are not addresses, API URLs, avatars, `_links`, `time_stats`, emoji and
-//! everything else nobody reads. Empty lists and false flags are left out. System notes
+//! and drops ids that are not addresses, API URLs, avatars, emails, `_links`, `time_stats`,
+//! emoji, label colours, release evidence and source archives, and everything else nobody reads.
+//! A write answers with the object as it now is, without its description. Empty lists and false
+//! flags are left out. System notes
 //! ("assigned to @bob", "added 1 commit") are left out of note and discussion listings unless
 //! asked for, and counted. Long text is cut at a stated size: descriptions 32 KiB, notes 8 KiB,
-//! diffs 4 KiB per file (`max_patch_bytes`), job logs the last 200 lines (`tail_lines`) within
-//! 64 KiB, without colour codes and GitLab's collapsible-section markers, plus the error lines of
-//! the whole log.
+//! diffs 4 KiB per file (`max_patch_bytes`), files 64 KiB (`max_bytes`; binary files are
+//! flagged, not sent), comparisons 100 commits and 100 files, release notes 2 KiB, job logs the
+//! last 200 lines (`tail_lines`) within 64 KiB, without colour codes and GitLab's
+//! collapsible-section markers, plus the error lines of the whole log.
 //!
 //! Responses are read into small lenient structs naming only the kept fields, so a field an
 //! older GitLab does not send cannot fail a call, and recorded fixtures can be trimmed.
 //!
 //! # Errors
 //! Every failure is a `ToolError` whose message says what to do, and never contains the token:
-//! 401 names the variable to set (`token_env`) and the `auth` scheme in use; 403 names the scope
-//! the token lacks when GitLab says which; 404 names the object ("no issue #9 in acme/api (or
-//! the token cannot see the project)"); 400, 409 and 422 are `invalid_arguments` with GitLab's
-//! own explanation; rate limits (429 with `Retry-After` or `RateLimit-Reset`) are waited out up
-//! to `max_retry_wait_s` (twice at most), else reported with the reset time; 5xx and unreadable
-//! bodies are `upstream` errors; a request slower than `timeout_s` is a `timeout`.
+//! 401 names the variable to set (`token_env`) and the `auth` scheme in use (a 401 on approving
+//! also says what it usually means there: already approved, the author, not an eligible
+//! approver); 403 names the scope the token lacks when GitLab says which; 404 names the object
+//! ("no issue #9 in acme/api (or the token cannot see the project)"); 400, 405, 406, 409 and 422
+//! (GitLab refuses merges the merge request's state forbids with 405 and 406, a stale `sha` with
+//! 409) are `invalid_arguments` with GitLab's own explanation; rate limits (429 with
+//! `Retry-After` or `RateLimit-Reset`) are waited out up to `max_retry_wait_s` (twice at most),
+//! else reported with the reset time; 5xx and unreadable bodies are `upstream` errors; a request
+//! slower than `timeout_s` is a `timeout`.
 //!
 //! # Value models
-//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, the five writes
+//! [`ToolEnricher`] gives every tool a value model (reads are `read_only`, the seventeen writes
 //! `mutates_external`, never speculated, and they invalidate the reads they make stale),
 //! follow-up links for the read chains (merge requests → merge request → changes, discussions,
 //! approvals; issues → issue → notes; pipelines → jobs → logs of failed jobs; search hits →
-//! the issue or merge request) with argument projection that builds `{project, iid}` from a
+//! the issue or merge request; a tree → its files at the listed ref; commits → a commit; branches
+//! → what each adds to the default branch; active milestones → their issues) with argument
+//! projection that builds `{project, iid}` (or `path`, `sha`, `from`/`to`, `milestone`) from a
 //! result, and the host of `base_url` as the rate-limit host.
 //!
 //! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and `reqwest` (its HTTP
@@ -102,6 +128,7 @@ mod merge_requests;
 mod model;
 mod pipelines;
 mod projects;
+mod repository;
 
 use std::fmt;
 

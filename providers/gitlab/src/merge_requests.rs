@@ -1,19 +1,21 @@
-//! Merge requests: list, get, discussions, changes (diffs), approvals, create, comment.
+//! Merge requests: list, get, discussions, changes (diffs), approvals, create, comment, and
+//! changing one: update, merge, approve, unapprove, resolve a thread.
 
 use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{paging, uri, Page, ProjectRef, Subject};
 use crate::issues::{created_note, note, CreatedNote, Note, Scope, WireNote};
 use crate::model::{
-    is_false, is_zero, label_list, nullable, project_arg, project_arg_opt, truncate, truncate_opt,
-    username, usernames, WireReferences, WireTitle, WireUser, BODY_MAX_BYTES,
+    insert_present, is_false, is_zero, label_list, nullable, project_arg, project_arg_opt,
+    truncate, truncate_opt, username, usernames, StateEvent, WireReferences, WireTitle, WireUser,
+    BODY_MAX_BYTES,
 };
 use crate::GitLab;
 
 /// Longest diff returned per file unless the call asks otherwise, in bytes.
 pub(crate) const PATCH_MAX_BYTES: usize = 4 * 1024;
 /// Most bytes of diff a call may ask for per file.
-const PATCH_LIMIT: usize = 64 * 1024;
+pub(crate) const PATCH_LIMIT: usize = 64 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -823,7 +825,7 @@ fn count_lines(diff: &str) -> (u64, u64) {
 }
 
 /// One changed file, its diff cut to `max_patch_bytes` (0 drops it).
-fn file_change(d: WireDiff, max_patch_bytes: usize) -> FileChange {
+pub(crate) fn file_change(d: WireDiff, max_patch_bytes: usize) -> FileChange {
     let status = if d.new_file {
         "added"
     } else if d.deleted_file {
@@ -1146,4 +1148,413 @@ register_tool! {
     input: CreateMergeRequestNoteArgs,
     output: CreatedNote,
     handler: GitLab::create_merge_request_note,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changing a merge request: update, merge, approve, unapprove, resolve a thread
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `update_merge_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateMergeRequestArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The merge request's number within the project (the 19 of `!19`).
+    #[serde(alias = "merge_request_iid")]
+    pub(crate) iid: u64,
+    /// A new title (a `Draft: ` prefix makes it a draft; removing it marks it ready).
+    pub(crate) title: Option<String>,
+    /// A new description, in Markdown (replaces the old one).
+    #[serde(alias = "body")]
+    pub(crate) description: Option<String>,
+    /// A new target branch.
+    pub(crate) target_branch: Option<String>,
+    /// `close` or `reopen` it.
+    pub(crate) state_event: Option<StateEvent>,
+    /// Replace all labels with these (`[]` removes them all).
+    pub(crate) labels: Option<Vec<String>>,
+    /// Labels to add, keeping the others.
+    pub(crate) add_labels: Option<Vec<String>>,
+    /// Labels to remove, keeping the others.
+    pub(crate) remove_labels: Option<Vec<String>>,
+    /// Replace the assignees with these numeric user ids (`[]` unassigns all; ids come from
+    /// `search_users`).
+    pub(crate) assignee_ids: Option<Vec<u64>>,
+    /// Replace the reviewers with these numeric user ids (`[]` removes all).
+    pub(crate) reviewer_ids: Option<Vec<u64>>,
+    /// The numeric id of the milestone to set (from `list_milestones`); 0 removes it.
+    pub(crate) milestone_id: Option<u64>,
+    /// Delete the source branch once merged.
+    pub(crate) remove_source_branch: Option<bool>,
+    /// Squash the commits on merge.
+    pub(crate) squash: Option<bool>,
+    /// Lock the discussion (only project members may comment).
+    pub(crate) discussion_locked: Option<bool>,
+}
+
+/// Arguments of `merge_merge_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MergeMergeRequestArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The merge request's number within the project (the 19 of `!19`).
+    #[serde(alias = "merge_request_iid")]
+    pub(crate) iid: u64,
+    /// The source branch's head SHA as last seen (`sha` of get_merge_request): GitLab refuses
+    /// the merge if commits were pushed since, so nothing unreviewed is merged.
+    pub(crate) sha: Option<String>,
+    /// Squash the commits into one (the project's setting when unset).
+    pub(crate) squash: Option<bool>,
+    /// Delete the source branch after merging (the merge request's setting when unset).
+    pub(crate) remove_source_branch: Option<bool>,
+    /// Merge automatically once the pipeline succeeds, instead of now.
+    #[serde(default, alias = "merge_when_pipeline_succeeds")]
+    pub(crate) auto_merge: bool,
+    /// The merge commit's message (GitLab's default when unset).
+    pub(crate) merge_commit_message: Option<String>,
+    /// The squash commit's message, when squashing.
+    pub(crate) squash_commit_message: Option<String>,
+}
+
+/// Arguments of `approve_merge_request`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApproveMergeRequestArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The merge request's number within the project (the 19 of `!19`).
+    #[serde(alias = "merge_request_iid")]
+    pub(crate) iid: u64,
+    /// The head SHA that was reviewed: GitLab refuses the approval if commits were pushed
+    /// since.
+    pub(crate) sha: Option<String>,
+}
+
+/// Arguments of `resolve_merge_request_discussion`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResolveDiscussionArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The merge request's number within the project (the 19 of `!19`).
+    #[serde(alias = "merge_request_iid")]
+    pub(crate) iid: u64,
+    /// The thread's id (`id` of a thread from list_merge_request_discussions).
+    pub(crate) discussion_id: String,
+    /// `true` (the default) resolves the thread, `false` reopens it.
+    pub(crate) resolved: Option<bool>,
+}
+
+/// Result of `update_merge_request` and `merge_merge_request`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ChangedMergeRequest {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// Number, title, state, branches, merge status, reviewers, labels and times, as they are
+    /// now.
+    #[serde(flatten)]
+    pub(crate) merge_request: MergeRequestSummary,
+    /// Assignee usernames.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) assignees: Vec<String>,
+    /// The milestone's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) milestone: Option<String>,
+    /// Set when it merges automatically once the pipeline succeeds.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) auto_merge: bool,
+    /// Why the last merge attempt failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) merge_error: Option<String>,
+    /// Who merged it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) merged_by: Option<String>,
+    /// The merge (or squash) commit, once merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) merge_commit_sha: Option<String>,
+}
+
+/// Result of `resolve_merge_request_discussion`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ResolvedDiscussion {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The merge request's number.
+    pub(crate) iid: u64,
+    /// The thread's id.
+    pub(crate) discussion_id: String,
+    /// Whether the thread is resolved now.
+    pub(crate) resolved: bool,
+    /// Who resolved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) resolved_by: Option<String>,
+    /// For a comment on the diff: the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) path: Option<String>,
+    /// For a comment on the diff: the line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) line: Option<u64>,
+    /// Notes in the thread.
+    pub(crate) notes: usize,
+}
+
+/// The result of a changed merge request, as GitLab answered.
+pub(crate) fn changed_merge_request(project: String, m: WireMergeRequest) -> ChangedMergeRequest {
+    let merge_request = m.summary(false);
+    let merged = m.state == "merged";
+    ChangedMergeRequest {
+        project,
+        merge_request,
+        assignees: usernames(m.assignees),
+        milestone: m.milestone.map(|t| t.title),
+        auto_merge: m.merge_when_pipeline_succeeds,
+        merge_error: m.merge_error.filter(|e| !e.is_empty()),
+        merged_by: username(m.merged_by.or(m.merge_user)).filter(|_| merged),
+        merge_commit_sha: m.squash_commit_sha.or(m.merge_commit_sha).filter(|_| merged),
+    }
+}
+
+/// The `resolve_merge_request_discussion` result.
+pub(crate) fn resolved_discussion(
+    project: String,
+    iid: u64,
+    d: WireDiscussion,
+) -> ResolvedDiscussion {
+    let resolvable: Vec<&WireThreadNote> = d.notes.iter().filter(|n| n.resolvable).collect();
+    let resolved = !resolvable.is_empty() && resolvable.iter().all(|n| n.resolved.unwrap_or(false));
+    let position = d.notes.first().and_then(|n| n.position.as_ref());
+    ResolvedDiscussion {
+        project,
+        iid,
+        resolved,
+        resolved_by: resolvable
+            .iter()
+            .find_map(|n| n.resolved_by.as_ref().map(|u| u.username.clone()))
+            .filter(|_| resolved),
+        path: position.and_then(|p| p.new_path.clone().or_else(|| p.old_path.clone())),
+        line: position.and_then(|p| p.new_line.or(p.old_line)),
+        notes: d.notes.len(),
+        discussion_id: d.id,
+    }
+}
+
+/// Labels as a body value: a list joined by commas; an empty list clears them.
+fn labels_value(labels: Option<Vec<String>>) -> Option<Value> {
+    labels.map(|l| Value::from(l.join(",")))
+}
+
+impl GitLab {
+    async fn update_merge_request(
+        &self,
+        a: UpdateMergeRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<ChangedMergeRequest, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ToolError::invalid_arguments("`title` must not be empty"));
+        }
+        let mut body = Map::new();
+        insert_present(
+            &mut body,
+            vec![
+                ("title", a.title.map(Value::from)),
+                ("description", a.description.map(Value::from)),
+                ("target_branch", a.target_branch.map(Value::from)),
+                ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
+                ("labels", labels_value(a.labels)),
+                ("add_labels", label_list(a.add_labels).map(Value::from)),
+                ("remove_labels", label_list(a.remove_labels).map(Value::from)),
+                ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
+                ("reviewer_ids", a.reviewer_ids.map(|i| json!(i))),
+                ("milestone_id", a.milestone_id.map(Value::from)),
+                ("remove_source_branch", a.remove_source_branch.map(Value::from)),
+                ("squash", a.squash.map(Value::from)),
+                ("discussion_locked", a.discussion_locked.map(Value::from)),
+            ],
+        );
+        if body.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "nothing to update: give at least one of `title`, `description`, \
+                 `target_branch`, `state_event`, `labels`, `add_labels`, `remove_labels`, \
+                 `assignee_ids`, `reviewer_ids`, `milestone_id`, `remove_source_branch`, \
+                 `squash`, `discussion_locked`",
+            ));
+        }
+        let path = format!("/projects/{}/merge_requests/{}", p.encoded, a.iid);
+        let subject = Subject::object(format!("merge request !{}", a.iid), &p.name);
+        let mr: WireMergeRequest =
+            self.client.put_json(&path, &Value::Object(body), &subject, ctx).await?;
+        Ok(changed_merge_request(p.name, mr))
+    }
+
+    async fn merge_merge_request(
+        &self,
+        a: MergeMergeRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<ChangedMergeRequest, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let mut body = Map::new();
+        insert_present(
+            &mut body,
+            vec![
+                ("sha", a.sha.filter(|s| !s.trim().is_empty()).map(Value::from)),
+                ("squash", a.squash.map(Value::from)),
+                ("should_remove_source_branch", a.remove_source_branch.map(Value::from)),
+                // `auto_merge` since GitLab 17.0; older instances know only the second name.
+                ("auto_merge", a.auto_merge.then_some(Value::Bool(true))),
+                ("merge_when_pipeline_succeeds", a.auto_merge.then_some(Value::Bool(true))),
+                ("merge_commit_message", a.merge_commit_message.map(Value::from)),
+                ("squash_commit_message", a.squash_commit_message.map(Value::from)),
+            ],
+        );
+        let path = format!("/projects/{}/merge_requests/{}/merge", p.encoded, a.iid);
+        let subject = Subject::object(format!("merge request !{}", a.iid), &p.name);
+        let mr: WireMergeRequest =
+            self.client.put_json(&path, &Value::Object(body), &subject, ctx).await?;
+        Ok(changed_merge_request(p.name, mr))
+    }
+
+    /// Approves (`approve`) or withdraws the token user's approval (`unapprove`).
+    async fn set_approval(
+        &self,
+        project: &str,
+        iid: u64,
+        action: &str,
+        sha: Option<String>,
+        ctx: &ToolContext,
+    ) -> Result<Approvals, ToolError> {
+        let p = ProjectRef::parse(project)?;
+        let path = format!("/projects/{}/merge_requests/{}/{action}", p.encoded, iid);
+        let subject = Subject::object(format!("merge request !{iid}"), &p.name);
+        let body = sha.filter(|s| !s.trim().is_empty()).map(|sha| json!({"sha": sha}));
+        match self.client.post_json::<WireApprovals>(&path, body.as_ref(), &subject, ctx).await {
+            Ok(state) => Ok(approvals(p.name, iid, state)),
+            // GitLab answers a bare 401 when the user may not approve (already approved, is the
+            // author, not an eligible approver), not only when the token is bad.
+            Err(e) if e.kind == ToolErrorKind::Unauthorized && self.client.has_token() => {
+                Err(ToolError::new(
+                    ToolErrorKind::Unauthorized,
+                    format!(
+                        "gitlab refused to {action} merge request !{iid} in {}: the token's user \
+                         may have approved it already, be its author where authors may not \
+                         approve, or not be an eligible approver; if other calls fail too, \
+                         the token itself is rejected: {}",
+                        p.name, e.message
+                    ),
+                ))
+            }
+            Err(e) if e.kind == ToolErrorKind::NotFound && action == "unapprove" => {
+                Err(ToolError::new(
+                    ToolErrorKind::NotFound,
+                    format!(
+                        "{}; gitlab also answers so when the token's user has not approved it",
+                        e.message
+                    ),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn approve_merge_request(
+        &self,
+        a: ApproveMergeRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<Approvals, ToolError> {
+        self.set_approval(&a.project, a.iid, "approve", a.sha, ctx).await
+    }
+
+    async fn unapprove_merge_request(
+        &self,
+        a: MergeRequestArgs,
+        ctx: &ToolContext,
+    ) -> Result<Approvals, ToolError> {
+        self.set_approval(&a.project, a.iid, "unapprove", None, ctx).await
+    }
+
+    async fn resolve_merge_request_discussion(
+        &self,
+        a: ResolveDiscussionArgs,
+        ctx: &ToolContext,
+    ) -> Result<ResolvedDiscussion, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let id = a.discussion_id.trim();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(ToolError::invalid_arguments(format!(
+                "`discussion_id` must be a thread id from list_merge_request_discussions; got \
+                 `{}`",
+                a.discussion_id
+            )));
+        }
+        let path = format!("/projects/{}/merge_requests/{}/discussions/{id}", p.encoded, a.iid);
+        let subject = Subject::object(format!("thread {id} of merge request !{}", a.iid), &p.name);
+        let body = json!({"resolved": a.resolved.unwrap_or(true)});
+        let d: WireDiscussion = self.client.put_json(&path, &body, &subject, ctx).await?;
+        Ok(resolved_discussion(p.name, a.iid, d))
+    }
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "update_merge_request",
+    group: "merge_requests",
+    description: "Change a merge request: title, description, target branch, labels (replace, \
+                  add or remove), assignees, reviewers, milestone, squash and branch-removal \
+                  settings, or close/reopen it. Returns it as it is now.",
+    input: UpdateMergeRequestArgs,
+    output: ChangedMergeRequest,
+    handler: GitLab::update_merge_request,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "merge_merge_request",
+    group: "merge_requests",
+    description: "Merge a merge request now, or once its pipeline succeeds (`auto_merge`), \
+                  optionally squashing and deleting the source branch; pass the reviewed head \
+                  `sha` so newer commits are not merged unseen. GitLab's reason is returned \
+                  when it refuses (conflicts, checks, approvals).",
+    input: MergeMergeRequestArgs,
+    output: ChangedMergeRequest,
+    handler: GitLab::merge_merge_request,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "approve_merge_request",
+    group: "merge_requests",
+    description: "Approve a merge request as the token's user (optionally only if its head is \
+                  still `sha`). Returns the approval state: approved or not, approvals left, \
+                  who approved.",
+    input: ApproveMergeRequestArgs,
+    output: Approvals,
+    handler: GitLab::approve_merge_request,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "unapprove_merge_request",
+    group: "merge_requests",
+    description: "Withdraw the token user's approval of a merge request. Returns the approval \
+                  state.",
+    input: MergeRequestArgs,
+    output: Approvals,
+    handler: GitLab::unapprove_merge_request,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "resolve_merge_request_discussion",
+    group: "merge_requests",
+    description: "Resolve a merge request's discussion thread (or reopen it with `resolved: \
+                  false`), by the thread id from list_merge_request_discussions.",
+    input: ResolveDiscussionArgs,
+    output: ResolvedDiscussion,
+    handler: GitLab::resolve_merge_request_discussion,
 }

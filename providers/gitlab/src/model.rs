@@ -77,6 +77,35 @@ pub(crate) fn project_arg_opt<'de, D: Deserializer<'de>>(
     Ok(Option::<Wrapper>::deserialize(deserializer)?.map(|Wrapper(s)| s))
 }
 
+/// `state_event` of an issue or merge request update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StateEvent {
+    /// Close it.
+    Close,
+    /// Reopen it.
+    Reopen,
+}
+
+impl StateEvent {
+    /// The value GitLab wants.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            StateEvent::Close => "close",
+            StateEvent::Reopen => "reopen",
+        }
+    }
+}
+
+/// Adds the fields that have a value to a request body.
+pub(crate) fn insert_present(body: &mut Map<String, Value>, fields: Vec<(&str, Option<Value>)>) {
+    for (key, value) in fields {
+        if let Some(value) = value {
+            body.insert(key.to_owned(), value);
+        }
+    }
+}
+
 /// Labels as GitLab's query parameter wants them: `bug,ui`.
 pub(crate) fn label_list(labels: Option<Vec<String>>) -> Option<String> {
     labels.filter(|l| !l.is_empty()).map(|l| l.join(","))

@@ -1,4 +1,7 @@
-//! CI: pipelines, their jobs, a job's log, and retrying a job.
+//! CI: pipelines, their jobs, a job's log, retrying a job, and running or cancelling a
+//! pipeline.
+
+use std::collections::BTreeMap;
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::text::{strip_ansi, tail_log};
@@ -504,6 +507,127 @@ register_tool! {
     input: RetryJobArgs,
     output: RetriedJob,
     handler: GitLab::retry_job,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running and cancelling a pipeline
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `create_pipeline`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreatePipelineArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The branch or tag to run the pipeline on, e.g. `main`.
+    #[serde(rename = "ref", alias = "branch")]
+    pub(crate) git_ref: String,
+    /// CI/CD variables for this run, by name: `{"DEPLOY_ENV": "staging"}`.
+    pub(crate) variables: Option<BTreeMap<String, String>>,
+}
+
+/// Arguments of `cancel_pipeline`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CancelPipelineArgs {
+    /// The project: its id (`42`) or full path (`group/subgroup/project`).
+    #[serde(alias = "project_id", deserialize_with = "project_arg")]
+    pub(crate) project: String,
+    /// The pipeline's id (from `list_pipelines`).
+    pub(crate) pipeline_id: u64,
+}
+
+/// Result of `create_pipeline` and `cancel_pipeline`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PipelineRun {
+    /// The project (as given).
+    pub(crate) project: String,
+    /// The pipeline as it is now: id (for `list_pipeline_jobs`), status, ref, commit.
+    #[serde(flatten)]
+    pub(crate) pipeline: Pipeline,
+    /// Who started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user: Option<String>,
+}
+
+/// A pipeline as the create and cancel endpoints send it: a listed pipeline plus its user.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WirePipelineDetail {
+    #[serde(flatten)]
+    pipeline: WirePipeline,
+    #[serde(default)]
+    user: Option<WireUser>,
+}
+
+/// The result of a pipeline created or cancelled.
+pub(crate) fn pipeline_run(project: String, p: WirePipelineDetail) -> PipelineRun {
+    let mut listed = pipeline_list(project, vec![p.pipeline], Page::default());
+    PipelineRun {
+        project: listed.project,
+        pipeline: listed.pipelines.remove(0),
+        user: username(p.user),
+    }
+}
+
+impl GitLab {
+    async fn create_pipeline(
+        &self,
+        a: CreatePipelineArgs,
+        ctx: &ToolContext,
+    ) -> Result<PipelineRun, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        if a.git_ref.trim().is_empty() {
+            return Err(ToolError::invalid_arguments("`ref` must not be empty"));
+        }
+        let mut body = json!({"ref": a.git_ref});
+        if let Some(vars) = a.variables.filter(|v| !v.is_empty()) {
+            let vars: Vec<Value> = vars
+                .into_iter()
+                .map(|(key, value)| json!({"key": key, "value": value, "variable_type": "env_var"}))
+                .collect();
+            body["variables"] = Value::Array(vars);
+        }
+        let path = format!("/projects/{}/pipeline", p.encoded);
+        let subject = Subject::action(&format!("running a pipeline on {}", a.git_ref), &p.name);
+        let run: WirePipelineDetail =
+            self.client.post_json(&path, Some(&body), &subject, ctx).await?;
+        Ok(pipeline_run(p.name, run))
+    }
+
+    async fn cancel_pipeline(
+        &self,
+        a: CancelPipelineArgs,
+        ctx: &ToolContext,
+    ) -> Result<PipelineRun, ToolError> {
+        let p = ProjectRef::parse(&a.project)?;
+        let path = format!("/projects/{}/pipelines/{}/cancel", p.encoded, a.pipeline_id);
+        let subject = Subject::object(format!("pipeline {}", a.pipeline_id), &p.name);
+        let run: WirePipelineDetail = self.client.post_json(&path, None, &subject, ctx).await?;
+        Ok(pipeline_run(p.name, run))
+    }
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "create_pipeline",
+    group: "pipelines",
+    description: "Run a CI pipeline on a branch or tag, optionally with CI/CD variables. \
+                  Returns the new pipeline's id and status.",
+    input: CreatePipelineArgs,
+    output: PipelineRun,
+    handler: GitLab::create_pipeline,
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "cancel_pipeline",
+    group: "pipelines",
+    description: "Cancel a running or pending pipeline (all its unfinished jobs). Returns the \
+                  pipeline with its new status.",
+    input: CancelPipelineArgs,
+    output: PipelineRun,
+    handler: GitLab::cancel_pipeline,
 }
 
 #[cfg(test)]

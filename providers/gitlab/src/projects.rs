@@ -598,3 +598,113 @@ register_tool! {
     output: SearchResult,
     handler: GitLab::search,
 }
+
+// ---------------------------------------------------------------------------------------------
+// Users
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `search_users`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchUsersArgs {
+    /// A name, username or public email to look for, e.g. `alice`.
+    #[serde(alias = "query", alias = "q", alias = "username")]
+    pub(crate) search: String,
+    /// Page number, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) page: Option<u32>,
+    /// Users per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub(crate) per_page: Option<u32>,
+}
+
+/// A user as `/users` sends it to anyone.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireUserBasic {
+    id: u64,
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    web_url: Option<String>,
+}
+
+/// One user.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct User {
+    /// The numeric id (for `assignee_ids` and `reviewer_ids`).
+    pub(crate) id: u64,
+    /// The username (as results name people, and for `@` mentions).
+    pub(crate) username: String,
+    /// The display name.
+    pub(crate) name: Option<String>,
+    /// `blocked`, `deactivated`…, when the account is not active.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<String>,
+    /// The profile on GitLab.
+    pub(crate) web_url: Option<String>,
+}
+
+/// Result of `search_users`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct UserList {
+    /// The text searched for.
+    pub(crate) search: String,
+    /// The users of this page.
+    pub(crate) users: Vec<User>,
+    /// The next page's number, or null on the last page.
+    pub(crate) next_page: Option<u32>,
+    /// How many users match in all, when GitLab counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) total: Option<u64>,
+}
+
+/// The `search_users` result.
+pub(crate) fn user_list(search: String, page: Vec<WireUserBasic>, at: Page) -> UserList {
+    let users = page
+        .into_iter()
+        .map(|u| User {
+            id: u.id,
+            username: u.username,
+            name: u.name,
+            state: u.state.filter(|s| s != "active"),
+            web_url: u.web_url,
+        })
+        .collect();
+    UserList { search, users, next_page: at.next_page, total: at.total }
+}
+
+impl GitLab {
+    async fn search_users(
+        &self,
+        a: SearchUsersArgs,
+        ctx: &ToolContext,
+    ) -> Result<UserList, ToolError> {
+        let search = a.search.trim().trim_start_matches('@').to_owned();
+        if search.is_empty() {
+            return Err(ToolError::invalid_arguments("`search` must not be empty"));
+        }
+        let mut query = vec![("search", Some(search.clone()))];
+        query.extend(paging(a.page, a.per_page));
+        let subject = Subject::global(format!("users matching `{search}`"));
+        let (page, at) = self
+            .client
+            .get_json::<Vec<WireUserBasic>>(&uri("/users", &query), &subject, ctx)
+            .await?;
+        Ok(user_list(search, page, at))
+    }
+}
+
+register_tool! {
+    provider: GitLab,
+    name: "search_users",
+    group: "projects",
+    description: "Find GitLab users by name, username or public email, with the numeric `id` \
+                  that assignee_ids and reviewer_ids take.",
+    input: SearchUsersArgs,
+    output: UserList,
+    handler: GitLab::search_users,
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use quiver_plugin_sdk::prelude::*;
 use quiver_provider_gitlab::{AuthScheme, GitLab, GitLabConfig};
-use wiremock::matchers::{body_json, header, method, path, query_param};
+use wiremock::matchers::{body_json, header, method, path, path_regex, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const TOKEN: &str = "glpat-s3cr3tT0kenValue12345";
@@ -888,6 +888,16 @@ async fn bad_arguments_are_refused_before_any_request() {
             "leave `project` out",
         ),
         ("create_issue_note", json!({"project": PROJECT, "iid": 1, "body": "  "}), "`body`"),
+        ("update_issue", json!({"project": PROJECT, "iid": 1}), "nothing to update"),
+        ("update_merge_request", json!({"project": PROJECT, "iid": 1}), "nothing to update"),
+        ("get_file", json!({"project": PROJECT, "path": "src/../../etc"}), "`path`"),
+        (
+            "resolve_merge_request_discussion",
+            json!({"project": PROJECT, "iid": 19, "discussion_id": "../notes"}),
+            "`discussion_id`",
+        ),
+        ("search_users", json!({"search": " @ "}), "`search`"),
+        ("create_pipeline", json!({"project": PROJECT, "ref": ""}), "`ref`"),
     ] {
         let (kind, message) = failing_call(&gitlab, tool, args).await;
         assert_eq!(kind, ToolErrorKind::InvalidArguments, "{tool}: {message}");
@@ -922,7 +932,11 @@ async fn bad_base_urls_are_refused_at_start_and_a_missing_token_is_not() {
     assert!(err.to_string().contains("https://gitlab.example.com"), "{err}");
     assert!(GitLab::new(GitLabConfig::default()).is_ok(), "no token is not an error");
     let tools = GitLab::tools();
-    assert_eq!(tools.len(), 19);
+    assert_eq!(tools.len(), 42);
+    let mut groups: Vec<&str> = tools.iter().filter_map(|t| t.group.as_deref()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    assert_eq!(groups, ["issues", "merge_requests", "pipelines", "projects", "repository"]);
     assert!(tools.iter().all(|t| t.output_schema.is_some() && t.group.is_some()));
     let list = tools.iter().find(|t| t.name == "list_issues").unwrap();
     assert!(
@@ -991,4 +1005,777 @@ async fn a_body_past_max_response_mb_is_refused() {
 async fn requests(server: &MockServer, verb: &str, to: &str) -> usize {
     let received = server.received_requests().await.unwrap();
     received.iter().filter(|r| r.method.as_str() == verb && r.url.path() == to).count()
+}
+
+/// A recorded JSON body with the given status (201 for most creations).
+fn answer(status: u16, name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(fixture(name), "application/json")
+}
+
+const HEAD_SHA: &str = "b83d6e391c22777fca1ed3012fce84f633d7fed0";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_repository_tree_pages_and_files_come_back_as_text() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/tree")))
+        .and(query_param("path", "src"))
+        .and(query_param("ref", "fix/stale-session"))
+        .and(query_param("per_page", "5"))
+        .and(query_param("page", "1"))
+        .respond_with(
+            ok("repository_tree.json")
+                .insert_header("x-next-page", "2")
+                .insert_header("x-page", "1")
+                .insert_header("x-total", "7"),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/files/src%2Fsession.rs")))
+        .and(query_param("ref", "fix/stale-session"))
+        .respond_with(ok("file.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/files/docs%2Flogo.png")))
+        .and(query_param("ref", "HEAD"))
+        .respond_with(ok("file_binary.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/files/src%2Fmissing.rs")))
+        .respond_with(gitlab_error(404, "404 File Not Found"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let tree = ok_call(
+        &gitlab,
+        "list_repository_tree",
+        json!({"project": PROJECT, "path": "/src/", "ref": "fix/stale-session", "per_page": 5}),
+    )
+    .await;
+    assert_eq!((tree["next_page"].as_u64(), tree["total"].as_u64()), (Some(2), Some(7)));
+    assert_eq!(tree["path"], "src");
+    assert_eq!(
+        tree["entries"],
+        json!([
+            {"path": "src/handlers", "type": "dir"},
+            {"path": "src/vendor-sdk", "type": "submodule"},
+            {"path": "src/lib.rs", "type": "file"},
+            {"path": "src/session.rs", "type": "file"},
+            {"path": "src/release.sh", "type": "file", "executable": true},
+        ])
+    );
+
+    let file = ok_call(
+        &gitlab,
+        "get_file",
+        json!({"project": PROJECT, "file_path": "src/session.rs", "ref": "fix/stale-session"}),
+    )
+    .await;
+    let content = file["content"].as_str().unwrap();
+    assert!(content.starts_with("//! Sessions: loading"), "{content}");
+    assert!(content.contains("Err(SessionError::LoggedOut)"));
+    assert_eq!(file["size"].as_u64(), Some(content.len() as u64));
+    assert_eq!(file["last_commit_id"], "570e7b2abdd848b95f2f578043fc23bd6f6fd24d");
+    assert!(file.get("binary").is_none() && file.get("truncated").is_none());
+
+    let cut = ok_call(
+        &gitlab,
+        "get_file",
+        json!({"project": PROJECT, "path": "src/session.rs", "ref": "fix/stale-session",
+               "max_bytes": 40}),
+    )
+    .await;
+    assert_eq!(cut["truncated"], true);
+    assert!(cut["content"].as_str().unwrap().contains("…[cut"), "{}", cut["content"]);
+
+    let image =
+        ok_call(&gitlab, "get_file", json!({"project": PROJECT, "path": "docs/logo.png"})).await;
+    assert_eq!(image["binary"], true);
+    assert!(image.get("content").is_none(), "binary content is left out");
+
+    let (kind, message) =
+        failing_call(&gitlab, "get_file", json!({"project": PROJECT, "path": "src/missing.rs"}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no file src/missing.rs at HEAD in acme/backend/api"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn branches_and_commits_are_listed_and_one_commit_comes_with_its_diff() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/branches")))
+        .and(query_param("search", "^fix"))
+        .respond_with(ok("branches_list.json").insert_header("x-total", "3"))
+        .mount(&server)
+        .await;
+    // GitLab does not count commits: only the next page is known.
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/commits")))
+        .and(query_param("ref_name", "main"))
+        .and(query_param("path", "src/session.rs"))
+        .and(query_param("per_page", "3"))
+        .respond_with(ok("commits_list.json").insert_header("x-next-page", "2"))
+        .mount(&server)
+        .await;
+    let sha = "ed899a2f4b50b4370feeea94676502b42383c746";
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/commits/{sha}")))
+        .respond_with(ok("commit.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/commits/{sha}/diff")))
+        .respond_with(ok("commit_diff.json").insert_header("x-total", "2"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/commits/deadbeef")))
+        .respond_with(gitlab_error(404, "404 Commit Not Found"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let branches =
+        ok_call(&gitlab, "list_branches", json!({"project": PROJECT, "search": "^fix"})).await;
+    assert_eq!(branches["total"], 3);
+    assert_eq!(
+        branches["branches"][0],
+        json!({"name": "fix/stale-session", "sha": HEAD_SHA,
+               "title": "Return an error when the session store is unreachable",
+               "committed_at": "2024-05-06T09:30:00.000+00:00"})
+    );
+    assert_eq!(
+        (
+            branches["branches"][1]["default"].as_bool(),
+            branches["branches"][1]["protected"].as_bool()
+        ),
+        (Some(true), Some(true))
+    );
+    assert_eq!(branches["branches"][2]["merged"], true);
+
+    let commits = ok_call(
+        &gitlab,
+        "list_commits",
+        json!({"project": PROJECT, "ref": "main", "path": "src/session.rs", "per_page": 3}),
+    )
+    .await;
+    assert_eq!(commits["next_page"], 2);
+    assert!(commits.get("total").is_none());
+    assert_eq!(commits["ref"], "main");
+    let first = &commits["commits"][0];
+    assert_eq!(first["sha"], HEAD_SHA);
+    assert_eq!(first["author"], "Alice Moreau");
+    assert!(!commits.to_string().contains("author_email"), "emails are left out");
+
+    let commit = ok_call(&gitlab, "get_commit", json!({"project": PROJECT, "sha": sha})).await;
+    assert_eq!(commit["title"], "Log out on a stale session cookie");
+    assert!(commit["message"].as_str().unwrap().ends_with("Closes #47"));
+    assert_eq!(commit["stats"], json!({"additions": 5, "deletions": 1}));
+    assert_eq!(commit["pipeline"], json!({"id": 9003, "status": "success"}));
+    assert_eq!(commit["parent_ids"], json!(["6104942438c14ec7bd21c6cd5bd995272b3faff6"]));
+    assert!(commit.get("committer").is_none(), "the author committed it");
+    assert_eq!(commit["total_files"], 2);
+    let files = commit["files"].as_array().unwrap();
+    assert_eq!(
+        (files[0]["additions"].as_u64(), files[0]["deletions"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(files[1]["status"], "added");
+
+    let (kind, message) =
+        failing_call(&gitlab, "get_commit", json!({"project": PROJECT, "sha": "deadbeef"})).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no commit deadbeef in acme/backend/api"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_refs_compare_and_tags_and_releases_are_listed() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/compare")))
+        .and(query_param("from", "main"))
+        .and(query_param("to", "fix/stale-session"))
+        .respond_with(ok("compare.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/compare")))
+        .and(query_param("from", "nope"))
+        .respond_with(gitlab_error(404, "404 Ref Not Found"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/repository/tags")))
+        .and(query_param("order_by", "updated"))
+        .respond_with(ok("tags_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/releases")))
+        .and(query_param("per_page", "2"))
+        .respond_with(
+            ok("releases_list.json")
+                .insert_header("x-next-page", "2")
+                .insert_header("x-total", "5"),
+        )
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let diff = ok_call(
+        &gitlab,
+        "compare_refs",
+        json!({"project": PROJECT, "from": "main", "to": "fix/stale-session"}),
+    )
+    .await;
+    assert_eq!((diff["commits_total"].as_u64(), diff["files_total"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(diff["commits"][1]["sha"], HEAD_SHA);
+    let files = diff["files"].as_array().unwrap();
+    assert_eq!(files[0]["path"], "src/session.rs");
+    let long = files[1]["diff"].as_str().unwrap();
+    assert!(long.len() < 4200 && long.contains("…[cut"), "the long diff is cut, saying so");
+    assert_eq!(files[1]["additions"], 400);
+    assert_eq!(files[2]["status"], "deleted");
+    assert!(diff.get("same_ref").is_none() && diff.get("timed_out").is_none());
+
+    let (kind, message) = failing_call(
+        &gitlab,
+        "compare_refs",
+        json!({"project": PROJECT, "from": "nope", "to": "main"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no ref nope or main in acme/backend/api"), "{message}");
+
+    let tags = ok_call(&gitlab, "list_tags", json!({"project": PROJECT})).await;
+    assert_eq!(
+        tags["tags"][0],
+        json!({"name": "v2.1.0", "sha": "7b5c3cc8be40ee161ae89a06bba6229da1032a0c",
+               "message": "Release 2.1.0", "committed_at": "2024-05-05T17:00:00.000+00:00",
+               "protected": true, "has_release": true})
+    );
+    assert!(
+        tags["tags"][1].get("has_release").is_none() && tags["tags"][1].get("message").is_none()
+    );
+
+    let releases =
+        ok_call(&gitlab, "list_releases", json!({"project": PROJECT, "per_page": 2})).await;
+    assert_eq!((releases["next_page"].as_u64(), releases["total"].as_u64()), (Some(2), Some(5)));
+    let latest = &releases["releases"][0];
+    assert_eq!(latest["tag_name"], "v2.1.0");
+    assert_eq!(latest["author"], "bob");
+    assert_eq!(latest["milestones"], json!(["v2.1"]));
+    assert_eq!(latest["assets"][0]["name"], "api-linux-amd64");
+    assert_eq!(latest["web_url"], "https://gitlab.example.com/acme/backend/api/-/releases/v2.1.0");
+    assert!(latest["description"].as_str().unwrap().contains("…[cut"), "long notes are cut");
+    let text = releases.to_string();
+    for noise in ["evidences", "_links", "tar.bz2", "avatar_url"] {
+        assert!(!text.contains(noise), "`{noise}` survived in {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn branches_and_files_are_committed_as_asked_and_refusals_say_why() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/repository/branches")))
+        .and(body_json(json!({"branch": "docs/sessions", "ref": "main"})))
+        .respond_with(answer(201, "branch_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/repository/branches")))
+        .and(body_json(json!({"branch": "main", "ref": "main"})))
+        .respond_with(gitlab_error(400, "Branch already exists"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/repository/files/docs%2Fsessions.md")))
+        .and(header("private-token", TOKEN))
+        .and(body_json(json!({
+            "branch": "docs/sessions", "content": "# Sessions\n",
+            "commit_message": "Document sessions",
+        })))
+        .respond_with(answer(201, "file_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/repository/files/src%2Fsession.rs")))
+        .and(body_json(json!({
+            "branch": "fix/stale-session", "content": "pub fn load() {}\n",
+            "commit_message": "Simplify load",
+            "last_commit_id": "570e7b2abdd848b95f2f578043fc23bd6f6fd24d",
+        })))
+        .respond_with(answer(200, "file_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/repository/files/src%2Flib.rs")))
+        .respond_with(gitlab_error(
+            400,
+            "You are attempting to update a file that has changed since you started editing it.",
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let branch = ok_call(
+        &gitlab,
+        "create_branch",
+        json!({"project": PROJECT, "branch": "docs/sessions", "ref": "main"}),
+    )
+    .await;
+    assert_eq!(
+        branch,
+        json!({"project": PROJECT, "branch": "docs/sessions",
+               "sha": "7b5c3cc8be40ee161ae89a06bba6229da1032a0c",
+               "web_url": "https://gitlab.example.com/acme/backend/api/-/tree/docs/sessions"})
+    );
+    let (kind, message) = failing_call(
+        &gitlab,
+        "create_branch",
+        json!({"project": PROJECT, "branch": "main", "ref": "main"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("400 Bad Request: Branch already exists"), "{message}");
+
+    let created = ok_call(
+        &gitlab,
+        "create_file",
+        json!({"project": PROJECT, "path": "docs/sessions.md", "branch": "docs/sessions",
+               "content": "# Sessions\n", "commit_message": "Document sessions"}),
+    )
+    .await;
+    assert_eq!(
+        created,
+        json!({"project": PROJECT, "path": "docs/sessions.md", "branch": "docs/sessions"})
+    );
+    let updated = ok_call(
+        &gitlab,
+        "update_file",
+        json!({"project": PROJECT, "path": "src/session.rs", "branch": "fix/stale-session",
+               "content": "pub fn load() {}\n", "commit_message": "Simplify load",
+               "last_commit_id": "570e7b2abdd848b95f2f578043fc23bd6f6fd24d"}),
+    )
+    .await;
+    assert_eq!(updated["branch"], "fix/stale-session");
+
+    let (kind, message) = failing_call(
+        &gitlab,
+        "update_file",
+        json!({"project": PROJECT, "path": "src/lib.rs", "branch": "main", "content": "x",
+               "commit_message": "x", "last_commit_id": "0000000"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("updating file src/lib.rs in acme/backend/api"), "{message}");
+    assert!(message.contains("has changed since you started editing it"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merge_request_is_updated_approved_its_thread_resolved_and_merged() {
+    let server = MockServer::start().await;
+    let mr = format!("{API}/merge_requests/19");
+    Mock::given(method("PUT"))
+        .and(path(mr.as_str()))
+        .and(body_json(json!({
+            "title": "Fix 500 on stale session cookie (and log out)",
+            "add_labels": "backend", "reviewer_ids": [3, 8],
+        })))
+        .respond_with(answer(200, "merge_request_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{mr}/approve")))
+        .and(body_json(json!({"sha": HEAD_SHA})))
+        .respond_with(answer(201, "merge_request_approved.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{mr}/unapprove")))
+        .respond_with(answer(201, "merge_request_unapproved.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let thread = "6a9c1750b37d513a43987b574953fceb50b03ce7";
+    Mock::given(method("PUT"))
+        .and(path(format!("{mr}/discussions/{thread}")))
+        .and(body_json(json!({"resolved": true})))
+        .respond_with(answer(200, "discussion_resolved.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{mr}/merge")))
+        .and(body_json(
+            json!({"sha": HEAD_SHA, "squash": false, "should_remove_source_branch": true}),
+        ))
+        .respond_with(answer(200, "merge_request_merged.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let updated = ok_call(
+        &gitlab,
+        "update_merge_request",
+        json!({"project": PROJECT, "iid": 19,
+               "title": "Fix 500 on stale session cookie (and log out)",
+               "add_labels": ["backend"], "reviewer_ids": [3, 8]}),
+    )
+    .await;
+    assert_eq!(updated["title"], "Fix 500 on stale session cookie (and log out)");
+    assert_eq!(updated["labels"], json!(["auth", "bug", "backend"]));
+    assert_eq!(updated["reviewers"], json!(["alice", "carol"]));
+    assert_eq!(updated["state"], "opened");
+    assert!(updated.get("description").is_none(), "a change echoes no description");
+
+    let approved = ok_call(
+        &gitlab,
+        "approve_merge_request",
+        json!({"project": PROJECT, "iid": 19, "sha": HEAD_SHA}),
+    )
+    .await;
+    assert_eq!(
+        (approved["approved"].as_bool(), approved["approvals_left"].as_u64()),
+        (Some(true), Some(0))
+    );
+    assert_eq!(approved["approved_by"][1]["username"], "carol");
+
+    let withdrawn = ok_call(&gitlab, "unapprove_merge_request", iid(19)).await;
+    assert_eq!(withdrawn["approvals_left"], 2);
+    assert_eq!(withdrawn["approved_by"], json!([]));
+    let unapprove = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.url.path().ends_with("/unapprove"))
+        .unwrap();
+    assert!(unapprove.body.is_empty(), "unapprove sends no body");
+
+    let resolved = ok_call(
+        &gitlab,
+        "resolve_merge_request_discussion",
+        json!({"project": PROJECT, "iid": 19, "discussion_id": thread}),
+    )
+    .await;
+    assert_eq!(
+        resolved,
+        json!({"project": PROJECT, "iid": 19, "discussion_id": thread, "resolved": true,
+               "resolved_by": "carol", "path": "src/session.rs", "line": 88, "notes": 2})
+    );
+
+    let merged = ok_call(
+        &gitlab,
+        "merge_merge_request",
+        json!({"project": PROJECT, "iid": 19, "sha": HEAD_SHA, "squash": false,
+               "remove_source_branch": true}),
+    )
+    .await;
+    assert_eq!(merged["state"], "merged");
+    assert_eq!(merged["merged_by"], "alice");
+    assert_eq!(merged["merge_commit_sha"], "e2c4f2a3b9d1c0f8a7e6d5c4b3a2918f7e6d5c4b");
+    assert!(merged.get("detailed_merge_status").is_none(), "no merge status once merged");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_merges_and_approvals_pass_on_gitlabs_reason() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/merge_requests/18/merge")))
+        .respond_with(gitlab_error(405, "405 Method Not Allowed"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/merge_requests/19/merge")))
+        .respond_with(gitlab_error(
+            409,
+            &format!("SHA does not match HEAD of source branch: {HEAD_SHA}"),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/merge_requests/20/merge")))
+        .respond_with(gitlab_error(422, "Branch cannot be merged"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/merge_requests/19/approve")))
+        .respond_with(gitlab_error(401, "401 Unauthorized"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/merge_requests/19/unapprove")))
+        .respond_with(gitlab_error(404, "404 Not found"))
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/merge_requests/19")))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({
+            "message": {"target_branch": ["must not be the same as the source branch"]}
+        })))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let (kind, message) = failing_call(&gitlab, "merge_merge_request", iid(18)).await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("405 Method Not Allowed"), "{message}");
+    let (kind, message) = failing_call(
+        &gitlab,
+        "merge_merge_request",
+        json!({"project": PROJECT, "iid": 19, "sha": "0123456"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("SHA does not match HEAD of source branch"), "{message}");
+    let (_, message) = failing_call(&gitlab, "merge_merge_request", iid(20)).await;
+    assert!(message.contains("422 Unprocessable Entity: Branch cannot be merged"), "{message}");
+    // A write is sent once, whatever the answer.
+    assert_eq!(requests(&server, "PUT", &format!("{API}/merge_requests/19/merge")).await, 1);
+
+    let (kind, message) = failing_call(&gitlab, "approve_merge_request", iid(19)).await;
+    assert_eq!(kind, ToolErrorKind::Unauthorized);
+    assert!(message.contains("may have approved it already"), "{message}");
+    let (kind, message) = failing_call(&gitlab, "unapprove_merge_request", iid(19)).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.contains("has not approved it"), "{message}");
+
+    let (kind, message) = failing_call(
+        &gitlab,
+        "update_merge_request",
+        json!({"project": PROJECT, "iid": 19, "target_branch": "fix/stale-session"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(
+        message.contains("target_branch must not be the same as the source branch"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pipelines_are_run_with_variables_and_cancelled() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/pipeline")))
+        .and(body_json(json!({
+            "ref": "main",
+            "variables": [{"key": "DEPLOY_ENV", "value": "staging", "variable_type": "env_var"}],
+        })))
+        .respond_with(answer(201, "pipeline_created.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/pipeline")))
+        .and(body_json(json!({"ref": "no-such-branch"})))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({
+            "message": {"base": ["Reference not found"]}
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/pipelines/9001/cancel")))
+        .respond_with(answer(200, "pipeline_canceled.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{API}/pipelines/5/cancel")))
+        .respond_with(gitlab_error(404, "404 Not found"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let run = ok_call(
+        &gitlab,
+        "create_pipeline",
+        json!({"project": PROJECT, "ref": "main", "variables": {"DEPLOY_ENV": "staging"}}),
+    )
+    .await;
+    assert_eq!(
+        run,
+        json!({"project": PROJECT, "id": 9010, "iid": 318, "status": "created", "ref": "main",
+               "sha": "7b5c3cc8be40ee161ae89a06bba6229da1032a0c", "source": "api",
+               "created_at": "2024-05-07T13:00:00.000Z", "updated_at": "2024-05-07T13:00:05.000Z",
+               "web_url": "https://gitlab.example.com/acme/backend/api/-/pipelines/9010",
+               "user": "alice"})
+    );
+    let (kind, message) = failing_call(
+        &gitlab,
+        "create_pipeline",
+        json!({"project": PROJECT, "ref": "no-such-branch"}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("400 Bad Request: base Reference not found"), "{message}");
+
+    let cancelled =
+        ok_call(&gitlab, "cancel_pipeline", json!({"project": PROJECT, "pipeline_id": 9001})).await;
+    assert_eq!(
+        (cancelled["id"].as_u64(), cancelled["status"].as_str()),
+        (Some(9001), Some("canceled"))
+    );
+    let (kind, message) =
+        failing_call(&gitlab, "cancel_pipeline", json!({"project": PROJECT, "pipeline_id": 5}))
+            .await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no pipeline 5 in acme/backend/api"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issues_are_updated_and_closed_and_labels_milestones_and_users_are_found() {
+    let server = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/issues/47")))
+        .and(body_json(json!({
+            "add_labels": "needs-review", "assignee_ids": [5, 8], "milestone_id": 52,
+            "due_date": "2024-05-20",
+        })))
+        .respond_with(answer(200, "issue_updated.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/issues/47")))
+        .and(body_json(json!({"state_event": "close"})))
+        .respond_with(answer(200, "issue_closed.json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/issues/48")))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({
+            "message": {"title": ["is too long (maximum is 255 characters)"]}
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{API}/issues/9")))
+        .respond_with(gitlab_error(404, "404 Issue Not Found"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/labels")))
+        .and(query_param("with_counts", "true"))
+        .and(query_param("page", "2"))
+        .respond_with(
+            ok("labels_list.json").insert_header("x-next-page", "3").insert_header("x-total", "43"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/milestones")))
+        .and(query_param("state", "active"))
+        .respond_with(ok("milestones_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v4/users"))
+        .and(query_param("search", "alice"))
+        .respond_with(ok("users_list.json").insert_header("x-next-page", ""))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+
+    let issue = ok_call(
+        &gitlab,
+        "update_issue",
+        json!({"project": PROJECT, "iid": 47, "add_labels": ["needs-review"],
+               "assignee_ids": [5, 8], "milestone_id": 52, "due_date": "2024-05-20"}),
+    )
+    .await;
+    assert_eq!(issue["labels"], json!(["auth", "bug", "needs-review"]));
+    assert_eq!(issue["assignees"], json!(["bob", "carol"]));
+    assert_eq!(issue["milestone"], "v2.2");
+    assert_eq!(issue["due_date"], "2024-05-20");
+    assert!(issue.get("description").is_none(), "a change echoes no description");
+
+    let closed = ok_call(&gitlab, "close_issue", iid(47)).await;
+    assert_eq!(closed["state"], "closed");
+    assert_eq!(closed["closed_by"], "alice");
+
+    let (kind, message) = failing_call(
+        &gitlab,
+        "update_issue",
+        json!({"project": PROJECT, "iid": 48, "title": "x".repeat(300)}),
+    )
+    .await;
+    assert_eq!(kind, ToolErrorKind::InvalidArguments);
+    assert!(message.contains("title is too long (maximum is 255 characters)"), "{message}");
+    let (kind, message) = failing_call(&gitlab, "close_issue", iid(9)).await;
+    assert_eq!(kind, ToolErrorKind::NotFound);
+    assert!(message.starts_with("no issue #9 in acme/backend/api"), "{message}");
+
+    let labels = ok_call(&gitlab, "list_labels", json!({"project": PROJECT, "page": 2})).await;
+    assert_eq!((labels["next_page"].as_u64(), labels["total"].as_u64()), (Some(3), Some(43)));
+    assert_eq!(
+        labels["labels"][0],
+        json!({"name": "bug", "description": "Something is broken", "open_issues": 7,
+               "open_merge_requests": 2, "priority": 10})
+    );
+    assert_eq!(labels["labels"][2]["group_label"], true);
+    assert!(!labels.to_string().contains("color"), "colours are left out");
+
+    let milestones = ok_call(&gitlab, "list_milestones", json!({"project": PROJECT})).await;
+    let first = &milestones["milestones"][0];
+    assert_eq!((first["id"].as_u64(), first["title"].as_str()), (Some(52), Some("v2.2")));
+    assert_eq!(first["due_date"], "2024-06-14");
+    assert!(milestones["milestones"][1].get("description").is_none(), "empty text is left out");
+
+    let users = ok_call(&gitlab, "search_users", json!({"query": "@alice"})).await;
+    assert_eq!(users["next_page"], Value::Null);
+    assert_eq!(
+        users["users"][0],
+        json!({"id": 3, "username": "alice", "name": "Alice Moreau",
+               "web_url": "https://gitlab.example.com/alice"})
+    );
+    assert_eq!(users["users"][1]["state"], "blocked");
+    assert!(!users.to_string().contains("avatar_url"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn listings_of_a_project_that_does_not_exist_name_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path_regex("^/api/v4/projects/acme%2Fnope/"))
+        .respond_with(gitlab_error(404, "404 Project Not Found"))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+    for tool in [
+        "list_repository_tree",
+        "list_branches",
+        "list_commits",
+        "list_tags",
+        "list_releases",
+        "list_labels",
+        "list_milestones",
+    ] {
+        let (kind, message) = failing_call(&gitlab, tool, json!({"project": "acme/nope"})).await;
+        assert_eq!(kind, ToolErrorKind::NotFound, "{tool}: {message}");
+        assert!(message.starts_with("no "), "{tool}: {message}");
+        assert!(message.contains("acme/nope"), "{tool}: {message}");
+    }
+    let (_, message) =
+        failing_call(&gitlab, "list_branches", json!({"project": "acme/nope"})).await;
+    assert_eq!(message, "no project acme/nope (or the token cannot see it)");
 }

@@ -39,10 +39,25 @@ pub(crate) static MODELS: &[Model] = &[
                             ("custom_fields", &["custom_fields"], 0.4, true),
                             ("links", &["links", "subtasks"], 0.3, true)],
             follow_up: &[("list_comments", 0.35, "$.key", "key"),
-                         ("list_transitions", 0.2, "$.key", "key")], ..ROW },
-    Model { tool: "create_issue", invalidates: &["search_issues"], ..WRITE },
-    Model { tool: "update_issue", invalidates: &["get_issue", "search_issues"], ..WRITE },
-    Model { tool: "link_issues", invalidates: &["get_issue"], ..WRITE },
+                         ("list_transitions", 0.2, "$.key", "key"),
+                         ("list_child_issues", 0.15, "$.key", "key"),
+                         ("list_attachments", 0.1, "$.key", "key")], ..ROW },
+    Model { tool: "list_child_issues", typical_kb: 2.5, max_kb: 48.0, latency_ms_p50: 700,
+            follow_up: &[("get_issue", 0.4, "$.issues[*].key", "key")], ..ROW },
+    Model { tool: "create_issue", invalidates: &["search_issues", "list_child_issues"], ..WRITE },
+    Model { tool: "update_issue",
+            invalidates: &["get_issue", "search_issues", "list_child_issues", "list_changelog"],
+            ..WRITE },
+    Model { tool: "link_issues", invalidates: &["get_issue", "list_changelog"], ..WRITE },
+    Model { tool: "list_changelog", typical_kb: 3.0, max_kb: 64.0, ..ROW },
+    Model { tool: "list_attachments", typical_kb: 0.8, max_kb: 16.0, ..ROW },
+    Model { tool: "search_users", typical_kb: 0.8, max_kb: 12.0, freshness_ttl_s: 600, ..ROW },
+    Model { tool: "list_watchers", typical_kb: 0.4, max_kb: 8.0, ..ROW },
+    Model { tool: "add_watcher", invalidates: &["list_watchers"], ..WRITE },
+    Model { tool: "assign_issue",
+            invalidates: &["get_issue", "search_issues", "list_child_issues", "list_changelog",
+                           "list_watchers"],
+            ..WRITE },
     // Comments.
     Model { tool: "list_comments", typical_kb: 4.0, max_kb: 200.0, ..ROW },
     Model { tool: "add_comment", invalidates: &["list_comments", "get_issue"], ..WRITE },
@@ -50,14 +65,30 @@ pub(crate) static MODELS: &[Model] = &[
     Model { tool: "list_transitions", typical_kb: 1.0, max_kb: 8.0, latency_ms_p50: 350,
             freshness_ttl_s: 120, ..ROW },
     Model { tool: "transition_issue", latency_ms_p50: 1000,
-            invalidates: &["get_issue", "search_issues", "list_transitions", "list_comments"],
+            invalidates: &["get_issue", "search_issues", "list_transitions", "list_comments",
+                           "list_child_issues", "list_changelog"],
             ..WRITE },
+    // Worklogs.
+    Model { tool: "list_worklogs", typical_kb: 1.5, max_kb: 32.0, ..ROW },
+    Model { tool: "add_worklog", invalidates: &["list_worklogs", "list_changelog"], ..WRITE },
     // Planning.
     Model { tool: "list_boards", typical_kb: 2.0, max_kb: 12.0, freshness_ttl_s: 600,
             follow_up: &[("list_sprints", 0.4, "$.boards[*].id", "board_id")], ..ROW },
     Model { tool: "list_sprints", typical_kb: 1.5, max_kb: 12.0, freshness_ttl_s: 300,
             follow_up: &[("search_issues", 0.3, "$.sprints[*].id", "jql")], ..ROW },
+    Model { tool: "move_issues_to_sprint",
+            invalidates: &["search_issues", "get_issue", "list_child_issues", "list_changelog"],
+            ..WRITE },
     Model { tool: "list_project_versions", typical_kb: 1.5, max_kb: 16.0,
+            freshness_ttl_s: 600, ..ROW },
+    // Projects.
+    Model { tool: "list_projects", typical_kb: 2.0, max_kb: 16.0, freshness_ttl_s: 600,
+            follow_up: &[("get_project", 0.3, "$.projects[*].key", "project")], ..ROW },
+    Model { tool: "get_project", typical_kb: 1.0, max_kb: 8.0, freshness_ttl_s: 600,
+            follow_up: &[("list_project_components", 0.15, "$.key", "project")], ..ROW },
+    Model { tool: "list_project_components", typical_kb: 1.0, max_kb: 16.0,
+            freshness_ttl_s: 600, ..ROW },
+    Model { tool: "get_create_metadata", value_class: Critical, typical_kb: 2.5, max_kb: 32.0,
             freshness_ttl_s: 600, ..ROW },
 ];
 
@@ -97,6 +128,35 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
         ("get_issue", "list_transitions") => {
             let done = result.get("status_category").and_then(Value::as_str) == Some("done");
             key(result).filter(|_| !done).map(|k| one("key", k)).into_iter().collect()
+        }
+        // An epic's children are not in its own result (sub-tasks are).
+        ("get_issue", "list_child_issues") => {
+            let epic = result
+                .get("issue_type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.eq_ignore_ascii_case("epic"));
+            key(result).filter(|_| epic).map(|k| one("key", k)).into_iter().collect()
+        }
+        // Only an issue that has attachments.
+        ("get_issue", "list_attachments") => {
+            let has = count(result, "attachments").unwrap_or(0) > 0;
+            key(result).filter(|_| has).map(|k| one("key", k)).into_iter().collect()
+        }
+        // The children still open, in the listing's order.
+        ("list_child_issues", "get_issue") => items(result, "issues")
+            .iter()
+            .filter(|i| i.get("status_category").and_then(Value::as_str) != Some("done"))
+            .filter_map(key)
+            .map(|k| one("key", k))
+            .collect(),
+        // The first projects listed.
+        ("list_projects", "get_project") => {
+            items(result, "projects").iter().filter_map(key).map(|k| one("project", k)).collect()
+        }
+        // Only a project that has components.
+        ("get_project", "list_project_components") => {
+            let has = !items(result, "components").is_empty();
+            key(result).filter(|_| has).map(|k| one("project", k)).into_iter().collect()
         }
         // Only scrum boards have sprints.
         ("list_boards", "list_sprints") => items(result, "boards")
@@ -149,8 +209,9 @@ mod tests {
 
     use super::*;
     use crate::comments::{comment_list, WireComments};
-    use crate::issues::{issue_detail, search_result, WireIssue, WireSearch};
+    use crate::issues::{issue_detail, search_result, ChildIssues, WireIssue, WireSearch};
     use crate::planning::{board_list, sprint_list};
+    use crate::projects::{project_detail, project_page};
     use crate::{Deployment, JiraConfig};
     use SideEffectClass::ReadOnly;
 
@@ -191,7 +252,7 @@ mod tests {
     fn every_tool_has_a_model_and_no_other_name_does() {
         let j = cloud();
         let tools = Jira::tools();
-        assert_eq!(tools.len(), 12, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+        assert_eq!(tools.len(), 26, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
         for tool in &tools {
             let layer =
                 j.value_model(&tool.name).unwrap_or_else(|| panic!("{} has no model", tool.name));
@@ -225,8 +286,17 @@ mod tests {
     #[test]
     fn writes_are_never_speculated_after_merging_with_the_built_in_priors() {
         let j = cloud();
-        const WRITES: &[&str] =
-            &["create_issue", "update_issue", "link_issues", "add_comment", "transition_issue"];
+        const WRITES: &[&str] = &[
+            "create_issue",
+            "update_issue",
+            "link_issues",
+            "add_comment",
+            "transition_issue",
+            "add_worklog",
+            "add_watcher",
+            "assign_issue",
+            "move_issues_to_sprint",
+        ];
         for tool in Jira::tools() {
             let (rule, prior) = prior_for(&tool.name);
             let provider = j.value_model(&tool.name).unwrap();
@@ -248,8 +318,19 @@ mod tests {
         let transition = j.value_model("transition_issue").unwrap();
         assert_eq!(
             transition.invalidates.unwrap(),
-            ["get_issue", "search_issues", "list_transitions", "list_comments"]
+            [
+                "get_issue",
+                "search_issues",
+                "list_transitions",
+                "list_comments",
+                "list_child_issues",
+                "list_changelog"
+            ]
         );
+        let worklog = j.value_model("add_worklog").unwrap();
+        assert_eq!(worklog.invalidates.unwrap(), ["list_worklogs", "list_changelog"]);
+        let sprint = j.value_model("move_issues_to_sprint").unwrap();
+        assert!(sprint.invalidates.unwrap().contains(&"search_issues".to_owned()));
         let comment = j.value_model("add_comment").unwrap();
         assert_eq!(comment.invalidates.unwrap(), ["list_comments", "get_issue"]);
     }
@@ -308,6 +389,49 @@ mod tests {
         let comments: WireComments = wire("comments_cloud.json");
         let list = comment_list("ED-42".into(), comments, false);
         assert_eq!(list.comments.len(), 2);
+    }
+
+    #[test]
+    fn an_epic_leads_to_its_children_and_an_issue_with_files_to_its_attachments() {
+        let issue: WireIssue = wire("issue_cloud.json");
+        let detail = issue_detail(issue, None, None, "https://acme.atlassian.net/");
+        assert_eq!(detail.attachments, 1);
+        assert_eq!(project("get_issue", &detail, "list_attachments"), [json!({"key": "ED-42"})]);
+        assert!(project("get_issue", &detail, "list_child_issues").is_empty(), "a bug");
+        let mut epic = serde_json::to_value(&detail).unwrap();
+        epic["issue_type"] = json!("Epic");
+        epic.as_object_mut().unwrap().remove("attachments");
+        assert_eq!(project("get_issue", &epic, "list_child_issues"), [json!({"key": "ED-42"})]);
+        assert!(project("get_issue", &epic, "list_attachments").is_empty());
+    }
+
+    #[test]
+    fn children_lead_to_the_open_ones() {
+        let page: WireSearch = wire("search_children.json");
+        let found = search_result("parent = ED-30".into(), page, &[], Deployment::Cloud);
+        let children = ChildIssues { key: "ED-30".into(), found };
+        assert_eq!(
+            project("list_child_issues", &children, "get_issue"),
+            [json!({"key": "ED-42"}), json!({"key": "ED-45"})],
+            "ED-31 is done"
+        );
+    }
+
+    #[test]
+    fn projects_lead_to_their_details_and_a_project_to_its_components() {
+        let projects = project_page(wire("projects_search.json"));
+        assert_eq!(
+            project("list_projects", &projects, "get_project"),
+            [json!({"project": "DOCS"}), json!({"project": "ED"})]
+        );
+        let detail = project_detail(wire("project.json"), "https://acme.atlassian.net/");
+        assert_eq!(
+            project("get_project", &detail, "list_project_components"),
+            [json!({"project": "ED"})]
+        );
+        let mut bare = serde_json::to_value(&detail).unwrap();
+        bare.as_object_mut().unwrap().remove("components");
+        assert!(project("get_project", &bare, "list_project_components").is_empty());
     }
 
     #[test]

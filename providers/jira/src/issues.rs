@@ -113,6 +113,27 @@ pub(crate) struct UpdateIssueArgs {
     pub(crate) fields: Option<Map<String, Value>>,
 }
 
+/// Arguments of `list_child_issues`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListChildIssuesArgs {
+    /// The parent's key: an epic (its stories, tasks and bugs) or any issue (its sub-tasks),
+    /// e.g. `PROJ-7`.
+    #[serde(alias = "issue_key", alias = "issueKey", alias = "epic_key", alias = "parent")]
+    pub(crate) key: String,
+    /// Children per page: 20 by default, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    #[serde(alias = "maxResults")]
+    pub(crate) max_results: Option<u32>,
+    /// Jira Cloud: the `next_page_token` of the previous page.
+    #[serde(alias = "nextPageToken")]
+    pub(crate) next_page_token: Option<String>,
+    /// Jira Server/Data Center: the offset of the first child (the previous page's
+    /// `next_start_at`).
+    #[serde(alias = "startAt")]
+    pub(crate) start_at: Option<u32>,
+}
+
 /// Arguments of `link_issues`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -164,6 +185,17 @@ pub(crate) struct WireSearch {
 pub(crate) struct WireCreated {
     pub(crate) id: String,
     pub(crate) key: String,
+}
+
+/// Which page of a search to read.
+#[derive(Debug, Default)]
+pub(crate) struct SearchPage {
+    /// Hits per page (20 by default, at most 100).
+    pub(crate) max_results: Option<u32>,
+    /// Cloud: the previous page's token.
+    pub(crate) next_page_token: Option<String>,
+    /// Server/Data Center: the offset of the first hit.
+    pub(crate) start_at: Option<u32>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,6 +348,16 @@ pub(crate) struct IssueDetail {
     pub(crate) note: Option<String>,
     /// The issue's page.
     pub(crate) url: String,
+}
+
+/// Result of `list_child_issues`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ChildIssues {
+    /// The parent's key.
+    pub(crate) key: String,
+    /// The children, as search hits (the query that found them is `jql`).
+    #[serde(flatten)]
+    pub(crate) found: SearchResult,
 }
 
 /// Result of `create_issue`.
@@ -588,7 +630,6 @@ impl Jira {
                 "`jql` is empty; write a query such as `project = PROJ ORDER BY updated DESC`",
             ));
         }
-        let deployment = self.client.deployment();
         // Extra fields: ids pass as they are; names need the field map.
         let mut extra: Vec<(String, String)> = Vec::new();
         if let Some(wanted) = args.fields.filter(|f| !f.is_empty()) {
@@ -598,29 +639,10 @@ impl Jira {
                 extra.push((field.id.clone(), field.name.clone()));
             }
         }
-        let mut requested: Vec<&str> = SEARCH_FIELDS.to_vec();
-        requested.extend(extra.iter().map(|(id, _)| id.as_str()));
-        let max = page_size(args.max_results, 20, 100).to_string();
-        let fields = requested.join(",");
-        let path = match deployment {
-            Deployment::Cloud => endpoint(
-                "/search/jql",
-                &[
-                    ("jql", Some(jql.clone())),
-                    ("maxResults", Some(max)),
-                    ("fields", Some(fields)),
-                    ("nextPageToken", args.next_page_token.filter(|t| !t.is_empty())),
-                ],
-            ),
-            Deployment::Server => endpoint(
-                "/search",
-                &[
-                    ("jql", Some(jql.clone())),
-                    ("startAt", Some(args.start_at.unwrap_or(0).to_string())),
-                    ("maxResults", Some(max)),
-                    ("fields", Some(fields)),
-                ],
-            ),
+        let page = SearchPage {
+            max_results: args.max_results,
+            next_page_token: args.next_page_token,
+            start_at: args.start_at,
         };
         // Jira's own message usually quotes the query again: a long one is shown once, whole,
         // by Jira, and only its start here.
@@ -629,8 +651,46 @@ impl Jira {
             format!("the search `{shown}`"),
             format!("jira found nothing for `{shown}`"),
         );
-        let page: WireSearch = self.client.get_json(Api::Core, &path, &subject, ctx).await?;
-        Ok(search_result(jql, page, &extra, deployment))
+        self.run_search(jql, &extra, page, &subject, ctx).await
+    }
+
+    /// One page of a JQL search: `/search/jql` by token on Cloud, `/search` by offset on
+    /// Server/Data Center.
+    pub(crate) async fn run_search(
+        &self,
+        jql: String,
+        extra: &[(String, String)],
+        page: SearchPage,
+        subject: &Subject,
+        ctx: &ToolContext,
+    ) -> Result<SearchResult, ToolError> {
+        let deployment = self.client.deployment();
+        let mut requested: Vec<&str> = SEARCH_FIELDS.to_vec();
+        requested.extend(extra.iter().map(|(id, _)| id.as_str()));
+        let max = page_size(page.max_results, 20, 100).to_string();
+        let fields = requested.join(",");
+        let path = match deployment {
+            Deployment::Cloud => endpoint(
+                "/search/jql",
+                &[
+                    ("jql", Some(jql.clone())),
+                    ("maxResults", Some(max)),
+                    ("fields", Some(fields)),
+                    ("nextPageToken", page.next_page_token.filter(|t| !t.is_empty())),
+                ],
+            ),
+            Deployment::Server => endpoint(
+                "/search",
+                &[
+                    ("jql", Some(jql.clone())),
+                    ("startAt", Some(page.start_at.unwrap_or(0).to_string())),
+                    ("maxResults", Some(max)),
+                    ("fields", Some(fields)),
+                ],
+            ),
+        };
+        let found: WireSearch = self.client.get_json(Api::Core, &path, subject, ctx).await?;
+        Ok(search_result(jql, found, extra, deployment))
     }
 
     async fn get_issue(
@@ -668,6 +728,37 @@ impl Jira {
         let mut detail = issue_detail(issue, map.as_deref(), only.as_deref(), self.client.site());
         detail.note = note;
         Ok(detail)
+    }
+
+    async fn list_child_issues(
+        &self,
+        args: ListChildIssuesArgs,
+        ctx: &ToolContext,
+    ) -> Result<ChildIssues, ToolError> {
+        let key = check_key("key", &args.key)?;
+        let page = || SearchPage {
+            max_results: args.max_results,
+            next_page_token: args.next_page_token.clone(),
+            start_at: args.start_at,
+        };
+        let subject = Subject::of_issue("the child issues", &key);
+        let parent = format!("parent = {key} ORDER BY key ASC");
+        let found = match self.client.deployment() {
+            // Cloud reads every level through `parent` (epics' children and sub-tasks alike).
+            Deployment::Cloud => self.run_search(parent, &[], page(), &subject, ctx).await?,
+            // Server/Data Center ties stories to epics through the Epic Link field, which Jira
+            // without Jira Software lacks (and rejects in JQL): then only sub-tasks are children.
+            Deployment::Server => {
+                let either = format!("parent = {key} OR \"Epic Link\" = {key} ORDER BY key ASC");
+                match self.run_search(either, &[], page(), &subject, ctx).await {
+                    Err(e) if e.kind == ToolErrorKind::InvalidArguments => {
+                        self.run_search(parent, &[], page(), &subject, ctx).await?
+                    }
+                    other => other?,
+                }
+            }
+        };
+        Ok(ChildIssues { key, found })
     }
 
     async fn create_issue(
@@ -846,6 +937,18 @@ register_tool! {
     input: GetIssueArgs,
     output: IssueDetail,
     handler: Jira::get_issue,
+}
+
+register_tool! {
+    provider: Jira,
+    name: "list_child_issues",
+    group: "issues",
+    description: "List the children of an issue: an epic's stories, tasks and bugs, or an \
+                  issue's sub-tasks, each with key, summary, status, type and assignee. Returns \
+                  `next_page_token` (Cloud) or `next_start_at` (Server) for more.",
+    input: ListChildIssuesArgs,
+    output: ChildIssues,
+    handler: Jira::list_child_issues,
 }
 
 register_tool! {

@@ -1,13 +1,25 @@
-//! The Jira provider of quiver: issues (JQL search, details with custom fields by name, comments,
-//! workflow transitions, links) and Jira Software's boards, sprints and project versions, on Jira
-//! Cloud (REST v3, Agile 1.0) or Jira Server/Data Center (REST v2, Agile 1.0), as tools an agent
-//! can afford.
+//! The Jira provider of quiver: issues (JQL search, details with custom fields by name, children,
+//! change logs, attachments, watchers, assignment, comments, workflow transitions, links), time
+//! tracking, projects (components, create metadata), users, and Jira Software's boards, sprints
+//! and project versions, on Jira Cloud (REST v3, Agile 1.0) or Jira Server/Data Center (REST v2,
+//! Agile 1.0), as tools an agent can afford.
 //!
 //! # Tools
-//! - issues: `search_issues`, `get_issue`, `create_issue`, `update_issue`, `link_issues`;
+//! Grouped as `[providers.jira] groups = [...]` selects them:
+//! - issues: `search_issues`, `get_issue`, `list_child_issues`, `list_changelog`,
+//!   `list_attachments`, `create_issue`, `update_issue`, `link_issues`, `assign_issue`,
+//!   `list_watchers`, `add_watcher`, `search_users`;
 //! - comments: `list_comments`, `add_comment`;
 //! - workflow: `list_transitions`, `transition_issue`;
-//! - planning: `list_boards`, `list_sprints`, `list_project_versions`.
+//! - worklogs: `list_worklogs`, `add_worklog`;
+//! - planning: `list_boards`, `list_sprints`, `move_issues_to_sprint`, `list_project_versions`;
+//! - projects: `list_projects`, `get_project`, `list_project_components`, `get_create_metadata`.
+//!
+//! Where Cloud and Server/Data Center differ, the tools hide it: an epic's children are
+//! `parent = KEY` on Cloud and also `"Epic Link" = KEY` on Server; Server has no change-log
+//! endpoint and no paged project search, so both are read whole (`expand=changelog`, `/project`)
+//! and paged here; people are named by account id on Cloud and by username on Server, and every
+//! user in a result carries that value as `id`.
 //!
 //! Every tool about one issue takes `key` (`PROJ-123`) and echoes it in its result, so the next
 //! call can be built from the result alone; search hits carry their keys. Listings take
@@ -89,16 +101,20 @@
 //! names `ca_file`; slow answers are `timeout` errors naming `timeout_s`.
 //!
 //! # Value models
-//! [`ToolEnricher`] gives every tool a value model: reads are `read_only`; the five writes are
+//! [`ToolEnricher`] gives every tool a value model: reads are `read_only`; the nine writes are
 //! `mutates_external`, never speculated, never cached, and invalidate the reads they make stale.
 //! Follow-up links cover the read chains — search → `get_issue` of the first hits, `get_issue` →
-//! `list_comments` (only when it has comments) and `list_transitions`, boards → sprints of scrum
-//! boards, sprints → a search of the active sprint — with argument projection built from a result.
+//! `list_comments` (only when it has comments), `list_transitions` (unless it is done),
+//! `list_child_issues` (only for an epic) and `list_attachments` (only when it has some),
+//! children → `get_issue` of the open ones, projects → `get_project` → its components (only when
+//! it has some), boards → sprints of scrum boards, sprints → a search of the active sprint — with
+//! argument projection built from a result.
 //! The rate-limit host is the configured site's host.
 //!
 //! **Architecture Invariant**: this crate depends on `quiver-plugin-sdk` and its HTTP client
 //! (gouqi, with the `reqwest` it is built on) and never on `quiver-runtime`.
 
+mod activity;
 mod adf;
 mod client;
 mod comments;
@@ -106,8 +122,11 @@ mod enricher;
 mod fields;
 mod issues;
 mod model;
+mod people;
 mod planning;
+mod projects;
 mod workflow;
+mod worklogs;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};

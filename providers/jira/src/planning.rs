@@ -1,8 +1,10 @@
-//! Planning: Jira Software's boards and sprints (Agile REST 1.0) and a project's versions.
+//! Planning: Jira Software's boards and sprints (Agile REST 1.0), moving issues into a sprint,
+//! and a project's versions.
 
 use quiver_plugin_sdk::prelude::*;
+use reqwest::Method;
 
-use crate::client::{check_project, endpoint, Api, Subject};
+use crate::client::{check_key, check_project, endpoint, Api, Subject};
 use crate::model::{is_false, next_start, page_size, WirePage};
 use crate::Jira;
 
@@ -87,6 +89,23 @@ impl SprintState {
             SprintState::Closed => "closed",
         }
     }
+}
+
+/// Most issues one call moves (the agile API's own limit).
+pub(crate) const MAX_ISSUES_PER_MOVE: usize = 50;
+
+/// Arguments of `move_issues_to_sprint`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MoveIssuesToSprintArgs {
+    /// The sprint id (from `list_sprints`); the sprint must be active or future.
+    #[serde(alias = "sprintId")]
+    pub(crate) sprint_id: u64,
+    /// The issue keys, e.g. `["PROJ-1", "PROJ-2"]`; at most 50. Each leaves the open sprint it
+    /// was in.
+    #[schemars(length(min = 1, max = 50))]
+    #[serde(alias = "issue_keys", alias = "keys")]
+    pub(crate) issues: Vec<String>,
 }
 
 /// Arguments of `list_project_versions`.
@@ -237,6 +256,15 @@ pub(crate) struct SprintList {
     pub(crate) sprints: Vec<Sprint>,
     /// Pass as `start_at` for the next page; null on the last page.
     pub(crate) next_start_at: Option<u64>,
+}
+
+/// Result of `move_issues_to_sprint`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct MovedToSprint {
+    /// The sprint id.
+    pub(crate) sprint_id: u64,
+    /// The issues now in the sprint.
+    pub(crate) issues: Vec<String>,
 }
 
 /// One version.
@@ -421,6 +449,36 @@ impl Jira {
         Ok(sprint_list(args.board_id, page))
     }
 
+    async fn move_issues_to_sprint(
+        &self,
+        args: MoveIssuesToSprintArgs,
+        ctx: &ToolContext,
+    ) -> Result<MovedToSprint, ToolError> {
+        if args.issues.is_empty() || args.issues.len() > MAX_ISSUES_PER_MOVE {
+            return Err(ToolError::invalid_arguments(format!(
+                "`issues` must name 1 to {MAX_ISSUES_PER_MOVE} issues; got {}",
+                args.issues.len()
+            )));
+        }
+        let issues =
+            args.issues.iter().map(|k| check_key("issues", k)).collect::<Result<Vec<_>, _>>()?;
+        let subject = Subject::other(
+            format!("moving {} to sprint {}", issues.join(", "), args.sprint_id),
+            format!("no sprint {} in jira (or the account cannot see it)", args.sprint_id),
+        );
+        self.client
+            .send(
+                Method::POST,
+                Api::Agile,
+                &format!("/sprint/{}/issue", args.sprint_id),
+                &json!({ "issues": issues }),
+                &subject,
+                ctx,
+            )
+            .await?;
+        Ok(MovedToSprint { sprint_id: args.sprint_id, issues })
+    }
+
     async fn list_project_versions(
         &self,
         args: ListProjectVersionsArgs,
@@ -477,4 +535,15 @@ register_tool! {
     input: ListProjectVersionsArgs,
     output: VersionList,
     handler: Jira::list_project_versions,
+}
+
+register_tool! {
+    provider: Jira,
+    name: "move_issues_to_sprint",
+    group: "planning",
+    description: "Move issues (up to 50 keys) into an active or future sprint; each leaves the \
+                  open sprint it was in. Closed sprints cannot take issues.",
+    input: MoveIssuesToSprintArgs,
+    output: MovedToSprint,
+    handler: Jira::move_issues_to_sprint,
 }

@@ -1003,7 +1003,7 @@ async fn base_url_is_required_and_checked_and_a_missing_token_is_not_an_error() 
     })
     .is_ok());
     let tools = Jira::tools();
-    assert_eq!(tools.len(), 12);
+    assert_eq!(tools.len(), 26);
     let search = tools.iter().find(|t| t.name == "search_issues").unwrap();
     assert!(
         search.input_schema["properties"]["max_results"]["description"]

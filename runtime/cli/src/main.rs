@@ -150,7 +150,8 @@ enum TuneCommand {
 
 #[derive(Subcommand)]
 enum ToolsCommand {
-    /// Every tool the host serves.
+    /// Every tool the host serves: name, group (what `[providers.NAME] groups` selects), side-effect
+    /// class and the first line of its description.
     List {
         /// As JSON, with input schemas.
         #[arg(long)]
@@ -379,7 +380,8 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<(String, String, String)> = host
+    // name, group (the toolset `[providers.NAME] groups` selects), side-effect class, summary.
+    let rows: Vec<[String; 4]> = host
         .tools()
         .iter()
         .map(|t| {
@@ -388,20 +390,23 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
-            (t.name.to_string(), effect, summary)
+            let group = t.spec.group.clone().unwrap_or_else(|| "-".to_owned());
+            [t.name.to_string(), group, effect, summary]
         })
         .chain(host.static_tools().iter().map(|t| {
             let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
-            (t.name.to_string(), "described only".to_owned(), summary)
+            let group = t.spec.group.clone().unwrap_or_else(|| "-".to_owned());
+            [t.name.to_string(), group, "described only".to_owned(), summary]
         }))
         .collect();
     if rows.is_empty() {
         eprintln!("quiver: no tools; `quiver plugins` shows what loaded and why not");
         return Ok(ExitCode::SUCCESS);
     }
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    for (name, effect, summary) in rows {
-        println!("{name:width$}  {effect:16}  {summary}");
+    let width = rows.iter().map(|r| r[0].len()).max().unwrap_or(0);
+    let group_width = rows.iter().map(|r| r[1].len()).max().unwrap_or(0);
+    for [name, group, effect, summary] in rows {
+        println!("{name:width$}  {group:group_width$}  {effect:16}  {summary}");
     }
     Ok(ExitCode::SUCCESS)
 }

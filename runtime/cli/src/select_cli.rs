@@ -54,6 +54,44 @@ pub(crate) struct SelectArgs {
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
+    /// Only the queries of one part of the set: `tune` those whose id ends in a number that is a
+    /// multiple of 4 (`s8`, `m12`), `test` the others — the split the defaults were tuned on
+    /// (MetaTool's `tune` part) and are reported on (its `test` part).
+    #[arg(long, value_enum, requires = "queries")]
+    part: Option<PartArg>,
+}
+
+/// `--part` values.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PartArg {
+    /// Ids ending in a multiple of 4.
+    Tune,
+    /// Every other id.
+    Test,
+}
+
+/// Which part a query id is in: the number its id ends with (a JSON number, or digits ending a
+/// string) modulo 4; an id without one is in `test`.
+fn part_of(id: &serde_json::Value) -> PartArg {
+    let number = match id {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => {
+            let digits: String = s
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            digits.parse().ok()
+        }
+        _ => None,
+    };
+    match number {
+        Some(n) if n % 4 == 0 => PartArg::Tune,
+        _ => PartArg::Test,
+    }
 }
 
 /// `--fusion` values.
@@ -78,7 +116,13 @@ struct GoldLine {
 }
 
 pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> {
-    let mut options = SelectorOptions::default();
+    let configured = host.config().config.selector.clone();
+    let mut options = SelectorOptions {
+        max_tools: configured.max_tools,
+        threshold: configured.threshold,
+        embedding_weight: configured.embedding_weight,
+        ..SelectorOptions::default()
+    };
     if let Some(t) = args.threshold {
         options.threshold = t;
     }
@@ -125,7 +169,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         )
         .into());
     };
-    let queries: Vec<QueryLine> = read_jsonl(queries_path)?;
+    let mut queries: Vec<QueryLine> = read_jsonl(queries_path)?;
+    if let Some(part) = args.part {
+        queries.retain(|q| part_of(&q.id) == part);
+    }
     let Some(gold_path) = &args.gold else {
         let mut out = std::io::stdout().lock();
         for q in &queries {
@@ -137,12 +184,14 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     };
     let gold: Vec<GoldLine> = read_jsonl(gold_path)?;
+    let gold: std::collections::HashMap<String, &GoldLine> =
+        gold.iter().map(|g| (g.id.to_string(), g)).collect();
     let deepest = RECALL_AT.iter().copied().max().unwrap_or(10).max(args.k);
     let mut runs = Vec::with_capacity(queries.len());
     let mut unknown = Vec::new();
     let (mut selected_whole, mut selected_size) = (0usize, 0usize);
     for q in &queries {
-        let Some(g) = gold.iter().find(|g| g.id == q.id) else {
+        let Some(g) = gold.get(&q.id.to_string()) else {
             bail!(
                 "query {} has no line in {}; add {{\"id\": {}, \"tools\": [...]}}",
                 q.id,
@@ -170,7 +219,12 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     }
     let pairs: Vec<(Vec<String>, Vec<String>)> =
         runs.iter().map(|(_, r, g)| (r.clone(), g.clone())).collect();
-    println!("recall over {} queries ({mode})", pairs.len());
+    let part = match args.part {
+        Some(PartArg::Tune) => ", tune part",
+        Some(PartArg::Test) => ", test part",
+        None => "",
+    };
+    println!("recall over {} queries ({mode}{part})", pairs.len());
     println!("{:>4}  {:>10}  {:>13}", "k", "whole gold", "mean per-item");
     for row in recall(&pairs, &RECALL_AT) {
         println!("{:>4}  {:>10.3}  {:>13.3}", row.k, row.whole, row.per_item);

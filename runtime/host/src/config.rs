@@ -297,6 +297,9 @@ pub struct SelectorConfig {
     pub threshold: f32,
     /// Tools always listed in `search` and `dynamic` mode (names or globs).
     pub core: Vec<String>,
+    /// How much embedding similarity counts beside words (0: words alone, the default; the
+    /// lexical score weighs 1).
+    pub embedding_weight: f32,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -314,6 +317,7 @@ impl Default for SelectorConfig {
             max_tools: quiver_core::select::DEFAULT_MAX_TOOLS,
             threshold: quiver_core::select::DEFAULT_THRESHOLD,
             core: Vec::new(),
+            embedding_weight: quiver_core::select::DEFAULT_EMBEDDING_WEIGHT,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,
@@ -383,8 +387,8 @@ impl Default for EnrichmentConfig {
     }
 }
 
-/// One `[providers.NAME]` section. The host reads `enabled` and `token_env`; every other key
-/// (`base_url`, timeouts…) goes to the provider, which rejects keys it does not know.
+/// One `[providers.NAME]` section. The host reads `enabled`, `token_env` and `groups`; every other
+/// key (`base_url`, timeouts…) goes to the provider, which rejects keys it does not know.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct ProviderConfig {
     /// `false` keeps the provider's plugin loaded but serves none of its tools.
@@ -393,6 +397,10 @@ pub struct ProviderConfig {
     /// The environment variable holding the provider's token (default `NAME_TOKEN`, uppercase).
     #[serde(default)]
     pub token_env: Option<String>,
+    /// Only the tools of these groups (toolsets: the names `quiver tools list` shows, such as
+    /// `issues` or `pulls`) are served; none given serves every tool.
+    #[serde(default)]
+    pub groups: Option<Vec<String>>,
     /// Everything else, passed to the provider as JSON.
     #[serde(flatten)]
     pub settings: BTreeMap<String, toml::Value>,

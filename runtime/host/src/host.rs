@@ -461,11 +461,20 @@ impl Host {
                 };
             }
         };
+        let tools = match served_groups(&manifest.tools, section.groups.as_deref()) {
+            Ok(tools) => tools,
+            Err(message) => {
+                let at = self.config().locate(&["providers", &manifest.name, "groups"]);
+                let located = format!("{at}: {message}");
+                self.config_problems.push(located.clone());
+                return PluginStatus::Failed { reason: format!("config problem: {located}") };
+            }
+        };
         let handle =
             Arc::new(ProviderHandle::new(manifest.name.clone(), plugin.path.clone(), instance));
         self.modules
             .insert(manifest.name.clone(), (plugin.path.clone(), plugin.module, accepts_ca_file));
-        match self.registry.add_provider(handle, &manifest.tools) {
+        match self.registry.add_provider(handle, &tools) {
             Ok(count) => PluginStatus::Loaded {
                 provider: manifest.name.clone(),
                 version: manifest.version.clone(),
@@ -638,9 +647,10 @@ impl Host {
             if before == after {
                 continue;
             }
-            if before.enabled != after.enabled {
+            if before.enabled != after.enabled || before.groups != after.groups {
+                let key = if before.enabled != after.enabled { "enabled" } else { "groups" };
                 report.push(format!(
-                    "[providers.{name}] enabled changed; that takes effect when quiver restarts"
+                    "[providers.{name}] {key} changed; that takes effect when quiver restarts"
                 ));
                 continue;
             }
@@ -1171,6 +1181,36 @@ fn article(kind: &str) -> &'static str {
         "object" => "a table",
         _ => "something else",
     }
+}
+
+/// The tools of `groups` (all of them when `None`); an unknown group name is an error naming the
+/// provider's groups, since a typo would otherwise hide every tool it meant to serve.
+fn served_groups(tools: &[ToolSpec], groups: Option<&[String]>) -> Result<Vec<ToolSpec>, String> {
+    let Some(groups) = groups else { return Ok(tools.to_vec()) };
+    let known: std::collections::BTreeSet<&str> =
+        tools.iter().filter_map(|t| t.group.as_deref()).collect();
+    if let Some(unknown) = groups.iter().find(|g| !known.contains(g.as_str())) {
+        let choices: Vec<&str> = known.iter().copied().collect();
+        let closest = choices
+            .iter()
+            .copied()
+            .max_by(|a, b| {
+                strsim::jaro_winkler(unknown, a).total_cmp(&strsim::jaro_winkler(unknown, b))
+            })
+            .filter(|c| strsim::jaro_winkler(unknown, c) > 0.8);
+        return Err(match closest {
+            Some(close) => format!(
+                "no group `{unknown}` (did you mean `{close}`?); the groups are: {}",
+                choices.join(", ")
+            ),
+            None => format!("no group `{unknown}`; the groups are: {}", choices.join(", ")),
+        });
+    }
+    Ok(tools
+        .iter()
+        .filter(|t| t.group.as_ref().is_some_and(|g| groups.contains(g)))
+        .cloned()
+        .collect())
 }
 
 /// The JSON Schema of a plugin's settings, from its manifest (`{}` when it cannot be read).

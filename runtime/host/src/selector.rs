@@ -48,9 +48,10 @@ pub struct SelectorOptions {
     /// Tools always selected: qualified names (`github.get_issue`), MCP names or globs
     /// (`github.get_*`).
     pub core: Vec<String>,
-    /// The weight of the lexical (BM25) score (default 0.6).
+    /// The weight of the lexical (BM25F) score (default 1).
     pub lexical_weight: f32,
-    /// The weight of the embedding similarity (default 0.4); ignored without usable embeddings.
+    /// The weight of the embedding similarity (default 0: words alone, see
+    /// [`quiver_core::select::DEFAULT_EMBEDDING_WEIGHT`]); ignored without usable embeddings.
     pub embedding_weight: f32,
 }
 
@@ -140,6 +141,11 @@ impl Selector {
         self.index.rank(query, recent, k)
     }
 
+    /// τ: the score a tool needs to be selected on its own merit.
+    pub fn threshold(&self) -> f32 {
+        self.index.options().threshold
+    }
+
     /// The tools to show this turn: CORE ∪ the best-ranked at or above τ, then the bundles of
     /// the strongest hits, capped at `max_tools`.
     pub fn select(&self, query: &str, recent: &[String]) -> Vec<String> {
@@ -186,7 +192,9 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
     let set = EnrichmentSet::new(&host.config().config.enrichments)?;
     let mut tools = host.catalog();
     let mut embeddings = None;
-    if let Err(e) = Selector::require_embeddings(&set) {
+    if options.embedding_weight <= 0.0 {
+        // Words alone (the default): no embeddings to compute.
+    } else if let Err(e) = Selector::require_embeddings(&set) {
         tracing::warn!("{e}; the selector ranks on words only");
     } else {
         let options =

@@ -529,6 +529,12 @@ impl Session {
         (result, effects)
     }
 
+    /// The tools this session's caller called lately, oldest first (qualified names): what the
+    /// selector lifts the follow-ups and bundle siblings of.
+    pub async fn recent_calls(&self) -> Vec<String> {
+        self.host.state().recent_calls(&self.caller).await
+    }
+
     /// Plans the follow-ups of `from`'s `result`, starts them, and waits at most
     /// `prefetch_timeout_ms` for them: how many started, and the labels of those that landed.
     async fn prefetch(

@@ -31,6 +31,7 @@ const IDEMPOTENT: &[&str] = &[
     "delete",
     "edit",
     "lock",
+    "mark",
     "merge",
     "move",
     "remove",

@@ -165,8 +165,9 @@ fn find_tools_tool(max_k: usize) -> Value {
     json!({
         "name": FIND_TOOLS,
         "description": "Find the tools for a task among every tool this server has (most are not \
-                        listed). Returns the best matches with their input schemas; run one with \
-                        call_tool.",
+                        listed). Returns the matches with their input schemas, best first; run \
+                        one with call_tool. When nothing fits, returns no tool and the closest \
+                        bundles; a bundle's name as the query lists its tools.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -202,12 +203,13 @@ fn load_tools_tool() -> Value {
     json!({
         "name": LOAD_TOOLS,
         "description": "List more tools: a bundle from the menu in the server instructions \
-                        (`github`, `github.issues`) or one tool's name. Less recently used tools \
-                        may leave the list to make room.",
+                        (`github`, `github.issues`), one tool's name, or what you want to do in \
+                        words (the tools that fit it are listed). Less recently used tools may \
+                        leave the list to make room.",
         "inputSchema": {
             "type": "object",
             "properties": {
-                "bundle_or_tool": {"type": "string", "description": "A bundle or a tool name."}
+                "bundle_or_tool": {"type": "string", "description": "A bundle, a tool name, or a request in words."}
             },
             "required": ["bundle_or_tool"]
         },

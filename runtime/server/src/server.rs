@@ -74,6 +74,20 @@ struct View {
     /// rebuilt when an upstream's tools change (a restart, a `list_changed`) or the config is
     /// reloaded, so the list follows them.
     catalog: Mutex<((u64, u64), Arc<Catalog>)>,
+    /// The words of the caller's latest `find_tools` (or free-text `load_tools`) request: the
+    /// planner's intent keywords for their calls until the next one.
+    intent: Mutex<Vec<String>>,
+}
+
+impl View {
+    fn intent(&self) -> Vec<String> {
+        self.intent.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_intent(&self, request: &str) {
+        *self.intent.lock().unwrap_or_else(|e| e.into_inner()) =
+            quiver_core::select::tokens(request);
+    }
 }
 
 struct Inner {
@@ -213,6 +227,7 @@ impl QuiverServer {
                 (inner.host.upstreams().version(), generation),
                 Arc::new(catalog),
             )),
+            intent: Mutex::new(Vec::new()),
         });
         views.insert(key, Arc::clone(&view));
         view
@@ -296,6 +311,7 @@ impl QuiverServer {
                     max_tools: config.max_tools,
                     threshold: config.threshold,
                     core: config.core.clone(),
+                    embedding_weight: config.embedding_weight,
                     ..SelectorOptions::default()
                 };
                 // Building may run the embeddings enrichment: off the async workers.
@@ -317,19 +333,63 @@ impl QuiverServer {
             .as_ref()
     }
 
-    /// The enabled tools best matching `query`, at most `k`.
-    async fn rank<'c>(&self, catalog: &'c Catalog, query: &str, k: usize) -> Vec<&'c ExposedTool> {
+    /// The enabled tools best matching `query`, at most `k`, with their scores, the caller's
+    /// recent calls lifting their follow-ups and bundle siblings; `None` for the scores when no
+    /// selector could be built (names only).
+    async fn rank<'c>(
+        &self,
+        view: &View,
+        catalog: &'c Catalog,
+        query: &str,
+        k: usize,
+    ) -> Vec<(&'c ExposedTool, Option<f32>)> {
         let Some(selector) = self.selector().await else {
-            return fallback_rank(catalog, query, k);
+            return fallback_rank(catalog, query, k).into_iter().map(|t| (t, None)).collect();
         };
+        let recent = view.session.recent_calls().await;
         // The selector sees the whole catalog (static sources too); refused and unserved tools
         // are dropped here, so rank deep enough to still fill `k`.
         let depth = k + catalog.all().len();
         selector
-            .rank(query, &[], depth)
+            .rank(query, &recent, depth)
             .into_iter()
-            .filter_map(|hit| catalog.get(&hit.name).filter(|t| t.enabled()))
+            .filter_map(|hit| {
+                catalog.get(&hit.name).filter(|t| t.enabled()).map(|t| (t, Some(hit.score)))
+            })
             .take(k)
+            .collect()
+    }
+
+    /// τ, as the selector applies it (the config's when no selector could be built).
+    async fn threshold(&self) -> f32 {
+        match self.selector().await {
+            Some(selector) => selector.threshold(),
+            None => self.inner.host.config().config.selector.threshold,
+        }
+    }
+
+    /// The bundles nearest to `query` when no tool clears τ: those of the tools that scored
+    /// anything, best first, else every provider's — at most three, each with what is in it.
+    fn closest_bundles(catalog: &Catalog, ranked: &[(&ExposedTool, Option<f32>)]) -> Vec<Value> {
+        let bundles = catalog.bundles();
+        let mut names: Vec<String> = Vec::new();
+        for (tool, _) in ranked {
+            let group = tool.group.as_ref().map(|g| format!("{}.{g}", tool.provider));
+            let name = group.filter(|g| bundles.iter().any(|b| &b.name == g));
+            let name = name.unwrap_or_else(|| tool.provider.clone());
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        if names.is_empty() {
+            names =
+                bundles.iter().filter(|b| !b.name.contains('.')).map(|b| b.name.clone()).collect();
+        }
+        names
+            .iter()
+            .take(3)
+            .filter_map(|n| bundles.iter().find(|b| &b.name == n))
+            .map(|b| json!({"name": b.name, "description": b.description}))
             .collect()
     }
 
@@ -412,21 +472,40 @@ impl QuiverServer {
             .unwrap_or(DEFAULT_K)
             .clamp(1, self.inner.max_tools);
         escape::record(&self.inner.host, &view.session_id, EventKind::FindTools, FIND_TOOLS);
+        view.set_intent(query);
         let catalog = view.catalog(&self.inner);
-        let found: Vec<Value> = self
-            .rank(&catalog, query, k)
-            .await
-            .into_iter()
-            .map(|t| {
-                json!({"name": t.mcp_name, "description": t.description, "inputSchema": t.input_schema})
-            })
+        let describe = |t: &ExposedTool| json!({"name": t.mcp_name, "description": t.description, "inputSchema": t.input_schema});
+        // A bundle's name (from a "closest bundles" answer) lists that bundle.
+        if let Some(bundle) = catalog.bundles().iter().find(|b| b.name == query.trim()) {
+            let found: Vec<Value> = bundle
+                .tools
+                .iter()
+                .filter_map(|n| catalog.get(n).filter(|t| t.enabled()))
+                .map(describe)
+                .collect();
+            let note = "the bundle's tools; run one with call_tool(name, arguments)";
+            return text_result(json!({ "tools": found, "note": note }).to_string());
+        }
+        let ranked = self.rank(view, &catalog, query, k).await;
+        let threshold = self.threshold().await;
+        let found: Vec<Value> = ranked
+            .iter()
+            .filter(|(_, score)| score.is_none_or(|s| s >= threshold))
+            .map(|(t, _)| describe(t))
             .collect();
-        let note = if found.is_empty() {
-            "no tool matches; try other words"
-        } else {
-            "run one with call_tool(name, arguments)"
-        };
-        text_result(json!({ "tools": found, "note": note }).to_string())
+        if found.is_empty() {
+            let closest = Self::closest_bundles(&catalog, &ranked);
+            let note = "no tool matches this request well enough; ask again in other words (the \
+                        service and the action), or name one of the closest bundles as the query \
+                        to see its tools";
+            return text_result(
+                json!({ "tools": found, "note": note, "closest_bundles": closest }).to_string(),
+            );
+        }
+        text_result(
+            json!({ "tools": found, "note": "run one with call_tool(name, arguments)" })
+                .to_string(),
+        )
     }
 
     async fn load_tools(
@@ -451,22 +530,37 @@ impl QuiverServer {
             }
             vec![tool.qualified.clone()]
         } else {
-            let suggestions: Vec<String> = self
-                .rank(&catalog, wanted, 3)
-                .await
-                .into_iter()
-                .map(|t| t.mcp_name.clone())
-                .collect();
-            let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
-            names.sort_by(|a, b| {
-                strsim::jaro_winkler(wanted, b).total_cmp(&strsim::jaro_winkler(wanted, a))
-            });
-            names.truncate(3);
-            return error_result(format!(
-                "no bundle or tool `{wanted}`; closest bundles: {}; matching tools: {}",
-                names.join(", "),
-                if suggestions.is_empty() { "none".into() } else { suggestions.join(", ") }
-            ));
+            // A request in words: the tools at or above τ with their bundles' strongest
+            // siblings, as the selector chooses them (CORE is listed already).
+            let chosen: Vec<String> = match self.selector().await {
+                Some(selector) => {
+                    let recent = view.session.recent_calls().await;
+                    selector
+                        .select(wanted, &recent)
+                        .into_iter()
+                        .filter(|n| catalog.get(n).is_some_and(|t| t.enabled()))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            if chosen.is_empty() {
+                let ranked = self.rank(view, &catalog, wanted, 3).await;
+                let suggestions: Vec<String> =
+                    ranked.iter().map(|(t, _)| t.mcp_name.clone()).collect();
+                let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
+                names.sort_by(|a, b| {
+                    strsim::jaro_winkler(wanted, b).total_cmp(&strsim::jaro_winkler(wanted, a))
+                });
+                names.truncate(3);
+                return error_result(format!(
+                    "no bundle or tool `{wanted}`, and no tool matches it well enough; closest \
+                     bundles: {}; nearest tools: {}",
+                    names.join(", "),
+                    if suggestions.is_empty() { "none".into() } else { suggestions.join(", ") }
+                ));
+            }
+            view.set_intent(wanted);
+            chosen
         };
         escape::record(&self.inner.host, &view.session_id, EventKind::LoadTools, wanted);
         let outcome = self.listing().load(&tools);
@@ -592,12 +686,13 @@ impl QuiverServer {
                 });
             })
         };
+        let intent = view.intent();
         let call = CALL_PROGRESS.scope(
             forward,
             view.session.call_cancellable(
                 &tool.qualified,
                 arguments,
-                &[],
+                &intent,
                 Some(Arc::clone(&cancel)),
             ),
         );
