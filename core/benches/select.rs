@@ -86,7 +86,14 @@ fn registry() -> (Vec<(String, ToolSpec)>, EmbeddingsArtifact) {
 }
 
 fn build(tools: &[(String, ToolSpec)], artifact: Option<&EmbeddingsArtifact>) -> SelectIndex {
-    let options = SelectOptions { core: vec!["prov0.get_*".into()], ..SelectOptions::default() };
+    // With embeddings given, fused as `[selector] embedding_weight = 0.4` asks; without, the
+    // default ranker (words alone).
+    let embedding_weight = if artifact.is_some() { 0.4 } else { 0.0 };
+    let options = SelectOptions {
+        core: vec!["prov0.get_*".into()],
+        embedding_weight,
+        ..SelectOptions::default()
+    };
     SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), artifact, options)
 }
 
@@ -123,6 +130,9 @@ fn bench(c: &mut Criterion) {
     percentiles("select fused 2000", |q| {
         black_box(fused.select(q, &[]));
     });
+    percentiles("select lexical (default) 2000", |q| {
+        black_box(lexical.select(q, &[]));
+    });
     let mut group = c.benchmark_group("select");
     let mut i = 0;
     let mut next = || {
@@ -132,6 +142,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("rank_fused_2000", |b| b.iter(|| fused.rank(next(), &[], 10)));
     group.bench_function("rank_lexical_2000", |b| b.iter(|| lexical.rank(next(), &[], 10)));
     group.bench_function("select_fused_2000", |b| b.iter(|| fused.select(next(), &[])));
+    group.bench_function("select_lexical_2000", |b| b.iter(|| lexical.select(next(), &[])));
     group.sample_size(10);
     group.bench_function("build_2000", |b| b.iter(|| build(&tools, Some(&artifact))));
     group.finish();
