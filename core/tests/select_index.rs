@@ -345,6 +345,39 @@ fn the_strongest_hit_brings_its_bundle() {
 }
 
 #[test]
+fn a_token_budget_keeps_the_most_score_its_listings_can_afford() {
+    let query = "list pull requests and issues";
+    let free = index(SelectOptions { threshold: 0.0, ..SelectOptions::default() }, false);
+    let unbounded = free.select(query, &[]);
+    let cost = |idx: &SelectIndex, names: &[String]| -> u64 {
+        names.iter().map(|n| idx.listed_tokens(n).unwrap()).sum()
+    };
+    let all_tokens = cost(&free, &unbounded);
+    assert!(unbounded.len() > 3 && all_tokens > 0, "{unbounded:?}");
+
+    let budget = all_tokens / 3;
+    let options =
+        SelectOptions { threshold: 0.0, max_list_tokens: Some(budget), ..SelectOptions::default() };
+    let bounded = index(options, false);
+    let shown = bounded.select(query, &[]);
+    assert!(!shown.is_empty() && shown.len() < unbounded.len(), "{shown:?}");
+    assert!(cost(&bounded, &shown) <= budget, "{shown:?} over {budget} tokens");
+    // Nothing left out would still fit in the room that is left (it would only add score).
+    let scores: std::collections::HashMap<String, f32> =
+        bounded.rank(query, &[], 100).into_iter().map(|r| (r.name, r.score)).collect();
+    let room = budget - cost(&bounded, &shown);
+    for left_out in unbounded.iter().filter(|n| !shown.contains(n)) {
+        assert!(bounded.listed_tokens(left_out).unwrap() > room, "{left_out} fits in {room}");
+    }
+    // The best hit is kept.
+    assert_eq!(shown[0], unbounded[0]);
+    // The same cut applies to any scored list (find_tools answers).
+    let scored: Vec<(String, f32)> = unbounded.iter().map(|n| (n.clone(), scores[n])).collect();
+    assert!(cost(&bounded, &bounded.fit_budget(&scored)) <= budget);
+    assert_eq!(free.fit_budget(&scored).len(), scored.len(), "no budget, no cut");
+}
+
+#[test]
 fn the_cap_holds_except_for_core() {
     let capped =
         index(SelectOptions { max_tools: 2, threshold: 0.0, ..SelectOptions::default() }, true);

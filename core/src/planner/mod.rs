@@ -48,7 +48,7 @@
 //! assert_eq!(plan.admitted[0].cost_tokens, 512); // 2 KiB × 256 tokens per KiB
 //! ```
 
-mod knapsack;
+pub(crate) mod knapsack;
 
 use serde::{Deserialize, Serialize};
 

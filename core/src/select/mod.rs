@@ -93,6 +93,9 @@ pub struct SelectOptions {
     pub embedding_weight: f32,
     /// How the two are combined.
     pub fusion: Fusion,
+    /// The most tokens the selected tools' listings may cost together (CORE tools count but are
+    /// always kept); `None`: only `max_tools` limits.
+    pub max_list_tokens: Option<u64>,
 }
 
 /// The default `max_tools`.
@@ -117,6 +120,7 @@ impl Default for SelectOptions {
             lexical_weight: DEFAULT_LEXICAL_WEIGHT,
             embedding_weight: DEFAULT_EMBEDDING_WEIGHT,
             fusion: Fusion::default(),
+            max_list_tokens: None,
         }
     }
 }
@@ -500,6 +504,8 @@ pub struct SelectIndex {
     follow_ups: Vec<Vec<(u32, f32)>>,
     /// Per tool: whether its name starts with a verb of [`WRITE_VERBS`].
     writes: Vec<bool>,
+    /// Per tool: the tokens its listing costs a model ([`listed_tokens`]).
+    tokens: Vec<u64>,
     core: Vec<u32>,
     options: SelectOptions,
 }
@@ -559,6 +565,7 @@ impl SelectIndex {
         let core = resolve_core(&options.core, &names);
         let follow_ups = vec![Vec::new(); names.len()];
         let writes = names.iter().map(|n| is_write_name(n)).collect();
+        let tokens = tools.iter().map(|(name, spec)| listed_tokens(name, spec)).collect();
         Self {
             names,
             lookup,
@@ -571,6 +578,7 @@ impl SelectIndex {
             embedder,
             follow_ups,
             writes,
+            tokens,
             core,
             options,
         }
@@ -666,7 +674,74 @@ impl SelectIndex {
                 }
             }
         }
+        let core = self.core.len().min(chosen.len());
+        let kept = self.within_budget(&chosen[core..], &scores);
+        chosen.truncate(core);
+        chosen.extend(kept);
         chosen.into_iter().map(|i| self.names[i].clone()).collect()
+    }
+
+    /// The tokens the listing of `name` (qualified or MCP) costs a model: its name, description
+    /// and schemas as served, by the estimator of the README's figures.
+    pub fn listed_tokens(&self, name: &str) -> Option<u64> {
+        self.lookup.get(name).map(|&i| self.tokens[i as usize])
+    }
+
+    /// Of `candidates` (qualified or MCP names with their scores, best first), those that fit
+    /// `max_list_tokens` beside the CORE tools: all of them when they fit, else the subset of
+    /// the highest total score within the budget (an exact knapsack, as the planner solves
+    /// it), in the order given. Unknown names are kept and cost nothing.
+    pub fn fit_budget(&self, candidates: &[(String, f32)]) -> Vec<String> {
+        let mut scores = vec![0.0f32; self.names.len()];
+        let mut known = Vec::new();
+        for (name, score) in candidates {
+            if let Some(&i) = self.lookup.get(name.as_str()) {
+                scores[i as usize] = *score;
+                known.push(i as usize);
+            }
+        }
+        let kept: std::collections::HashSet<usize> =
+            self.within_budget(&known, &scores).into_iter().collect();
+        candidates
+            .iter()
+            .filter(|(name, _)| {
+                self.lookup.get(name.as_str()).is_none_or(|&i| kept.contains(&(i as usize)))
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// `chosen` (tool indexes, in order) cut to what fits `max_list_tokens` after the CORE
+    /// tools, keeping the most total score.
+    fn within_budget(&self, chosen: &[usize], scores: &[f32]) -> Vec<usize> {
+        let Some(budget) = self.options.max_list_tokens else { return chosen.to_vec() };
+        let core: u64 = self.core.iter().map(|&i| self.tokens[i as usize]).sum();
+        let capacity = budget.saturating_sub(core);
+        let cost: Vec<u64> = chosen.iter().map(|&i| self.tokens[i].max(1)).collect();
+        if cost.iter().sum::<u64>() <= capacity {
+            return chosen.to_vec();
+        }
+        // Each tool fitting alone, valued by its score (a tool that clears nothing still
+        // counts a little, so ties go to the cheaper listing).
+        let fits: Vec<usize> = (0..chosen.len()).filter(|&p| cost[p] <= capacity).collect();
+        let value: Vec<f64> =
+            fits.iter().map(|&p| f64::from(scores[chosen[p]].max(0.0)) + 1e-6).collect();
+        let item_cost: Vec<u64> = fits.iter().map(|&p| cost[p]).collect();
+        let solution = crate::planner::knapsack::solve(
+            &crate::planner::knapsack::Instance {
+                value: &value,
+                cost: &item_cost,
+                parent: &[],
+                capacity,
+            },
+            crate::planner::knapsack::Limits { exact_limit: 512, node_limit: 200_000 },
+            |a, b| a.cmp(&b),
+        );
+        fits.iter()
+            .zip(&solution.selected)
+            .filter(|(_, &keep)| keep)
+            .map(|(&p, _)| chosen[p])
+            .collect()
     }
 
     /// The bundles: each provider, and each provider's group, with their tools.
@@ -881,6 +956,20 @@ fn query_terms(query: &str) -> Vec<(String, f32)> {
         add(MANY_ITEMS_HINT, CONCEPT_WEIGHT);
     }
     weighted.into_iter().collect()
+}
+
+/// The tokens a tool's listing costs a model: its MCP name, description and schemas as served
+/// to clients ([`crate::client_schema`]), by the estimator of the README's figures.
+pub fn listed_tokens(qualified: &str, spec: &ToolSpec) -> u64 {
+    let mut listing = serde_json::json!({
+        "name": mcp_name(qualified),
+        "description": spec.description,
+        "inputSchema": crate::client_schema::input_for_clients(&spec.input_schema),
+    });
+    if let Some(output) = &spec.output_schema {
+        listing["outputSchema"] = crate::client_schema::output_for_clients(output);
+    }
+    crate::response_projection::estimate_tokens(&listing)
 }
 
 /// Whether a tool's local name starts with a verb that changes something (`create_issue`,

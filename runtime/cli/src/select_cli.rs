@@ -51,6 +51,10 @@ pub(crate) struct SelectArgs {
     /// How lexical and embedding scores are combined.
     #[arg(long, value_enum, default_value = "weighted")]
     fusion: FusionArg,
+    /// The most tokens the selected tools' listings may cost together (the selected-set line of
+    /// --gold); default: `[selector] max_list_tokens`.
+    #[arg(long, value_name = "TOKENS")]
+    max_list_tokens: Option<u64>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
@@ -121,6 +125,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         max_tools: configured.max_tools,
         threshold: configured.threshold,
         embedding_weight: configured.embedding_weight,
+        max_list_tokens: args.max_list_tokens.or(configured.max_list_tokens),
         ..SelectorOptions::default()
     };
     if let Some(t) = args.threshold {
@@ -135,7 +140,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if args.lexical_only {
         options.embedding_weight = 0.0;
     }
-    let (threshold, max_tools) = (options.threshold, options.max_tools);
+    let (threshold, max_tools, max_list_tokens) =
+        (options.threshold, options.max_tools, options.max_list_tokens);
     let fusion = match args.fusion {
         FusionArg::Weighted => Fusion::Weighted,
         FusionArg::Rrf => Fusion::ReciprocalRank,
@@ -189,7 +195,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let deepest = RECALL_AT.iter().copied().max().unwrap_or(10).max(args.k);
     let mut runs = Vec::with_capacity(queries.len());
     let mut unknown = Vec::new();
-    let (mut selected_whole, mut selected_size) = (0usize, 0usize);
+    let (mut selected_whole, mut selected_size, mut selected_tokens) = (0usize, 0usize, 0u64);
     for q in &queries {
         let Some(g) = gold.get(&q.id.to_string()) else {
             bail!(
@@ -207,6 +213,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
             selected_whole += 1;
         }
         selected_size += selected.len();
+        selected_tokens += selected.iter().filter_map(|t| selector.listed_tokens(t)).sum::<u64>();
         runs.push((q, ranked, g.tools.clone()));
     }
     if !unknown.is_empty() {
@@ -230,11 +237,13 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         println!("{:>4}  {:>10.3}  {:>13.3}", row.k, row.whole, row.per_item);
     }
     let n = runs.len().max(1) as f64;
+    let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
     println!(
-        "selected (τ {threshold}, at most {max_tools}): whole gold set in {:.3}, {:.1} tools on \
-         average",
+        "selected (τ {threshold}, at most {max_tools}{budget}): whole gold set in {:.3}, {:.1} \
+         tools ({:.0} tokens) on average",
         selected_whole as f64 / n,
-        selected_size as f64 / n
+        selected_size as f64 / n,
+        selected_tokens as f64 / n
     );
     if args.show_misses {
         for (q, ranked, gold) in &runs {

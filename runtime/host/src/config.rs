@@ -300,6 +300,9 @@ pub struct SelectorConfig {
     /// How much embedding similarity counts beside words (0: words alone, the default; the
     /// lexical score weighs 1).
     pub embedding_weight: f32,
+    /// The most tokens the tools `find_tools` returns or `load_tools` lists for a request may
+    /// cost together (their listings, by the README's estimator); none: only `max_tools`.
+    pub max_list_tokens: Option<u64>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -318,6 +321,7 @@ impl Default for SelectorConfig {
             threshold: quiver_core::select::DEFAULT_THRESHOLD,
             core: Vec::new(),
             embedding_weight: quiver_core::select::DEFAULT_EMBEDDING_WEIGHT,
+            max_list_tokens: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,

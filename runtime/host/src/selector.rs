@@ -53,6 +53,9 @@ pub struct SelectorOptions {
     /// The weight of the embedding similarity (default 0: words alone, see
     /// [`quiver_core::select::DEFAULT_EMBEDDING_WEIGHT`]); ignored without usable embeddings.
     pub embedding_weight: f32,
+    /// The most tokens the selected tools' listings may cost together; `None`: no limit but
+    /// `max_tools`.
+    pub max_list_tokens: Option<u64>,
 }
 
 impl Default for SelectorOptions {
@@ -64,6 +67,7 @@ impl Default for SelectorOptions {
             core: core.core,
             lexical_weight: core.lexical_weight,
             embedding_weight: core.embedding_weight,
+            max_list_tokens: core.max_list_tokens,
         }
     }
 }
@@ -102,6 +106,7 @@ impl Selector {
             lexical_weight: options.lexical_weight,
             embedding_weight: options.embedding_weight,
             fusion,
+            max_list_tokens: options.max_list_tokens,
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
@@ -139,6 +144,17 @@ impl Selector {
     /// follow-ups and bundle siblings slightly.
     pub fn rank(&self, query: &str, recent: &[String], k: usize) -> Vec<Ranked> {
         self.index.rank(query, recent, k)
+    }
+
+    /// Of `candidates` (names with scores, best first), those whose listings fit
+    /// `max_list_tokens`, keeping the most total score; all of them without a budget.
+    pub fn fit_budget(&self, candidates: &[(String, f32)]) -> Vec<String> {
+        self.index.fit_budget(candidates)
+    }
+
+    /// The tokens the listing of `name` costs a model.
+    pub fn listed_tokens(&self, name: &str) -> Option<u64> {
+        self.index.listed_tokens(name)
     }
 
     /// τ: the score a tool needs to be selected on its own merit.

@@ -312,6 +312,7 @@ impl QuiverServer {
                     threshold: config.threshold,
                     core: config.core.clone(),
                     embedding_weight: config.embedding_weight,
+                    max_list_tokens: config.max_list_tokens,
                     ..SelectorOptions::default()
                 };
                 // Building may run the embeddings enrichment: off the async workers.
@@ -488,9 +489,22 @@ impl QuiverServer {
         }
         let ranked = self.rank(view, &catalog, query, k).await;
         let threshold = self.threshold().await;
-        let found: Vec<Value> = ranked
+        let fitting: Vec<&(&ExposedTool, Option<f32>)> =
+            ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
+        // Under `max_list_tokens`, the answer keeps the most score its listings can afford.
+        let affordable: Option<Vec<String>> = match self.selector().await {
+            Some(selector) => {
+                let scored: Vec<(String, f32)> = fitting
+                    .iter()
+                    .map(|(t, score)| (t.qualified.clone(), score.unwrap_or(0.0)))
+                    .collect();
+                Some(selector.fit_budget(&scored))
+            }
+            None => None,
+        };
+        let found: Vec<Value> = fitting
             .iter()
-            .filter(|(_, score)| score.is_none_or(|s| s >= threshold))
+            .filter(|(t, _)| affordable.as_ref().is_none_or(|a| a.contains(&t.qualified)))
             .map(|(t, _)| describe(t))
             .collect();
         if found.is_empty() {
