@@ -140,7 +140,7 @@ fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
     // Regression guards, below the measured figures over the five providers' 158 tools
     // (0.79 / 0.88 / 1.00 whole at 3 / 5 / 10).
     assert!(rows[1].1 >= 0.75 && rows[2].1 >= 0.85 && rows[3].1 >= 0.98, "{stdout}");
-    assert!(stdout.contains("selected (τ 0.2, at most 20): whole gold set in"), "{stdout}");
+    assert!(stdout.contains("selected (τ 0.1, at most 20): whole gold set in"), "{stdout}");
 
     let args = ["select", "--queries", &queries, "--gold", &gold, "--embedding-weight", "0.4"];
     let fused = setup.run(&args);
