@@ -755,7 +755,9 @@ impl SelectIndex {
     pub fn scores(&self, query: &str, recent: &[String]) -> Vec<f32> {
         let n = self.names.len();
         let mut lexical = vec![0.0f32; n];
-        let ceiling = self.bm25.score(&query_terms(query), &mut lexical);
+        // The query is split and stemmed once, for its terms and for the read/write prior.
+        let words = words(query);
+        let ceiling = self.bm25.score(&query_terms(query, &words), &mut lexical);
         if ceiling > 0.0 {
             lexical.iter_mut().for_each(|s| *s = (*s / ceiling).clamp(0.0, 1.0));
         }
@@ -768,7 +770,7 @@ impl SelectIndex {
             }
             _ => lexical,
         };
-        if !asks_for_change(query) {
+        if !asks_for_change(&words) {
             for (score, &write) in fused.iter_mut().zip(&self.writes) {
                 if write {
                     *score *= WRITE_WITHOUT_ASKING;
@@ -926,13 +928,12 @@ fn pair_term(a: &str, b: &str) -> String {
 /// wordy request should not outweigh a short one by repetition): its words, their concepts at
 /// half weight, the words of two-word abbreviations, the verbs a request's verb stands for, and
 /// its neighbouring word pairs.
-fn query_terms(query: &str) -> Vec<(String, f32)> {
+fn query_terms(query: &str, words: &[Word]) -> Vec<(String, f32)> {
     let mut weighted: BTreeMap<String, f32> = BTreeMap::new();
     let mut add = |term: &str, weight: f32| {
         let entry = weighted.entry(term.to_owned()).or_default();
         *entry = entry.max(weight);
     };
-    let words = words(query);
     for (i, word) in words.iter().enumerate() {
         for concept in concepts_of(&word.alias_key) {
             add(&concept_term(concept), CONCEPT_WEIGHT);
@@ -981,12 +982,13 @@ fn is_write_name(qualified: &str) -> bool {
     split_words(local).first().is_some_and(|w| WRITE_VERBS.contains(&stem(w).as_str()))
 }
 
-/// Whether a query asks for a change: a write verb or a change word anywhere in it.
-fn asks_for_change(query: &str) -> bool {
-    split_words(query).iter().any(|w| {
-        let key = stem(w);
-        (WRITE_VERBS.contains(&key.as_str()) && !NOUN_LIKE_VERBS.contains(&key.as_str()))
-            || CHANGE_WORDS.contains(&key.as_str())
+/// Whether a query (its [`words`]) asks for a change: a write verb or a change word anywhere in
+/// it. No stopword is one, so the words [`words`] drops cannot change the answer.
+fn asks_for_change(words: &[Word]) -> bool {
+    words.iter().any(|w| {
+        let key = w.alias_key.as_str();
+        (WRITE_VERBS.contains(&key) && !NOUN_LIKE_VERBS.contains(&key))
+            || CHANGE_WORDS.contains(&key)
     })
 }
 

@@ -5,9 +5,9 @@ use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{paging, uri, Page, ProjectRef, Subject};
 use crate::model::{
-    insert_present, is_false, is_zero, label_list, nullable, project_arg, project_arg_opt,
-    truncate, truncate_opt, username, usernames, StateEvent, WireReferences, WireTitle, WireUser,
-    BODY_MAX_BYTES, NOTE_MAX_BYTES,
+    is_false, is_zero, label_list, labels_value, nullable, project_arg, project_arg_opt, truncate,
+    truncate_opt, update_body, username, usernames, StateEvent, WireReferences, WireTitle,
+    WireUser, BODY_MAX_BYTES, NOTE_MAX_BYTES,
 };
 use crate::GitLab;
 
@@ -999,30 +999,19 @@ impl GitLab {
         if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ToolError::invalid_arguments("`title` must not be empty"));
         }
-        let mut body = Map::new();
-        insert_present(
-            &mut body,
-            vec![
-                ("title", a.title.map(Value::from)),
-                ("description", a.description.map(Value::from)),
-                ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
-                ("labels", a.labels.map(|l| Value::from(l.join(",")))),
-                ("add_labels", label_list(a.add_labels).map(Value::from)),
-                ("remove_labels", label_list(a.remove_labels).map(Value::from)),
-                ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
-                ("milestone_id", a.milestone_id.map(Value::from)),
-                ("due_date", a.due_date.map(Value::from)),
-                ("confidential", a.confidential.map(Value::from)),
-                ("discussion_locked", a.discussion_locked.map(Value::from)),
-            ],
-        );
-        if body.is_empty() {
-            return Err(ToolError::invalid_arguments(
-                "nothing to update: give at least one of `title`, `description`, \
-                 `state_event`, `labels`, `add_labels`, `remove_labels`, `assignee_ids`, \
-                 `milestone_id`, `due_date`, `confidential`, `discussion_locked`",
-            ));
-        }
+        let body = update_body(vec![
+            ("title", a.title.map(Value::from)),
+            ("description", a.description.map(Value::from)),
+            ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
+            ("labels", labels_value(a.labels)),
+            ("add_labels", label_list(a.add_labels).map(Value::from)),
+            ("remove_labels", label_list(a.remove_labels).map(Value::from)),
+            ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
+            ("milestone_id", a.milestone_id.map(Value::from)),
+            ("due_date", a.due_date.map(Value::from)),
+            ("confidential", a.confidential.map(Value::from)),
+            ("discussion_locked", a.discussion_locked.map(Value::from)),
+        ])?;
         self.put_issue(&a.project, a.iid, body, ctx).await
     }
 

@@ -6,9 +6,9 @@ use quiver_plugin_sdk::prelude::*;
 use crate::client::{paging, uri, Page, ProjectRef, Subject};
 use crate::issues::{created_note, note, CreatedNote, Note, Scope, WireNote};
 use crate::model::{
-    insert_present, is_false, is_zero, label_list, nullable, project_arg, project_arg_opt,
-    truncate, truncate_opt, username, usernames, StateEvent, WireReferences, WireTitle, WireUser,
-    BODY_MAX_BYTES,
+    insert_present, is_false, is_zero, label_list, labels_value, nullable, project_arg,
+    project_arg_opt, truncate, truncate_opt, update_body, username, usernames, StateEvent,
+    WireReferences, WireTitle, WireUser, BODY_MAX_BYTES,
 };
 use crate::GitLab;
 
@@ -1345,10 +1345,6 @@ pub(crate) fn resolved_discussion(
 }
 
 /// Labels as a body value: a list joined by commas; an empty list clears them.
-fn labels_value(labels: Option<Vec<String>>) -> Option<Value> {
-    labels.map(|l| Value::from(l.join(",")))
-}
-
 impl GitLab {
     async fn update_merge_request(
         &self,
@@ -1359,33 +1355,21 @@ impl GitLab {
         if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ToolError::invalid_arguments("`title` must not be empty"));
         }
-        let mut body = Map::new();
-        insert_present(
-            &mut body,
-            vec![
-                ("title", a.title.map(Value::from)),
-                ("description", a.description.map(Value::from)),
-                ("target_branch", a.target_branch.map(Value::from)),
-                ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
-                ("labels", labels_value(a.labels)),
-                ("add_labels", label_list(a.add_labels).map(Value::from)),
-                ("remove_labels", label_list(a.remove_labels).map(Value::from)),
-                ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
-                ("reviewer_ids", a.reviewer_ids.map(|i| json!(i))),
-                ("milestone_id", a.milestone_id.map(Value::from)),
-                ("remove_source_branch", a.remove_source_branch.map(Value::from)),
-                ("squash", a.squash.map(Value::from)),
-                ("discussion_locked", a.discussion_locked.map(Value::from)),
-            ],
-        );
-        if body.is_empty() {
-            return Err(ToolError::invalid_arguments(
-                "nothing to update: give at least one of `title`, `description`, \
-                 `target_branch`, `state_event`, `labels`, `add_labels`, `remove_labels`, \
-                 `assignee_ids`, `reviewer_ids`, `milestone_id`, `remove_source_branch`, \
-                 `squash`, `discussion_locked`",
-            ));
-        }
+        let body = update_body(vec![
+            ("title", a.title.map(Value::from)),
+            ("description", a.description.map(Value::from)),
+            ("target_branch", a.target_branch.map(Value::from)),
+            ("state_event", a.state_event.map(|s| Value::from(s.as_str()))),
+            ("labels", labels_value(a.labels)),
+            ("add_labels", label_list(a.add_labels).map(Value::from)),
+            ("remove_labels", label_list(a.remove_labels).map(Value::from)),
+            ("assignee_ids", a.assignee_ids.map(|i| json!(i))),
+            ("reviewer_ids", a.reviewer_ids.map(|i| json!(i))),
+            ("milestone_id", a.milestone_id.map(Value::from)),
+            ("remove_source_branch", a.remove_source_branch.map(Value::from)),
+            ("squash", a.squash.map(Value::from)),
+            ("discussion_locked", a.discussion_locked.map(Value::from)),
+        ])?;
         let path = format!("/projects/{}/merge_requests/{}", p.encoded, a.iid);
         let subject = Subject::object(format!("merge request !{}", a.iid), &p.name);
         let mr: WireMergeRequest =

@@ -106,6 +106,28 @@ pub(crate) fn insert_present(body: &mut Map<String, Value>, fields: Vec<(&str, O
     }
 }
 
+/// The body of an update: the fields given, or an error naming every field that could have
+/// been, when none was (a PUT with an empty body would change nothing and say nothing).
+pub(crate) fn update_body(
+    fields: Vec<(&str, Option<Value>)>,
+) -> Result<Map<String, Value>, ToolError> {
+    let names: Vec<String> = fields.iter().map(|(key, _)| format!("`{key}`")).collect();
+    let mut body = Map::new();
+    insert_present(&mut body, fields);
+    if body.is_empty() {
+        return Err(ToolError::invalid_arguments(format!(
+            "nothing to update: give at least one of {}",
+            names.join(", ")
+        )));
+    }
+    Ok(body)
+}
+
+/// Labels as a body field wants them, replacing the present ones: `bug,ui` (`""` for none).
+pub(crate) fn labels_value(labels: Option<Vec<String>>) -> Option<Value> {
+    labels.map(|l| Value::from(l.join(",")))
+}
+
 /// Labels as GitLab's query parameter wants them: `bug,ui`.
 pub(crate) fn label_list(labels: Option<Vec<String>>) -> Option<String> {
     labels.filter(|l| !l.is_empty()).map(|l| l.join(","))

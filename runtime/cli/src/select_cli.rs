@@ -80,15 +80,7 @@ fn part_of(id: &serde_json::Value) -> PartArg {
     let number = match id {
         serde_json::Value::Number(n) => n.as_u64(),
         serde_json::Value::String(s) => {
-            let digits: String = s
-                .chars()
-                .rev()
-                .take_while(char::is_ascii_digit)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            digits.parse().ok()
+            s[s.trim_end_matches(|c: char| c.is_ascii_digit()).len()..].parse().ok()
         }
         _ => None,
     };

@@ -1102,12 +1102,7 @@ fn section_problems(
         let Some(property) = properties.get(key) else {
             if closed {
                 let mut known: Vec<&str> = properties.keys().map(String::as_str).collect();
-                known.sort_by(|a, b| {
-                    strsim::jaro_winkler(key, b).total_cmp(&strsim::jaro_winkler(key, a))
-                });
-                let guess = known
-                    .first()
-                    .filter(|k| strsim::jaro_winkler(key, k) > 0.8)
+                let guess = closest_name(key, known.iter().copied())
                     .map(|k| format!(" — did you mean `{k}`?"))
                     .unwrap_or_default();
                 known.sort_unstable();
@@ -1183,6 +1178,19 @@ fn article(kind: &str) -> &'static str {
     }
 }
 
+/// The name among `choices` most like `typed` (Jaro–Winkler, the first on ties), when it is
+/// close enough (above 0.8) to be what was meant.
+fn closest_name<'c>(typed: &str, choices: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let mut best: Option<(&str, f64)> = None;
+    for choice in choices {
+        let similarity = strsim::jaro_winkler(typed, choice);
+        if best.is_none_or(|(_, b)| similarity > b) {
+            best = Some((choice, similarity));
+        }
+    }
+    best.filter(|(_, similarity)| *similarity > 0.8).map(|(choice, _)| choice)
+}
+
 /// The tools of `groups` (all of them when `None`); an unknown group name is an error naming the
 /// provider's groups, since a typo would otherwise hide every tool it meant to serve.
 fn served_groups(tools: &[ToolSpec], groups: Option<&[String]>) -> Result<Vec<ToolSpec>, String> {
@@ -1191,14 +1199,7 @@ fn served_groups(tools: &[ToolSpec], groups: Option<&[String]>) -> Result<Vec<To
         tools.iter().filter_map(|t| t.group.as_deref()).collect();
     if let Some(unknown) = groups.iter().find(|g| !known.contains(g.as_str())) {
         let choices: Vec<&str> = known.iter().copied().collect();
-        let closest = choices
-            .iter()
-            .copied()
-            .max_by(|a, b| {
-                strsim::jaro_winkler(unknown, a).total_cmp(&strsim::jaro_winkler(unknown, b))
-            })
-            .filter(|c| strsim::jaro_winkler(unknown, c) > 0.8);
-        return Err(match closest {
+        return Err(match closest_name(unknown, choices.iter().copied()) {
             Some(close) => format!(
                 "no group `{unknown}` (did you mean `{close}`?); the groups are: {}",
                 choices.join(", ")
