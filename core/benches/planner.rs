@@ -183,6 +183,8 @@ struct Registry {
     models: HashMap<String, ToolValueModel>,
     /// Per source tool: its links, each with its target's model.
     follow_ups: HashMap<String, Vec<(FollowUpLink, ToolValueModel)>>,
+    /// The most candidates a turn can have: every source's links together.
+    max_candidates: usize,
 }
 
 impl Registry {
@@ -205,13 +207,15 @@ impl Registry {
                     .collect();
                 (source.to_owned(), links)
             })
-            .collect();
-        Self { models, follow_ups }
+            .collect::<HashMap<String, Vec<_>>>();
+        let max_candidates = follow_ups.values().map(Vec::len).sum();
+        Self { models, follow_ups, max_candidates }
     }
 
     /// The host's side of a planning run: the recent tools' links as candidates, then the plan.
     fn plan(&self, recent: &[&'static str], options: &PlannerOptions) -> Plan<'_> {
-        let mut cands = Vec::new();
+        // Sized for the largest fan-out, as a host knows it when the registry is built.
+        let mut cands = Vec::with_capacity(self.max_candidates);
         for &from in recent {
             let Some(links) = self.follow_ups.get(from) else { continue };
             cands.extend(links.iter().map(|(link, model)| Candidate {

@@ -96,56 +96,52 @@ pub(crate) fn solve(
         all.sort_unstable_by(by_density);
         all
     } else {
-        core(inst, &by_density)
+        core(inst, &density, &by_density)
     };
 
     // Re-index into density order: position `p` holds item `order[p]`.
     let m = order.len();
     let v: Vec<f64> = order.iter().map(|&i| inst.value[i as usize]).collect();
     let w: Vec<u64> = order.iter().map(|&i| inst.cost[i as usize]).collect();
-    let par: Vec<u32> = if has_precedence {
+    let method = if !has_precedence {
+        let (mut best, mut best_value) = incumbent_free(&v, &w, inst.capacity);
+        let method = if m > limits.exact_limit
+            || !search_free(&v, &w, inst.capacity, limits.node_limit, &mut best, &mut best_value)
+        {
+            PlanMethod::ApproxHalf
+        } else {
+            PlanMethod::Exact
+        };
+        (best, method)
+    } else {
         let mut position = vec![0u32; n];
         for (p, &i) in order.iter().enumerate() {
             position[i as usize] = p as u32;
         }
-        order
+        let par: Vec<u32> = order
             .iter()
             .map(|&i| match inst.parent[i as usize] {
                 NONE => NONE,
                 parent => position[parent as usize],
             })
-            .collect()
-    } else {
-        vec![NONE; m]
-    };
-
-    let (mut best, mut best_value) = incumbent(&v, &w, &par, inst.capacity);
-    let fallback = if has_precedence { PlanMethod::Heuristic } else { PlanMethod::ApproxHalf };
-    let method = if m > limits.exact_limit {
-        fallback
-    } else if !has_precedence {
-        if search_free(&v, &w, inst.capacity, limits.node_limit, &mut best, &mut best_value) {
-            PlanMethod::Exact
-        } else {
-            fallback
-        }
-    } else {
-        let mut search = Search {
-            v: &v,
-            w: &w,
-            par: &par,
-            status: vec![UNDECIDED; m],
-            log: Vec::new(),
-            best: &mut best,
-            best_value: &mut best_value,
-            nodes: 0,
+            .collect();
+        let (mut best, mut best_value) = incumbent(&v, &w, &par, inst.capacity);
+        let exact = m <= limits.exact_limit && {
+            let mut search = Search {
+                v: &v,
+                w: &w,
+                par: &par,
+                status: vec![UNDECIDED; m],
+                log: Vec::new(),
+                best: &mut best,
+                best_value: &mut best_value,
+                nodes: 0,
+            };
+            search.run(inst.capacity, limits.node_limit)
         };
-        if search.run(inst.capacity, limits.node_limit) {
-            PlanMethod::Exact
-        } else {
-            fallback
-        }
+        (best, if exact { PlanMethod::Exact } else { PlanMethod::Heuristic })
     };
+    let (best, method) = method;
 
     let mut selected = vec![false; n];
     for (p, &i) in order.iter().enumerate() {
@@ -156,10 +152,14 @@ pub(crate) fn solve(
 
 /// Without precedence: the items that can matter, in density order — the top items by density up
 /// to and including the critical one, then every later item the reduction cannot fix out.
-fn core(inst: &Instance<'_>, by_density: &impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
+fn core(
+    inst: &Instance<'_>,
+    density: &[f64],
+    by_density: &impl Fn(&u32, &u32) -> Ordering,
+) -> Vec<u32> {
     let n = inst.value.len();
     let (v, w, cap) = (inst.value, inst.cost, inst.capacity);
-    let mut idx = top_overflowing(n, w, cap, by_density);
+    let mut idx = top_overflowing(n, w, cap, density, by_density);
     let k = idx.len();
 
     // Dantzig bound, critical density, and the two ½-approximation candidates.
@@ -211,6 +211,7 @@ fn top_overflowing(
     n: usize,
     w: &[u64],
     cap: u64,
+    density: &[f64],
     by_density: &impl Fn(&u32, &u32) -> Ordering,
 ) -> Vec<u32> {
     const SHORT: usize = 64;
@@ -219,7 +220,8 @@ fn top_overflowing(
     for i in 0..n as u32 {
         if weight > cap {
             let last = *top.last().expect("an overflowing prefix is not empty");
-            if by_density(&i, &last).is_gt() {
+            // A strictly lower density is out without the tie-breaks (the usual case).
+            if density[i as usize] < density[last as usize] || by_density(&i, &last).is_gt() {
                 continue;
             }
         }
@@ -288,6 +290,28 @@ fn best_single(v: &[f64]) -> u32 {
         }
     }
     best as u32
+}
+
+/// [`incumbent`] without precedence: the density greedy or the best single item, whichever is
+/// worth more, with no chain bookkeeping.
+fn incumbent_free(v: &[f64], w: &[u64], cap: u64) -> (Vec<bool>, f64) {
+    let mut chosen = vec![false; v.len()];
+    let (mut room, mut value) = (cap, 0.0);
+    for (p, (&vp, &wp)) in v.iter().zip(w).enumerate() {
+        if wp <= room {
+            room -= wp;
+            value += vp;
+            chosen[p] = true;
+        }
+    }
+    let single = best_single(v) as usize;
+    if v[single] > value + EPS {
+        chosen.fill(false);
+        chosen[single] = true;
+        (chosen, v[single])
+    } else {
+        (chosen, value)
+    }
 }
 
 /// The better of the density greedy and the best single item (with precedence: the best single
@@ -362,19 +386,16 @@ fn search_free(
     best_value: &mut f64,
 ) -> bool {
     let m = v.len();
-    // `sum_v[p]`, `sum_w[p]`: the items before position `p`.
-    let mut sum_v = Vec::with_capacity(m + 1);
-    let mut sum_w = Vec::with_capacity(m + 1);
+    // `sums[p]`: the value and cost of the items before position `p`.
+    let mut sums: Vec<(f64, u64)> = Vec::with_capacity(m + 1);
     let (mut sv, mut sw) = (0.0, 0u64);
-    sum_v.push(sv);
-    sum_w.push(sw);
+    sums.push((sv, sw));
     for (&vi, &wi) in v.iter().zip(w) {
         sv += vi;
         sw += wi;
-        sum_v.push(sv);
-        sum_w.push(sw);
+        sums.push((sv, sw));
     }
-    let mut taken = vec![false; m];
+    let (total_v, total_w) = (sv, sw);
     // The positions taken, in order: backtracking drops the last.
     let mut stack: Vec<usize> = Vec::with_capacity(m);
     let (mut value, mut room, mut j) = (0.0, capacity, 0usize);
@@ -387,12 +408,12 @@ fn search_free(
             }
             // The Dantzig bound of the items from `j`: whole ones while they fit, then a part of
             // the first that does not (none when all fit).
-            let limit = sum_w[j] + room;
-            let bound = if sum_w[m] <= limit {
-                value + (sum_v[m] - sum_v[j])
+            let limit = sums[j].1 + room;
+            let bound = if total_w <= limit {
+                value + (total_v - sums[j].0)
             } else {
-                let t = j + sum_w[j..].partition_point(|&c| c <= limit) - 1;
-                value + (sum_v[t] - sum_v[j]) + v[t] * (limit - sum_w[t]) as f64 / w[t] as f64
+                let t = j + sums[j..].partition_point(|&(_, c)| c <= limit) - 1;
+                value + (sums[t].0 - sums[j].0) + v[t] * (limit - sums[t].1) as f64 / w[t] as f64
             };
             if bound > *best_value + EPS {
                 // Forward: take what fits, in order; an item that does not fit is left out here
@@ -401,7 +422,6 @@ fn search_free(
                     if w[j] <= room {
                         room -= w[j];
                         value += v[j];
-                        taken[j] = true;
                         stack.push(j);
                         j += 1;
                     } else {
@@ -414,13 +434,13 @@ fn search_free(
                 }
                 if value > *best_value + EPS {
                     *best_value = value;
-                    best.copy_from_slice(&taken);
+                    best.fill(false);
+                    stack.iter().for_each(|&p| best[p] = true);
                 }
             }
         }
         // Backtrack: leave out the last item taken and go on after it.
         let Some(i) = stack.pop() else { return true };
-        taken[i] = false;
         room += w[i];
         value -= v[i];
         j = i + 1;

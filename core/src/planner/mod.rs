@@ -489,8 +489,10 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         },
     );
 
-    let mut admitted = Vec::new();
-    let mut declined = Vec::with_capacity(n.saturating_sub(candidate_of.len()));
+    // Sized once: at most the eligible calls are admitted, the rest are declined.
+    let eligible = reason.iter().filter(|r| r.is_none()).count();
+    let mut admitted = Vec::with_capacity(eligible);
+    let mut declined = Vec::with_capacity(n - eligible + candidate_of.len());
     // Items are numbered in candidate order: without prerequisites the next one is `item`.
     let mut item = 0usize;
     for (i, c) in candidates.iter().enumerate() {
