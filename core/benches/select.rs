@@ -24,22 +24,9 @@ use serde_json::{json, Map};
 
 #[path = "common/synthetic.rs"]
 mod synthetic;
-use synthetic::{Rng, NOUNS, VERBS};
+use synthetic::{Rng, NOUNS, QUERIES, VERBS};
 
 const GROUPS: &[&str] = &["code", "planning", "ci", "people", "ops"];
-
-const QUERIES: &[&str] = &[
-    "why did the MR pipeline fail",
-    "list open pull requests assigned to me",
-    "move PROJ-7 to Done",
-    "show the failing job's log",
-    "summarize yesterday's standup meeting",
-    "create a ticket for the login bug",
-    "which files changed in this PR",
-    "upcoming releases and milestones",
-    "rerun the flaky deployment",
-    "comments on the incident",
-];
 
 fn tool(i: usize, rng: &mut Rng) -> (String, ToolSpec) {
     let provider = format!("prov{}", i % 20);

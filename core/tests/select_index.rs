@@ -270,9 +270,42 @@ fn vectors_of_another_model_fall_back_to_words() {
         Some(&foreign),
         SelectOptions::default(),
     );
-    assert_eq!(idx.embedding_status(), EmbeddingStatus::Unusable { dimension: 8 });
+    assert_eq!(idx.embedding_status(), EmbeddingStatus::External { dimension: 8 });
     let words = index(SelectOptions::default(), false);
     assert_eq!(idx.rank("open MRs", &[], 5), words.rank("open MRs", &[], 5));
+    // A vector of the wrong dimension is no query vector either.
+    assert_eq!(idx.rank_with("open MRs", Some(&[1.0; 3]), &[], 5), words.rank("open MRs", &[], 5));
+}
+
+#[test]
+fn vectors_of_another_model_fuse_with_the_query_vector_of_that_model() {
+    let tools = registry();
+    // A toy model: each tool a one-hot vector, so a query vector naming a tool lifts it alone.
+    let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
+    let one_hot = |i: usize| {
+        let mut v = vec![0.0f32; names.len()];
+        v[i] = 1.0;
+        v
+    };
+    let foreign: EmbeddingsArtifact = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            ((*n).clone(), ToolEmbedding { tool: one_hot(i), inputs: vec![], outputs: None })
+        })
+        .collect();
+    let options = SelectOptions { embedding_weight: 0.5, ..SelectOptions::default() };
+    let idx = SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options);
+    assert!(idx.needs_query_vectors());
+    let target = names.iter().position(|n| n.as_str() == "jira.get_issue").unwrap();
+    let words = idx.rank("open MRs", &[], 3);
+    assert_ne!(words[0].name, "jira.get_issue", "{words:?}");
+    // An unnormalised vector works as well: the index normalises it.
+    let query: Vec<f32> = one_hot(target).iter().map(|x| x * 7.0).collect();
+    let fused = idx.rank_with("open MRs", Some(&query), &[], 3);
+    assert!(fused.iter().any(|r| r.name == "jira.get_issue"), "{fused:?}");
+    let selected = idx.select_with("open MRs", Some(&query), &[]);
+    assert!(selected.contains(&"jira.get_issue".to_owned()), "{selected:?}");
 }
 
 #[test]

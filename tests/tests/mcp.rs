@@ -984,6 +984,79 @@ async fn find_tools_returns_what_fits_or_nothing_and_the_closest_bundles() {
     client.cancel().await.unwrap();
 }
 
+/// With an HTTP embedding model, `find_tools` embeds the query through it (once per query text);
+/// when the model does not answer in time the tools still come, ranked on words, and the answer
+/// says so — and the next queries do not wait out the timeout again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_tools_embeds_the_query_with_the_tools_model_and_says_when_it_could_not() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let model = MockServer::start().await;
+    let slow = Arc::new(AtomicBool::new(false));
+    let slow_in_mock = Arc::clone(&slow);
+    Mock::given(method("POST"))
+        .and(path("/api/embed"))
+        .respond_with(move |req: &wiremock::Request| {
+            let body: Value = req.body_json().unwrap();
+            let n = body["input"].as_array().unwrap().len();
+            let vectors: Vec<Value> = (0..n).map(|_| json!([1.0, 0.0, 0.5])).collect();
+            let reply = ResponseTemplate::new(200)
+                .set_body_json(json!({"model": "m1", "embeddings": vectors}));
+            // Only queries (one text) are slowed down; the tools were embedded before.
+            if n == 1 && slow_in_mock.load(Ordering::SeqCst) {
+                reply.set_delay(Duration::from_secs(5))
+            } else {
+                reply
+            }
+        })
+        .mount(&model)
+        .await;
+    let selector = format!(
+        "query_timeout_ms = 300\n[[enrichments]]\ntype = \"embeddings\"\n\
+         lm = {{ type = \"ollama\", model = \"m1\", base_url = \"{}\" }}\n",
+        model.uri()
+    );
+    let setup = Setup::with_plugins(&ALL_PROVIDERS, "http://127.0.0.1:9", &selector);
+    let client = rmcp_client(&setup, "search").await;
+    let queries_asked = |requests: &[wiremock::Request], query: &str| {
+        requests
+            .iter()
+            .filter(|r| r.body_json::<Value>().unwrap()["input"] == json!([query]))
+            .count()
+    };
+
+    let query = json!({"query": "merge the gitlab merge request", "k": 3});
+    let (error, merge) = meta_call(&client, "find_tools", query.clone()).await;
+    assert!(!error, "{merge}");
+    assert_eq!(found_names(&merge).first().map(String::as_str), Some("gitlab_merge_merge_request"));
+    assert!(merge.get("ranking").is_none(), "the model answered: {merge}");
+    let (_, again) = meta_call(&client, "find_tools", query).await;
+    assert_eq!(found_names(&again), found_names(&merge));
+    let requests = model.received_requests().await.unwrap();
+    assert_eq!(queries_asked(&requests, "merge the gitlab merge request"), 1, "cached once asked");
+
+    slow.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let (error, timed_out) =
+        meta_call(&client, "find_tools", json!({"query": "retry the failed gitlab job", "k": 3}))
+            .await;
+    assert!(!error, "{timed_out}");
+    assert!(started.elapsed() < Duration::from_secs(4), "the timeout, not the model, decided");
+    assert_eq!(found_names(&timed_out).first().map(String::as_str), Some("gitlab_retry_job"));
+    let ranking = timed_out["ranking"].as_str().unwrap_or_default();
+    assert!(
+        ranking.starts_with("ranked on words alone") && ranking.contains("within 300 ms"),
+        "{timed_out}"
+    );
+    // The next query does not wait for the model that just failed.
+    let before = model.received_requests().await.unwrap().len();
+    let (_, next) =
+        meta_call(&client, "find_tools", json!({"query": "list the jira sprints", "k": 3})).await;
+    assert!(next["ranking"].as_str().is_some_and(|r| r.contains("s ago")), "{next}");
+    assert_eq!(model.received_requests().await.unwrap().len(), before, "not asked again");
+    client.cancel().await.unwrap();
+}
+
 /// `load_tools` takes a request in words and lists what fits it; nonsense is refused with the
 /// closest bundles.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

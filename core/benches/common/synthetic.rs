@@ -71,6 +71,20 @@ pub(crate) const NOUNS: &[&str] = &[
     "log",
     "event",
 ];
+/// Requests as a developer phrases them, for the selector benchmarks.
+pub(crate) const QUERIES: &[&str] = &[
+    "why did the MR pipeline fail",
+    "list open pull requests assigned to me",
+    "move PROJ-7 to Done",
+    "show the failing job's log",
+    "summarize yesterday's standup meeting",
+    "create a ticket for the login bug",
+    "which files changed in this PR",
+    "upcoming releases and milestones",
+    "rerun the flaky deployment",
+    "comments on the incident",
+];
+
 pub(crate) const VERBS: &[&str] =
     &["get", "list", "search", "create", "update", "delete", "close", "retry"];
 const SCOPES: &[&str] = &["project", "workspace_id", "repo", "team_id", "org", "site"];

@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
+use quiver_core::enrich::embed::{tool_texts, EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
 use quiver_core::select::eval::{recall, RECALL_AT};
+use quiver_runtime::embedder;
 use quiver_runtime::enrich::CatalogTool;
-use quiver_runtime::selector::{selector_for_host, Fusion, Selector, SelectorOptions};
+use quiver_runtime::selector::{
+    selector_for_host, Fusion, QueryEmbedder, Selector, SelectorOptions,
+};
 use quiver_runtime::Host;
 use serde::Deserialize;
 
@@ -39,9 +42,9 @@ pub(crate) struct SelectArgs {
     #[arg(long)]
     lexical_only: bool,
     /// τ: the score a tool needs to be selected on its own merit (the selected-set line of
-    /// --gold).
-    #[arg(long, value_name = "TAU")]
-    threshold: Option<f32>,
+    /// --gold); several, comma-separated, print a selected-set line each (calibrating τ).
+    #[arg(long, value_name = "TAU", value_delimiter = ',')]
+    threshold: Vec<f32>,
     /// The weight of the lexical (BM25) score.
     #[arg(long, value_name = "W")]
     lexical_weight: Option<f32>,
@@ -55,6 +58,11 @@ pub(crate) struct SelectArgs {
     /// --gold); default: `[selector] max_list_tokens`.
     #[arg(long, value_name = "TOKENS")]
     max_list_tokens: Option<u64>,
+    /// Embed tools and queries with the sentence embedder in this model directory (config.json,
+    /// model.safetensors, tokenizer.json), as `[selector.embedder] type = "local"` does; fused
+    /// with words at `[selector] embedding_weight` (default 1).
+    #[arg(long, value_name = "DIR")]
+    local_model: Option<PathBuf>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
@@ -113,16 +121,19 @@ struct GoldLine {
 
 pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> {
     let configured = host.config().config.selector.clone();
-    let mut options = SelectorOptions {
-        max_tools: configured.max_tools,
-        threshold: configured.threshold,
-        embedding_weight: configured.embedding_weight,
-        max_list_tokens: args.max_list_tokens.or(configured.max_list_tokens),
-        ..SelectorOptions::default()
-    };
-    if let Some(t) = args.threshold {
-        options.threshold = t;
+    let mut options = SelectorOptions::from_config(&host.config().config);
+    if let Some(t) = args.max_list_tokens {
+        options.max_list_tokens = Some(t);
     }
+    let local = match &args.local_model {
+        Some(dir) => {
+            if configured.embedding_weight.is_none() {
+                options.embedding_weight = quiver_core::select::DEFAULT_MODEL_EMBEDDING_WEIGHT;
+            }
+            Some(embedder::local(dir).map_err(|e| anyhow::anyhow!("--local-model: {e}"))?)
+        }
+        None => quiver_runtime::enrich::local_embedder(host).map_err(|e| anyhow::anyhow!(e))?,
+    };
     if let Some(w) = args.lexical_weight {
         options.lexical_weight = w;
     }
@@ -132,8 +143,17 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if args.lexical_only {
         options.embedding_weight = 0.0;
     }
-    let (threshold, max_tools, max_list_tokens) =
-        (options.threshold, options.max_tools, options.max_list_tokens);
+    // τ for the mix in use: a file's tools meet a neural model only through --local-model.
+    let neural = local.is_some()
+        || args.tools.is_none()
+            && quiver_runtime::selector::embeds_with_a_model(&host.config().config);
+    let thresholds = if args.threshold.is_empty() {
+        vec![configured.effective_threshold(neural && options.embedding_weight > 0.0)]
+    } else {
+        args.threshold.clone()
+    };
+    options.threshold = thresholds[0];
+    let (max_tools, max_list_tokens) = (options.max_tools, options.max_list_tokens);
     let fusion = match args.fusion {
         FusionArg::Weighted => Fusion::Weighted,
         FusionArg::Rrf => Fusion::ReciprocalRank,
@@ -141,22 +161,51 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let selector = match &args.tools {
         Some(path) => {
             let tools = read_tools(path)?;
-            // The built-in embedder over the file's tools, in memory: a file is evaluated as it
-            // is, whatever the config's enrichments say.
-            let embedder = LexicalEmbedder::new();
-            let embeddings: EmbeddingsArtifact = tools
-                .iter()
-                .map(|t| (t.name.clone(), embedder.embed_tool(&t.name, &t.spec)))
-                .collect();
-            Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+            // The file's tools embedded in memory — with the local model when one is named, else
+            // the built-in embedder: a file is evaluated as it is, whatever the config's
+            // enrichments say.
+            match &local {
+                Some(model) if options.embedding_weight > 0.0 => {
+                    let texts: Vec<String> =
+                        tools.iter().map(|t| tool_texts(&t.name, &t.spec).tool).collect();
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    let vectors = model.embed(&refs).map_err(|e| anyhow::anyhow!(e))?;
+                    let embeddings: EmbeddingsArtifact = tools
+                        .iter()
+                        .zip(vectors)
+                        .map(|(t, tool)| {
+                            (t.name.clone(), ToolEmbedding { tool, inputs: vec![], outputs: None })
+                        })
+                        .collect();
+                    Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+                        .with_query_embedder(QueryEmbedder::local(std::sync::Arc::clone(model)))
+                }
+                _ => {
+                    let embedder = LexicalEmbedder::new();
+                    let embeddings: EmbeddingsArtifact = tools
+                        .iter()
+                        .map(|t| (t.name.clone(), embedder.embed_tool(&t.name, &t.spec)))
+                        .collect();
+                    Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+                }
+            }
+        }
+        None if args.local_model.is_some() => {
+            bail!("--local-model needs --tools FILE; for the host's tools set [selector.embedder]")
         }
         None if matches!(fusion, Fusion::Weighted) => selector_for_host(host, options)?,
         None => bail!("--fusion rrf needs --tools FILE; the host's selector fuses by weight"),
     };
-    let mode =
-        if selector.uses_embeddings() { "fused: words and embeddings" } else { "words only" };
+    let mode = match selector.query_embedder() {
+        Some(model) if selector.uses_embeddings() => {
+            format!("fused: words and {} embeddings", model.model_id())
+        }
+        _ if selector.uses_embeddings() => "fused: words and embeddings".to_owned(),
+        _ => "words only".to_owned(),
+    };
     if let Some(query) = &args.query {
-        for hit in selector.rank(query, &[], args.k) {
+        let vector = query_vectors(&selector, std::slice::from_ref(query))?.pop().flatten();
+        for hit in selector.rank_with(query, vector.as_deref(), &[], args.k) {
             println!("{:.3}  {}", hit.score, hit.name);
         }
         return Ok(ExitCode::SUCCESS);
@@ -171,11 +220,16 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if let Some(part) = args.part {
         queries.retain(|q| part_of(&q.id) == part);
     }
+    let texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
+    let vectors = query_vectors(&selector, &texts)?;
     let Some(gold_path) = &args.gold else {
         let mut out = std::io::stdout().lock();
-        for q in &queries {
-            let ranked: Vec<String> =
-                selector.rank(&q.query, &[], args.k).into_iter().map(|r| r.name).collect();
+        for (q, vector) in queries.iter().zip(&vectors) {
+            let ranked: Vec<String> = selector
+                .rank_with(&q.query, vector.as_deref(), &[], args.k)
+                .into_iter()
+                .map(|r| r.name)
+                .collect();
             let line = serde_json::json!({ "id": q.id, "ranked": ranked });
             writeln!(out, "{line}")?;
         }
@@ -187,8 +241,12 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let deepest = RECALL_AT.iter().copied().max().unwrap_or(10).max(args.k);
     let mut runs = Vec::with_capacity(queries.len());
     let mut unknown = Vec::new();
-    let (mut selected_whole, mut selected_size, mut selected_tokens) = (0usize, 0usize, 0u64);
-    for q in &queries {
+    // Per τ: queries whose whole gold set was selected, tools and tokens selected.
+    let per_threshold: Vec<Selector> =
+        thresholds.iter().map(|&t| selector.clone().with_threshold(t)).collect();
+    let mut selected_stats = vec![(0usize, 0usize, 0u64); thresholds.len()];
+    for (q, vector) in queries.iter().zip(&vectors) {
+        let vector = vector.as_deref();
         let Some(g) = gold.get(&q.id.to_string()) else {
             bail!(
                 "query {} has no line in {}; add {{\"id\": {}, \"tools\": [...]}}",
@@ -197,15 +255,20 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
                 q.id
             );
         };
-        let ranked: Vec<String> =
-            selector.rank(&q.query, &[], deepest).into_iter().map(|r| r.name).collect();
+        let ranked: Vec<String> = selector
+            .rank_with(&q.query, vector, &[], deepest)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
         unknown.extend(g.tools.iter().filter(|t| !selector.names().contains(t)).cloned());
-        let selected = selector.select(&q.query, &[]);
-        if g.tools.iter().all(|t| selected.contains(t)) {
-            selected_whole += 1;
+        for (at, (whole, size, tokens)) in per_threshold.iter().zip(&mut selected_stats) {
+            let selected = at.select_with(&q.query, vector, &[]);
+            if g.tools.iter().all(|t| selected.contains(t)) {
+                *whole += 1;
+            }
+            *size += selected.len();
+            *tokens += selected.iter().filter_map(|t| selector.listed_tokens(t)).sum::<u64>();
         }
-        selected_size += selected.len();
-        selected_tokens += selected.iter().filter_map(|t| selector.listed_tokens(t)).sum::<u64>();
         runs.push((q, ranked, g.tools.clone()));
     }
     if !unknown.is_empty() {
@@ -230,13 +293,15 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     }
     let n = runs.len().max(1) as f64;
     let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
-    println!(
-        "selected (τ {threshold}, at most {max_tools}{budget}): whole gold set in {:.3}, {:.1} \
-         tools ({:.0} tokens) on average",
-        selected_whole as f64 / n,
-        selected_size as f64 / n,
-        selected_tokens as f64 / n
-    );
+    for (threshold, (whole, size, tokens)) in thresholds.iter().zip(&selected_stats) {
+        println!(
+            "selected (τ {threshold}, at most {max_tools}{budget}): whole gold set in {:.3}, \
+             {:.1} tools ({:.0} tokens) on average",
+            *whole as f64 / n,
+            *size as f64 / n,
+            *tokens as f64 / n
+        );
+    }
     if args.show_misses {
         for (q, ranked, gold) in &runs {
             let top = &ranked[..5.min(ranked.len())];
@@ -254,6 +319,18 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each query's vector from the selector's query model, all embedded up front in batches;
+/// `None`s when the selector embeds queries itself or not at all.
+fn query_vectors(selector: &Selector, queries: &[String]) -> anyhow::Result<Vec<Option<Vec<f32>>>> {
+    let Some(model) = selector.query_embedder().filter(|_| selector.needs_query_vectors()) else {
+        return Ok(vec![None; queries.len()]);
+    };
+    let vectors = crate::runtime()?
+        .block_on(model.embed_all(queries))
+        .map_err(|e| anyhow::anyhow!("cannot embed the queries with {}: {e}", model.model_id()))?;
+    Ok(vectors.into_iter().map(Some).collect())
 }
 
 fn read_tools(path: &Path) -> anyhow::Result<Vec<CatalogTool>> {

@@ -29,21 +29,23 @@ fn bench(c: &mut Criterion) {
 
     let no_store = StoreError::Io { path: "none".into(), detail: "benchmark".into() };
     group.bench_function("full_no_cache", |b| {
-        b.iter(|| runtime.block_on(run(tools.clone(), &set, Err(&no_store), &options)).unwrap())
+        b.iter(|| {
+            runtime.block_on(run(tools.clone(), &set, Err(&no_store), &options, None)).unwrap()
+        })
     });
 
     let warm_dir = tempfile::tempdir().unwrap();
     let warm = ArtifactStore::open(warm_dir.path()).unwrap();
-    runtime.block_on(run(tools.clone(), &set, Ok(&warm), &options)).unwrap();
+    runtime.block_on(run(tools.clone(), &set, Ok(&warm), &options, None)).unwrap();
     group.bench_function("warm_from_sled", |b| {
-        b.iter(|| runtime.block_on(run(tools.clone(), &set, Ok(&warm), &options)).unwrap())
+        b.iter(|| runtime.block_on(run(tools.clone(), &set, Ok(&warm), &options, None)).unwrap())
     });
 
     // A store holding 1990 tools; each iteration adds the last 10 to a fresh copy of it.
     let base_dir = tempfile::tempdir().unwrap();
     {
         let base = ArtifactStore::open(base_dir.path()).unwrap();
-        runtime.block_on(run(tools[..1990].to_vec(), &set, Ok(&base), &options)).unwrap();
+        runtime.block_on(run(tools[..1990].to_vec(), &set, Ok(&base), &options, None)).unwrap();
     }
     group.bench_function("delta_10_new_tools", |b| {
         b.iter_batched(
@@ -55,7 +57,7 @@ fn bench(c: &mut Criterion) {
             },
             |(_copy, store)| {
                 let enriched =
-                    runtime.block_on(run(tools.clone(), &set, Ok(&store), &options)).unwrap();
+                    runtime.block_on(run(tools.clone(), &set, Ok(&store), &options, None)).unwrap();
                 assert_eq!(enriched.reports[0].computed, 10);
             },
             BatchSize::PerIteration,

@@ -293,13 +293,23 @@ pub struct SelectorConfig {
     pub mode: ServeMode,
     /// Tools listed at once in `dynamic` mode, CORE included; the most `find_tools` returns.
     pub max_tools: usize,
-    /// Score below which the selector leaves a tool out.
-    pub threshold: f32,
+    /// Score below which the selector leaves a tool out (τ). Default:
+    /// [`quiver_core::select::DEFAULT_THRESHOLD`] on words alone,
+    /// [`quiver_core::select::DEFAULT_MODEL_THRESHOLD`] when a neural model's similarity is fused.
+    pub threshold: Option<f32>,
     /// Tools always listed in `search` and `dynamic` mode (names or globs).
     pub core: Vec<String>,
-    /// How much embedding similarity counts beside words (0: words alone, the default; the
-    /// lexical score weighs 1).
-    pub embedding_weight: f32,
+    /// How much embedding similarity counts beside words (the lexical score weighs 1). Default:
+    /// 0 (words alone) with the built-in embedder, which measurably does not help;
+    /// [`quiver_core::select::DEFAULT_MODEL_EMBEDDING_WEIGHT`] when a neural model embeds the
+    /// tools (`[selector.embedder]` local, or an `lm` on the embeddings enrichment).
+    pub embedding_weight: Option<f32>,
+    /// The model tools and queries are embedded with; default: the built-in embedder, or the
+    /// embeddings enrichment's `lm` when it names one.
+    pub embedder: EmbedderConfig,
+    /// How long a query waits for an HTTP embedding model before it is ranked on words alone
+    /// (the answer says so).
+    pub query_timeout_ms: u64,
     /// The most tokens the tools `find_tools` returns or `load_tools` lists for a request may
     /// cost together (their listings, by the README's estimator); none: only `max_tools`.
     pub max_list_tokens: Option<u64>,
@@ -318,15 +328,54 @@ impl Default for SelectorConfig {
         Self {
             mode: ServeMode::All,
             max_tools: quiver_core::select::DEFAULT_MAX_TOOLS,
-            threshold: quiver_core::select::DEFAULT_THRESHOLD,
+            threshold: None,
             core: Vec::new(),
-            embedding_weight: quiver_core::select::DEFAULT_EMBEDDING_WEIGHT,
+            embedding_weight: None,
+            embedder: EmbedderConfig::default(),
+            query_timeout_ms: 1500,
             max_list_tokens: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,
             confirm: Vec::new(),
         }
+    }
+}
+
+/// `[selector.embedder]`: which model embeds tools (the embeddings enrichment) and queries.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EmbedderConfig {
+    /// The built-in offline embedder (hashed words and n-grams), or the enrichment's `lm`.
+    #[default]
+    Builtin,
+    /// A BERT-family sentence embedder run in process from a model directory holding
+    /// `config.json`, `model.safetensors` and `tokenizer.json` (all-MiniLM-L6-v2, say).
+    Local {
+        /// The model directory.
+        path: PathBuf,
+    },
+}
+
+impl SelectorConfig {
+    /// τ in effect: the configured one, else the default for words alone or, when a neural
+    /// model's similarity is fused (`fused`), for that mix.
+    pub fn effective_threshold(&self, fused: bool) -> f32 {
+        self.threshold.unwrap_or(if fused {
+            quiver_core::select::DEFAULT_MODEL_THRESHOLD
+        } else {
+            quiver_core::select::DEFAULT_THRESHOLD
+        })
+    }
+
+    /// The embedding weight in effect: the configured one, else 0 with the built-in embedder and
+    /// [`quiver_core::select::DEFAULT_MODEL_EMBEDDING_WEIGHT`] with a neural model (`model`).
+    pub fn effective_embedding_weight(&self, model: bool) -> f32 {
+        self.embedding_weight.unwrap_or(if model {
+            quiver_core::select::DEFAULT_MODEL_EMBEDDING_WEIGHT
+        } else {
+            quiver_core::select::DEFAULT_EMBEDDING_WEIGHT
+        })
     }
 }
 

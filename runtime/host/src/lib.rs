@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod embedder;
 pub mod enrich;
 pub mod host;
 pub mod loader;

@@ -8,10 +8,12 @@
 //! and the `embeddings` artifact from the enrichment runner (cache first, in memory when the
 //! store cannot be opened).
 //!
-//! Queries are embedded with the built-in offline embedder. When the `embeddings` artifact was
-//! produced by an HTTP endpoint, its vectors have another dimension and a query cannot be
-//! embedded offline to meet them: the selector then ranks on lexical scores alone and logs that
-//! once per process.
+//! Queries are embedded by the model that embedded the tools: the built-in offline embedder
+//! inside the index; a local model (`[selector.embedder] type = "local"`) or the embeddings
+//! enrichment's HTTP endpoint through [`QueryEmbedder`], whose vectors the caller passes to
+//! [`Selector::rank_with`] / [`Selector::select_with`] ([`Selector::query_vector`] gets them,
+//! cached). An endpoint that fails or does not answer within `[selector] query_timeout_ms` leaves
+//! that query to words alone, and [`QueryVector::words_only`] says why, so an answer can say so.
 //!
 //! ```no_run
 //! use quiver_runtime::selector::{selector_for_host, SelectorOptions};
@@ -26,7 +28,9 @@
 //! assert!(shown.len() <= SelectorOptions::default().max_tools);
 //! ```
 
-use std::sync::Once;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use quiver_core::enrich::embed::EmbeddingsArtifact;
 use quiver_core::enrich::{EnrichmentKind, ScheduleError, EMBEDDINGS};
@@ -34,7 +38,10 @@ use quiver_core::select::{EmbeddingStatus, SelectIndex, SelectOptions};
 
 pub use quiver_core::select::{Bundle, Fusion, Ranked};
 
-use crate::enrich::{CatalogTool, EnrichmentSet, RunOptions};
+use crate::config::Config;
+use crate::embedder::TextEmbedder;
+use crate::enrich::lm::LmClient;
+use crate::enrich::{CatalogTool, EnrichmentDecl, EnrichmentSet, RunOptions};
 use crate::Host;
 
 /// How the selector ranks and chooses.
@@ -72,10 +79,191 @@ impl Default for SelectorOptions {
     }
 }
 
+impl SelectorOptions {
+    /// The options `[selector]` in `config` sets, the embedding weight resolved for the model
+    /// that embeds the tools (see [`crate::config::SelectorConfig::embedding_weight`]).
+    pub fn from_config(config: &Config) -> Self {
+        let selector = &config.selector;
+        let model = embeds_with_a_model(config);
+        let embedding_weight = selector.effective_embedding_weight(model);
+        Self {
+            max_tools: selector.max_tools,
+            threshold: selector.effective_threshold(model && embedding_weight > 0.0),
+            core: selector.core.clone(),
+            embedding_weight,
+            max_list_tokens: selector.max_list_tokens,
+            ..Self::default()
+        }
+    }
+}
+
+/// Whether a neural model embeds the tools (`[selector.embedder]` local, or an `lm` on the
+/// embeddings enrichment) rather than the built-in embedder.
+pub fn embeds_with_a_model(config: &Config) -> bool {
+    !matches!(config.selector.embedder, crate::config::EmbedderConfig::Builtin)
+        || config
+            .enrichments
+            .iter()
+            .any(|d| matches!(d, EnrichmentDecl::Embeddings { lm: Some(_), .. }))
+}
+
 /// The selector over one catalog; everything a query needs is computed when it is built.
 #[derive(Debug, Clone)]
 pub struct Selector {
     index: SelectIndex,
+    query_embedder: Option<QueryEmbedder>,
+}
+
+/// A query's vector from the model of the tool vectors, or why the query is ranked on words
+/// alone.
+#[derive(Debug, Clone, Default)]
+pub struct QueryVector {
+    /// The vector; `None` when none is needed or none could be had.
+    pub vector: Option<Arc<[f32]>>,
+    /// Why a vector was needed and not had (the endpoint failed, timed out…).
+    pub words_only: Option<String>,
+}
+
+/// Embeds queries with the model that embedded the tools, when that is not the built-in
+/// embedder: a local model, or an HTTP endpoint with a short timeout. Vectors are cached by query
+/// text; after an endpoint failure, queries go to words alone for a while instead of each waiting
+/// out the timeout.
+#[derive(Clone)]
+pub struct QueryEmbedder {
+    inner: Arc<QueryModel>,
+}
+
+struct QueryModel {
+    model: QueryModelKind,
+    timeout: Duration,
+    cache: Mutex<lru::LruCache<String, Arc<[f32]>>>,
+    /// When the endpoint last failed, and why.
+    failed: Mutex<Option<(Instant, String)>>,
+}
+
+enum QueryModelKind {
+    Http(LmClient),
+    Local(Arc<dyn TextEmbedder>),
+}
+
+/// Queries whose vectors are kept.
+const QUERY_CACHE: usize = 1024;
+/// How long queries skip an endpoint that failed.
+const FAILURE_PAUSE: Duration = Duration::from_secs(30);
+/// Queries embedded per request by [`QueryEmbedder::embed_all`].
+const QUERY_BATCH: usize = 64;
+
+impl std::fmt::Debug for QueryEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryEmbedder")
+            .field("model", &self.model_id())
+            .field("timeout", &self.inner.timeout)
+            .finish()
+    }
+}
+
+impl QueryEmbedder {
+    /// Queries through the HTTP endpoint `client`, each waiting at most `timeout`.
+    pub fn http(client: LmClient, timeout: Duration) -> Self {
+        Self::with(QueryModelKind::Http(client), timeout)
+    }
+
+    /// Queries through a model run in process.
+    pub fn local(model: Arc<dyn TextEmbedder>) -> Self {
+        Self::with(QueryModelKind::Local(model), Duration::MAX)
+    }
+
+    fn with(model: QueryModelKind, timeout: Duration) -> Self {
+        let capacity = NonZeroUsize::new(QUERY_CACHE).expect("a positive capacity");
+        Self {
+            inner: Arc::new(QueryModel {
+                model,
+                timeout,
+                cache: Mutex::new(lru::LruCache::new(capacity)),
+                failed: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The model's identity.
+    pub fn model_id(&self) -> String {
+        match &self.inner.model {
+            QueryModelKind::Http(client) => client.config().model_id(),
+            QueryModelKind::Local(model) => model.model_id().to_owned(),
+        }
+    }
+
+    /// The vector of `query`, from the cache when it was embedded before.
+    pub async fn embed(&self, query: &str) -> Result<Arc<[f32]>, String> {
+        let inner = &self.inner;
+        if let Some(v) = inner.cache.lock().unwrap_or_else(|e| e.into_inner()).get(query) {
+            return Ok(Arc::clone(v));
+        }
+        if let Some((at, why)) = &*inner.failed.lock().unwrap_or_else(|e| e.into_inner()) {
+            let ago = at.elapsed();
+            if ago < FAILURE_PAUSE {
+                return Err(format!(
+                    "{why} ({} s ago; tried again after {} s)",
+                    ago.as_secs(),
+                    FAILURE_PAUSE.as_secs()
+                ));
+            }
+        }
+        let texts = [query.to_owned()];
+        let result = match tokio::time::timeout(inner.timeout, self.embed_texts(&texts)).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "the embedding model {} did not answer within {} ms",
+                self.model_id(),
+                inner.timeout.as_millis()
+            )),
+        };
+        let vector = match result.and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_owned())) {
+            Ok(v) => Arc::<[f32]>::from(v),
+            Err(e) => {
+                *inner.failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((Instant::now(), e.clone()));
+                return Err(e);
+            }
+        };
+        *inner.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        inner
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(query.to_owned(), Arc::clone(&vector));
+        Ok(vector)
+    }
+
+    /// The vectors of many queries, in order, in batches and without the timeout (evaluation).
+    pub async fn embed_all(&self, queries: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        let mut out = Vec::with_capacity(queries.len());
+        for chunk in queries.chunks(QUERY_BATCH) {
+            let vectors = self.embed_texts(chunk).await?;
+            if vectors.len() != chunk.len() {
+                return Err(format!("{} vectors for {} queries", vectors.len(), chunk.len()));
+            }
+            out.extend(vectors);
+        }
+        Ok(out)
+    }
+
+    async fn embed_texts(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        match &self.inner.model {
+            QueryModelKind::Http(client) => client.embed(texts).await.map_err(|e| e.0),
+            QueryModelKind::Local(model) => {
+                // CPU work: off the async workers.
+                let model = Arc::clone(model);
+                let texts = texts.to_vec();
+                tokio::task::spawn_blocking(move || {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    model.embed(&refs)
+                })
+                .await
+                .map_err(|e| format!("the local embedder stopped: {e}"))?
+            }
+        }
+    }
 }
 
 impl Selector {
@@ -110,18 +298,71 @@ impl Selector {
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
-        if let EmbeddingStatus::Unusable { dimension } = index.embedding_status() {
-            static WARNED: Once = Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!(
-                    "the selector ranks on words only: the embeddings have {dimension} \
-                     dimensions, from a model a query cannot be embedded with offline; declare \
-                     [[enrichments]] type = \"embeddings\" without `lm` to fuse the built-in \
-                     embedder's"
-                )
-            });
+        Self { index, query_embedder: None }
+    }
+
+    /// Embeds queries with `embedder`, the model the tool vectors came from (whatever their
+    /// dimension); see [`Selector::query_vector`].
+    pub fn with_query_embedder(self, embedder: QueryEmbedder) -> Self {
+        Self { index: self.index.external_embeddings(), query_embedder: Some(embedder) }
+    }
+
+    /// The same selector with τ = `threshold`.
+    pub fn with_threshold(self, threshold: f32) -> Self {
+        Self { index: self.index.with_threshold(threshold), ..self }
+    }
+
+    /// The model queries are embedded with, when it is not the built-in embedder.
+    pub fn query_embedder(&self) -> Option<&QueryEmbedder> {
+        self.query_embedder.as_ref()
+    }
+
+    /// The vector of `query` that [`Selector::rank_with`] and [`Selector::select_with`] need:
+    /// none when the embeddings are the built-in embedder's (or weigh nothing); else from the
+    /// query embedder, or why the query goes to words alone.
+    pub async fn query_vector(&self, query: &str) -> QueryVector {
+        if !self.index.needs_query_vectors() {
+            return QueryVector::default();
         }
-        Self { index }
+        let Some(embedder) = &self.query_embedder else {
+            return QueryVector {
+                vector: None,
+                words_only: Some("no model to embed the query with".into()),
+            };
+        };
+        match embedder.embed(query).await {
+            Ok(vector) => QueryVector { vector: Some(vector), words_only: None },
+            Err(e) => {
+                tracing::warn!("ranking a query on words alone: {e}");
+                QueryVector { vector: None, words_only: Some(e) }
+            }
+        }
+    }
+
+    /// [`Selector::rank`] with the query's vector (from [`Selector::query_vector`]).
+    pub fn rank_with(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+        k: usize,
+    ) -> Vec<Ranked> {
+        self.index.rank_with(query, vector, recent, k)
+    }
+
+    /// [`Selector::select`] with the query's vector (from [`Selector::query_vector`]).
+    pub fn select_with(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+    ) -> Vec<String> {
+        self.index.select_with(query, vector, recent)
+    }
+
+    /// Whether queries need vectors from [`Selector::query_vector`] for embeddings to count.
+    pub fn needs_query_vectors(&self) -> bool {
+        self.index.needs_query_vectors()
     }
 
     /// Adds follow-up links (from, to, probability) by qualified or MCP name, so recent calls
@@ -130,7 +371,7 @@ impl Selector {
         self,
         links: impl IntoIterator<Item = (&'a str, &'a str, f32)>,
     ) -> Self {
-        Self { index: self.index.with_follow_ups(links) }
+        Self { index: self.index.with_follow_ups(links), ..self }
     }
 
     /// Fails with the message naming the enrichment to add when `set` does not produce the
@@ -192,24 +433,27 @@ pub enum SelectorError {
     /// Occurs when the `[[enrichments]]` of the config are invalid.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
-    /// Occurs when the embeddings pass cannot run (a misconfigured endpoint).
+    /// Occurs when the embeddings pass cannot run (a misconfigured endpoint or local model).
     #[error(transparent)]
     Enrich(#[from] crate::enrich::EnrichError),
 }
 
 /// A selector over the host's catalog, with the `embeddings` artifact when the config's
-/// enrichments produce one (from the cache when it holds them, computed otherwise; in memory
-/// when the store cannot be opened) and follow-up links from the effective value models.
-/// Without an `embeddings` enrichment it ranks on lexical scores, with a warning.
+/// enrichments produce one and embeddings weigh something (from the cache when it holds them,
+/// computed otherwise; in memory when the store cannot be opened), a [`QueryEmbedder`] when they
+/// come from a local model or an HTTP endpoint, and follow-up links from the effective value
+/// models. Without an `embeddings` enrichment it ranks on lexical scores, with a warning.
 ///
 /// Blocking: the enrichment run happens on a thread of its own with its own async runtime, so
 /// this may be called from inside a tokio runtime as well as outside one.
 pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Selector, SelectorError> {
-    let set = EnrichmentSet::new(&host.config().config.enrichments)?;
+    let config = &host.config().config;
+    let set = EnrichmentSet::new(&config.enrichments)?;
     let mut tools = host.catalog();
     let mut embeddings = None;
+    let mut query_embedder = None;
     if options.embedding_weight <= 0.0 {
-        // Words alone (the default): no embeddings to compute.
+        // Words alone (the default with the built-in embedder): no embeddings to compute.
     } else if let Err(e) = Selector::require_embeddings(&set) {
         tracing::warn!("{e}; the selector ranks on words only");
     } else {
@@ -221,6 +465,23 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
         }
         tools = enriched.tools;
         embeddings = enriched.embeddings;
+        let timeout = Duration::from_millis(config.selector.query_timeout_ms);
+        query_embedder = match set.decl(EnrichmentKind::Embeddings) {
+            EnrichmentDecl::Embeddings { lm: Some(lm), .. } => {
+                let client =
+                    LmClient::new(lm).map_err(|e| crate::enrich::EnrichError::Endpoint {
+                        kind: EnrichmentKind::Embeddings,
+                        message: e.0,
+                    })?;
+                Some(QueryEmbedder::http(client, timeout))
+            }
+            _ => crate::enrich::local_embedder(host)
+                .map_err(|message| crate::enrich::EnrichError::Endpoint {
+                    kind: EnrichmentKind::Embeddings,
+                    message,
+                })?
+                .map(QueryEmbedder::local),
+        };
     }
     let links: Vec<(String, String, f32)> = host
         .tools()
@@ -238,6 +499,18 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
             })
         })
         .collect();
-    Ok(Selector::new(&tools, embeddings.as_ref(), options)
-        .with_follow_ups(links.iter().map(|(f, t, p)| (f.as_str(), t.as_str(), *p))))
+    let selector = Selector::new(&tools, embeddings.as_ref(), options)
+        .with_follow_ups(links.iter().map(|(f, t, p)| (f.as_str(), t.as_str(), *p)));
+    Ok(match query_embedder {
+        Some(embedder) => selector.with_query_embedder(embedder),
+        None => {
+            if let EmbeddingStatus::External { dimension } = selector.index.embedding_status() {
+                tracing::warn!(
+                    "the selector ranks on words only: the embeddings have {dimension} \
+                     dimensions, from a model queries cannot be embedded with"
+                );
+            }
+            selector
+        }
+    })
 }

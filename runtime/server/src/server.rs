@@ -306,15 +306,7 @@ impl QuiverServer {
             .selector
             .get_or_init(|| async {
                 let host = Arc::clone(&inner.host);
-                let config = host.config().config.selector.clone();
-                let options = SelectorOptions {
-                    max_tools: config.max_tools,
-                    threshold: config.threshold,
-                    core: config.core.clone(),
-                    embedding_weight: config.embedding_weight,
-                    max_list_tokens: config.max_list_tokens,
-                    ..SelectorOptions::default()
-                };
+                let options = SelectorOptions::from_config(&host.config().config);
                 // Building may run the embeddings enrichment: off the async workers.
                 let built =
                     tokio::task::spawn_blocking(move || selector_for_host(&host, options)).await;
@@ -336,36 +328,40 @@ impl QuiverServer {
 
     /// The enabled tools best matching `query`, at most `k`, with their scores, the caller's
     /// recent calls lifting their follow-ups and bundle siblings; `None` for the scores when no
-    /// selector could be built (names only).
+    /// selector could be built (names only). Also why the query was ranked on words alone when
+    /// its embedding model failed.
     async fn rank<'c>(
         &self,
         view: &View,
         catalog: &'c Catalog,
         query: &str,
         k: usize,
-    ) -> Vec<(&'c ExposedTool, Option<f32>)> {
+    ) -> (Vec<(&'c ExposedTool, Option<f32>)>, Option<String>) {
         let Some(selector) = self.selector().await else {
-            return fallback_rank(catalog, query, k).into_iter().map(|t| (t, None)).collect();
+            let names = fallback_rank(catalog, query, k).into_iter().map(|t| (t, None)).collect();
+            return (names, None);
         };
         let recent = view.session.recent_calls().await;
+        let vector = selector.query_vector(query).await;
         // The selector sees the whole catalog (static sources too); refused and unserved tools
         // are dropped here, so rank deep enough to still fill `k`.
         let depth = k + catalog.all().len();
-        selector
-            .rank(query, &recent, depth)
+        let hits = selector
+            .rank_with(query, vector.vector.as_deref(), &recent, depth)
             .into_iter()
             .filter_map(|hit| {
                 catalog.get(&hit.name).filter(|t| t.enabled()).map(|t| (t, Some(hit.score)))
             })
             .take(k)
-            .collect()
+            .collect();
+        (hits, vector.words_only)
     }
 
     /// τ, as the selector applies it (the config's when no selector could be built).
     async fn threshold(&self) -> f32 {
         match self.selector().await {
             Some(selector) => selector.threshold(),
-            None => self.inner.host.config().config.selector.threshold,
+            None => SelectorOptions::from_config(&self.inner.host.config().config).threshold,
         }
     }
 
@@ -487,7 +483,9 @@ impl QuiverServer {
             let note = "the bundle's tools; run one with call_tool(name, arguments)";
             return text_result(json!({ "tools": found, "note": note }).to_string());
         }
-        let ranked = self.rank(view, &catalog, query, k).await;
+        let (ranked, words_only) = self.rank(view, &catalog, query, k).await;
+        // Said in the answer, not only logged: the model may rephrase in plainer words.
+        let ranking = words_only.map(|why| format!("ranked on words alone: {why}"));
         let threshold = self.threshold().await;
         let fitting: Vec<&(&ExposedTool, Option<f32>)> =
             ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
@@ -512,14 +510,18 @@ impl QuiverServer {
             let note = "no tool matches this request well enough; ask again in other words (the \
                         service and the action), or name one of the closest bundles as the query \
                         to see its tools";
-            return text_result(
-                json!({ "tools": found, "note": note, "closest_bundles": closest }).to_string(),
-            );
+            let mut answer = json!({ "tools": found, "note": note, "closest_bundles": closest });
+            if let Some(ranking) = ranking {
+                answer["ranking"] = json!(ranking);
+            }
+            return text_result(answer.to_string());
         }
-        text_result(
-            json!({ "tools": found, "note": "run one with call_tool(name, arguments)" })
-                .to_string(),
-        )
+        let mut answer =
+            json!({ "tools": found, "note": "run one with call_tool(name, arguments)" });
+        if let Some(ranking) = ranking {
+            answer["ranking"] = json!(ranking);
+        }
+        text_result(answer.to_string())
     }
 
     async fn load_tools(
@@ -536,6 +538,7 @@ impl QuiverServer {
         };
         let catalog = view.catalog(&self.inner);
         let bundles = catalog.bundles();
+        let mut words_only = None;
         let tools: Vec<String> = if let Some(bundle) = bundles.iter().find(|b| b.name == wanted) {
             bundle.tools.clone()
         } else if let Some(tool) = catalog.get(wanted) {
@@ -549,8 +552,10 @@ impl QuiverServer {
             let chosen: Vec<String> = match self.selector().await {
                 Some(selector) => {
                     let recent = view.session.recent_calls().await;
+                    let vector = selector.query_vector(wanted).await;
+                    words_only = vector.words_only;
                     selector
-                        .select(wanted, &recent)
+                        .select_with(wanted, vector.vector.as_deref(), &recent)
                         .into_iter()
                         .filter(|n| catalog.get(n).is_some_and(|t| t.enabled()))
                         .collect()
@@ -558,7 +563,7 @@ impl QuiverServer {
                 None => Vec::new(),
             };
             if chosen.is_empty() {
-                let ranked = self.rank(view, &catalog, wanted, 3).await;
+                let (ranked, _) = self.rank(view, &catalog, wanted, 3).await;
                 let suggestions: Vec<String> =
                     ranked.iter().map(|(t, _)| t.mcp_name.clone()).collect();
                 let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
@@ -592,6 +597,9 @@ impl QuiverServer {
         });
         if !outcome.evicted.is_empty() {
             summary["unlisted_to_make_room"] = json!(mcp(&outcome.evicted));
+        }
+        if let Some(why) = words_only {
+            summary["ranking"] = json!(format!("chosen on words alone: {why}"));
         }
         if !outcome.left_out.is_empty() {
             summary["left_out"] = json!(mcp(&outcome.left_out));

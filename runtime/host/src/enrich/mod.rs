@@ -150,6 +150,10 @@ pub fn run_for_host(
     options: &RunOptions,
 ) -> Result<Enriched, EnrichError> {
     let catalog = host.catalog();
+    // The model is loaded only when the embeddings pass runs (it reads ~90 MB).
+    let embeds = runner::passes_needed(set, options.only).contains(&EnrichmentKind::Embeddings);
+    let embedder = if embeds { local_embedder(host) } else { Ok(None) }
+        .map_err(|message| EnrichError::Endpoint { kind: EnrichmentKind::Embeddings, message })?;
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -161,11 +165,22 @@ pub fn run_for_host(
                     .enable_all()
                     .build()
                     .map_err(|e| EnrichError::Runtime(e.to_string()))?;
-                runtime.block_on(run(catalog, set, store.as_ref(), options))
+                runtime.block_on(run(catalog, set, store.as_ref(), options, embedder.as_ref()))
             })
             .join()
             .unwrap_or_else(|_| Err(EnrichError::Runtime("the enrichment thread panicked".into())))
     })
+}
+
+/// The in-process model of `[selector.embedder]`, loaded once per process; `None` for the
+/// built-in embedder. Fails with a message naming the model directory and what is wrong.
+pub fn local_embedder(
+    host: &crate::Host,
+) -> Result<Option<std::sync::Arc<dyn crate::embedder::TextEmbedder>>, String> {
+    match &host.config().config.selector.embedder {
+        crate::config::EmbedderConfig::Builtin => Ok(None),
+        crate::config::EmbedderConfig::Local { path } => crate::embedder::local(path).map(Some),
+    }
 }
 
 /// Output schemas the `output_parameters` enrichment inferred for the host's tools that declare

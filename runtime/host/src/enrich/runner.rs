@@ -1,6 +1,7 @@
 //! The enrichment runner: each scheduled pass over the catalog, reading and writing the store.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quiver_core::enrich::dataflow::{self, DataflowIndex, DataflowOptions};
@@ -14,6 +15,7 @@ use serde_json::Value;
 use super::lm::{self, LmClient};
 use super::store::{ArtifactStore, StoreError};
 use super::{CatalogTool, EnrichmentDecl, EnrichmentSet};
+use crate::embedder::TextEmbedder;
 
 /// What one pass did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -86,12 +88,15 @@ pub enum EnrichError {
     },
 }
 
-/// Runs `set` over `tools`, reading and writing `store` when there is one.
+/// Runs `set` over `tools`, reading and writing `store` when there is one. `embedder` embeds the
+/// tools when the embeddings enrichment names no `lm` (`[selector.embedder]`); the built-in
+/// embedder does without one.
 pub async fn run(
     tools: Vec<CatalogTool>,
     set: &EnrichmentSet,
     store: Result<&ArtifactStore, &StoreError>,
     options: &RunOptions,
+    embedder: Option<&Arc<dyn TextEmbedder>>,
 ) -> Result<Enriched, EnrichError> {
     let (store, store_warning) = match store {
         Ok(store) => (Some(store), None),
@@ -126,15 +131,24 @@ pub async fn run(
                 output_parameters(&mut tools, &client, &mut cache, force, &mut report, &bar).await;
             }
             EnrichmentDecl::Embeddings { lm, .. } => {
-                let client = match lm {
-                    Some(lm) => Some(
+                let model = match (lm, embedder) {
+                    (Some(_), Some(_)) => {
+                        return Err(EnrichError::Endpoint {
+                            kind,
+                            message: "both [selector.embedder] and this enrichment's `lm` name \
+                                      an embedding model; keep one"
+                                .into(),
+                        })
+                    }
+                    (Some(lm), None) => EmbeddingModel::Http(
                         LmClient::new(lm)
                             .map_err(|e| EnrichError::Endpoint { kind, message: e.0 })?,
                     ),
-                    None => None,
+                    (None, Some(embedder)) => EmbeddingModel::Local(Arc::clone(embedder)),
+                    (None, None) => EmbeddingModel::Builtin,
                 };
                 let (all, version) =
-                    embeddings(&tools, client.as_ref(), &mut cache, force, &mut report, &bar).await;
+                    embeddings(&tools, &model, &mut cache, force, &mut report, &bar).await;
                 out.embeddings = Some(all);
                 embedding_keys = version;
             }
@@ -166,7 +180,10 @@ pub async fn run(
 }
 
 /// The passes to run: all, or `only` and what it depends on.
-fn passes_needed(set: &EnrichmentSet, only: Option<EnrichmentKind>) -> BTreeSet<EnrichmentKind> {
+pub(crate) fn passes_needed(
+    set: &EnrichmentSet,
+    only: Option<EnrichmentKind>,
+) -> BTreeSet<EnrichmentKind> {
     let Some(only) = only else { return set.schedule().order().iter().copied().collect() };
     let mut needed = BTreeSet::from([only]);
     let mut stack = vec![only];
@@ -486,16 +503,49 @@ fn embedding_item_key(model: &str, tool: &CatalogTool) -> String {
 /// misread.
 const EMBEDDING_FORMAT: &str = "f2";
 
+/// The model of the embeddings pass.
+enum EmbeddingModel {
+    /// The built-in offline embedder.
+    Builtin,
+    /// An HTTP endpoint (the enrichment's `lm`).
+    Http(LmClient),
+    /// A model run in process (`[selector.embedder]`).
+    Local(Arc<dyn TextEmbedder>),
+}
+
+impl EmbeddingModel {
+    fn id(&self) -> String {
+        match self {
+            EmbeddingModel::Builtin => embed::LEXICAL_MODEL_ID.to_owned(),
+            EmbeddingModel::Http(client) => client.config().model_id(),
+            EmbeddingModel::Local(model) => model.model_id().to_owned(),
+        }
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        match self {
+            EmbeddingModel::Builtin => {
+                let embedder = LexicalEmbedder::new();
+                Ok(texts.iter().map(|t| embedder.embed(t)).collect())
+            }
+            EmbeddingModel::Http(client) => client.embed(texts).await.map_err(|e| e.0),
+            EmbeddingModel::Local(model) => {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                model.embed(&refs)
+            }
+        }
+    }
+}
+
 async fn embeddings(
     tools: &[CatalogTool],
-    client: Option<&LmClient>,
+    embedding_model: &EmbeddingModel,
     cache: &mut Cache<'_>,
     force: bool,
     report: &mut PassReport,
     bar: &indicatif::ProgressBar,
 ) -> (EmbeddingsArtifact, BTreeMap<String, String>) {
-    let model =
-        client.map_or_else(|| embed::LEXICAL_MODEL_ID.to_owned(), |c| c.config().model_id());
+    let model = embedding_model.id();
     let keys: Vec<String> = tools.iter().map(|tool| embedding_item_key(&model, tool)).collect();
     let version: BTreeMap<String, String> =
         tools.iter().zip(&keys).map(|(t, k)| (t.name.clone(), k.clone())).collect();
@@ -526,8 +576,8 @@ async fn embeddings(
         }
     }
     let mut items = Vec::new();
-    match client {
-        None => {
+    match embedding_model {
+        EmbeddingModel::Builtin => {
             let embedder = LexicalEmbedder::new();
             for (tool, key) in missing {
                 let e = embedder.embed_tool(&tool.name, &tool.spec);
@@ -537,7 +587,7 @@ async fn embeddings(
                 bar.inc(1);
             }
         }
-        Some(client) => {
+        model => {
             for chunk in missing.chunks(EMBED_BATCH / 3) {
                 let mut texts = Vec::new();
                 for (tool, _) in chunk {
@@ -546,8 +596,8 @@ async fn embeddings(
                     texts.push(t.inputs);
                     texts.push(t.outputs.unwrap_or_default());
                 }
-                match client.embed(&texts).await {
-                    Ok(vectors) => {
+                match model.embed(&texts).await {
+                    Ok(vectors) if vectors.len() == texts.len() => {
                         for ((tool, key), v) in chunk.iter().zip(vectors.chunks_exact(3)) {
                             let has_outputs = tool.spec.output_schema.is_some();
                             let e = ToolEmbedding {
@@ -560,9 +610,15 @@ async fn embeddings(
                             report.computed += 1;
                         }
                     }
+                    Ok(vectors) => {
+                        let e = format!("{} vectors for {} texts", vectors.len(), texts.len());
+                        for (tool, _) in chunk {
+                            report.failed.push((tool.name.clone(), e.clone()));
+                        }
+                    }
                     Err(e) => {
                         for (tool, _) in chunk {
-                            report.failed.push((tool.name.clone(), e.0.clone()));
+                            report.failed.push((tool.name.clone(), e.clone()));
                         }
                     }
                 }

