@@ -171,7 +171,10 @@ fn embedder_is_shared_across_threads() {
 fn dimension_and_model_id_describe_the_model() {
     let embedder = embedder();
     assert_eq!(embedder.dimension(), 384);
-    let dir_name = model_dir().file_name().unwrap().to_string_lossy().into_owned();
+    // A directory named `model` (as the package ships it) is named by its parent.
+    let dir = model_dir().canonicalize().unwrap();
+    let named = if dir.file_name().unwrap() == "model" { dir.parent().unwrap() } else { &dir };
+    let dir_name = named.file_name().unwrap().to_string_lossy().into_owned();
     let id = embedder.model_id();
     let hash = id.strip_prefix(&format!("local:{dir_name}:")).unwrap_or_else(|| panic!("{id}"));
     assert_eq!(hash.len(), 12, "{id}");
