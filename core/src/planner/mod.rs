@@ -365,14 +365,19 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
     let mut cost = Vec::with_capacity(n);
     let mut reason: Vec<Option<DeclineReason>> = Vec::with_capacity(n);
     let mut any_requires = false;
+    // The intent boosts and the target names' hashes first, in a loop of their own: each reads
+    // a model's field names and a link's target through a few pointers, and a small loop lets
+    // those reads of different candidates overlap.
+    let mut hashes = Vec::with_capacity(n);
+    for c in candidates {
+        value.push(intent.boost(c.model, &mut memo));
+        hashes.push(hash_name(c.link.tool.as_bytes()));
+    }
     for (i, c) in candidates.iter().enumerate() {
         any_requires |= c.requires.is_some();
         let p = probability(c.link);
-        let v = p
-            * c.model.value_class.score()
-            * intent.boost(c.model, &mut memo)
-            * cost_factor(c.model, options);
-        value.push(v);
+        let v = p * c.model.value_class.score() * value[i] * cost_factor(c.model, options);
+        value[i] = v;
         let w = predicted_tokens(c.model, options.tokens_per_kb);
         cost.push(w);
         let target = c.link.tool.as_str();
@@ -386,7 +391,7 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
             Some(DeclineReason::BelowMinProbability)
         } else {
             let name_of = |j: u32| candidates[j as usize].link.tool.as_str();
-            match by_target.insert_or_get(target, i as u32, name_of) {
+            match by_target.insert_or_get(target, hashes[i], i as u32, name_of) {
                 None => None,
                 Some(slot) => {
                     let j = by_target.at(slot) as usize;
@@ -625,9 +630,9 @@ impl TargetTable {
     fn find<'s>(
         &self,
         name: &str,
+        hash: u64,
         name_of: impl Fn(u32) -> &'s str,
     ) -> (Result<usize, usize>, u32) {
-        let hash = hash_name(name.as_bytes());
         let tag = hash as u32;
         let mut slot = (hash >> 32) as usize & self.mask;
         loop {
@@ -642,15 +647,16 @@ impl TargetTable {
         }
     }
 
-    /// Inserts candidate `index` under `name` unless the name is there: `None` when inserted, else
-    /// the slot of the candidate already kept.
+    /// Inserts candidate `index` under `name` (whose [`hash_name`] is `hash`) unless the name is
+    /// there: `None` when inserted, else the slot of the candidate already kept.
     fn insert_or_get<'s>(
         &mut self,
         name: &str,
+        hash: u64,
         index: u32,
         name_of: impl Fn(u32) -> &'s str,
     ) -> Option<usize> {
-        match self.find(name, name_of) {
+        match self.find(name, hash, name_of) {
             (Ok(slot), _) => Some(slot),
             (Err(slot), tag) => {
                 self.slots[slot] = (index, tag);
@@ -671,7 +677,7 @@ impl TargetTable {
 
     /// The candidate kept for `name`.
     fn get<'s>(&self, name: &str, name_of: impl Fn(u32) -> &'s str) -> Option<u32> {
-        self.find(name, name_of).0.ok().map(|slot| self.at(slot))
+        self.find(name, hash_name(name.as_bytes()), name_of).0.ok().map(|slot| self.at(slot))
     }
 }
 
