@@ -150,6 +150,8 @@ enum QueryModelKind {
 const QUERY_CACHE: usize = 1024;
 /// How long queries skip an endpoint that failed.
 const FAILURE_PAUSE: Duration = Duration::from_secs(30);
+/// A local model's time limit per query.
+const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// Queries embedded per request by [`QueryEmbedder::embed_all`].
 const QUERY_BATCH: usize = 64;
 
@@ -168,9 +170,10 @@ impl QueryEmbedder {
         Self::with(QueryModelKind::Http(client), timeout)
     }
 
-    /// Queries through a model run in process.
+    /// Queries through a model run in process: no timeout worth the name (it cannot hang on a
+    /// network), one that no query reaches.
     pub fn local(model: Arc<dyn TextEmbedder>) -> Self {
-        Self::with(QueryModelKind::Local(model), Duration::MAX)
+        Self::with(QueryModelKind::Local(model), LOCAL_TIMEOUT)
     }
 
     fn with(model: QueryModelKind, timeout: Duration) -> Self {

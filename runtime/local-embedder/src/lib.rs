@@ -41,6 +41,8 @@ use tokenizers::{Tokenizer, TruncationParams};
 pub const MAX_TOKENS: usize = 256;
 
 /// Texts run through the model this many at a time; each batch is padded to its longest text.
+/// Small: with long tool texts, larger batches spend their time on padded attention buffers
+/// (a 158-tool catalogue took 68 s in batches of 32, 39 s in batches of 8).
 const BATCH_SIZE: usize = 8;
 
 const CONFIG_FILE: &str = "config.json";
