@@ -14,7 +14,6 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
@@ -24,7 +23,7 @@ use serde_json::{json, Map};
 
 #[path = "common/synthetic.rs"]
 mod synthetic;
-use synthetic::{Rng, NOUNS, QUERIES, VERBS};
+use synthetic::{percentiles, Rng, NOUNS, QUERIES, VERBS};
 
 const GROUPS: &[&str] = &["code", "planning", "ci", "people", "ops"];
 
@@ -82,26 +81,6 @@ fn build(tools: &[(String, ToolSpec)], artifact: Option<&EmbeddingsArtifact>) ->
         ..SelectOptions::default()
     };
     SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), artifact, options)
-}
-
-fn percentiles(label: &str, mut run: impl FnMut(&str)) {
-    let mut times: Vec<Duration> = Vec::new();
-    for _ in 0..20 {
-        for query in QUERIES {
-            let started = Instant::now();
-            run(query);
-            times.push(started.elapsed());
-        }
-    }
-    times.sort();
-    let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
-    eprintln!(
-        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  ({} queries)",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        times.len()
-    );
 }
 
 fn bench(c: &mut Criterion) {

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+use std::time::{Duration, Instant};
+
 use quiver_core::ToolSpec;
 use serde_json::{json, Map, Value};
 
@@ -71,6 +73,27 @@ pub(crate) const NOUNS: &[&str] = &[
     "log",
     "event",
 ];
+/// Prints p50/p90/p99 of `run` over [`QUERIES`], each query timed alone, 20 rounds.
+pub(crate) fn percentiles(label: &str, mut run: impl FnMut(&str)) {
+    let mut times: Vec<Duration> = Vec::new();
+    for _ in 0..20 {
+        for query in QUERIES {
+            let started = Instant::now();
+            run(query);
+            times.push(started.elapsed());
+        }
+    }
+    times.sort();
+    let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
+    eprintln!(
+        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  ({} queries)",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        times.len()
+    );
+}
+
 /// Requests as a developer phrases them, for the selector benchmarks.
 pub(crate) const QUERIES: &[&str] = &[
     "why did the MR pipeline fail",

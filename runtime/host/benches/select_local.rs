@@ -15,7 +15,7 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use quiver_core::enrich::embed::{tool_texts, EmbeddingsArtifact, ToolEmbedding};
@@ -24,7 +24,7 @@ use quiver_runtime::embedder;
 
 #[path = "../../../core/benches/common/synthetic.rs"]
 mod synthetic;
-use synthetic::{registry, QUERIES};
+use synthetic::{percentiles, registry, QUERIES};
 
 fn model_dir() -> PathBuf {
     std::env::var_os("QUIVER_MINILM_DIR").map(PathBuf::from).expect(
@@ -32,26 +32,6 @@ fn model_dir() -> PathBuf {
          all-MiniLM-L6-v2, or set it to a directory with config.json, model.safetensors and \
          tokenizer.json",
     )
-}
-
-fn percentiles(label: &str, mut run: impl FnMut(&str)) {
-    let mut times: Vec<Duration> = Vec::new();
-    for _ in 0..20 {
-        for query in QUERIES {
-            let started = Instant::now();
-            run(query);
-            times.push(started.elapsed());
-        }
-    }
-    times.sort();
-    let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
-    eprintln!(
-        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  ({} queries)",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        times.len()
-    );
 }
 
 fn bench(c: &mut Criterion) {

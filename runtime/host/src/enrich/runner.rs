@@ -140,15 +140,15 @@ pub async fn run(
                                 .into(),
                         })
                     }
-                    (Some(lm), None) => EmbeddingModel::Http(
+                    (Some(lm), None) => Some(TextModel::Http(
                         LmClient::new(lm)
                             .map_err(|e| EnrichError::Endpoint { kind, message: e.0 })?,
-                    ),
-                    (None, Some(embedder)) => EmbeddingModel::Local(Arc::clone(embedder)),
-                    (None, None) => EmbeddingModel::Builtin,
+                    )),
+                    (None, Some(embedder)) => Some(TextModel::Local(Arc::clone(embedder))),
+                    (None, None) => None,
                 };
                 let (all, version) =
-                    embeddings(&tools, &model, &mut cache, force, &mut report, &bar).await;
+                    embeddings(&tools, model.as_ref(), &mut cache, force, &mut report, &bar).await;
                 out.embeddings = Some(all);
                 embedding_keys = version;
             }
@@ -503,33 +503,27 @@ fn embedding_item_key(model: &str, tool: &CatalogTool) -> String {
 /// misread.
 const EMBEDDING_FORMAT: &str = "f2";
 
-/// The model of the embeddings pass.
-enum EmbeddingModel {
-    /// The built-in offline embedder.
-    Builtin,
+/// A model of the embeddings pass that embeds plain texts; `None` where one is expected means
+/// the built-in embedder, which embeds a tool's fields with their weights instead.
+enum TextModel {
     /// An HTTP endpoint (the enrichment's `lm`).
     Http(LmClient),
     /// A model run in process (`[selector.embedder]`).
     Local(Arc<dyn TextEmbedder>),
 }
 
-impl EmbeddingModel {
+impl TextModel {
     fn id(&self) -> String {
         match self {
-            EmbeddingModel::Builtin => embed::LEXICAL_MODEL_ID.to_owned(),
-            EmbeddingModel::Http(client) => client.config().model_id(),
-            EmbeddingModel::Local(model) => model.model_id().to_owned(),
+            TextModel::Http(client) => client.config().model_id(),
+            TextModel::Local(model) => model.model_id().to_owned(),
         }
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         match self {
-            EmbeddingModel::Builtin => {
-                let embedder = LexicalEmbedder::new();
-                Ok(texts.iter().map(|t| embedder.embed(t)).collect())
-            }
-            EmbeddingModel::Http(client) => client.embed(texts).await.map_err(|e| e.0),
-            EmbeddingModel::Local(model) => {
+            TextModel::Http(client) => client.embed(texts).await.map_err(|e| e.0),
+            TextModel::Local(model) => {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 model.embed(&refs)
             }
@@ -539,13 +533,13 @@ impl EmbeddingModel {
 
 async fn embeddings(
     tools: &[CatalogTool],
-    embedding_model: &EmbeddingModel,
+    text_model: Option<&TextModel>,
     cache: &mut Cache<'_>,
     force: bool,
     report: &mut PassReport,
     bar: &indicatif::ProgressBar,
 ) -> (EmbeddingsArtifact, BTreeMap<String, String>) {
-    let model = embedding_model.id();
+    let model = text_model.map_or_else(|| embed::LEXICAL_MODEL_ID.to_owned(), TextModel::id);
     let keys: Vec<String> = tools.iter().map(|tool| embedding_item_key(&model, tool)).collect();
     let version: BTreeMap<String, String> =
         tools.iter().zip(&keys).map(|(t, k)| (t.name.clone(), k.clone())).collect();
@@ -576,8 +570,8 @@ async fn embeddings(
         }
     }
     let mut items = Vec::new();
-    match embedding_model {
-        EmbeddingModel::Builtin => {
+    match text_model {
+        None => {
             let embedder = LexicalEmbedder::new();
             for (tool, key) in missing {
                 let e = embedder.embed_tool(&tool.name, &tool.spec);
@@ -587,7 +581,7 @@ async fn embeddings(
                 bar.inc(1);
             }
         }
-        model => {
+        Some(model) => {
             for chunk in missing.chunks(EMBED_BATCH / 3) {
                 let mut texts = Vec::new();
                 for (tool, _) in chunk {
