@@ -335,6 +335,28 @@ fn recent_calls_lift_follow_ups_and_bundle_siblings_slightly() {
 }
 
 #[test]
+fn follow_ups_of_a_tool_are_its_likely_links_most_probable_first() {
+    let idx = index(SelectOptions::default(), true).with_follow_ups([
+        ("github.get_pull_request", "github.list_pull_request_files", 0.3),
+        ("github.get_pull_request", "github.list_pull_requests", 0.5),
+        // A second path to the same tool counts as the likelier of the two.
+        ("github.get_pull_request", "github.list_pull_request_files", 0.6),
+        ("github.get_pull_request", "jira.get_issue", 0.1),
+        ("github.get_pull_request", "nowhere.unknown", 0.9),
+    ]);
+    let next = idx.follow_ups_of("github_get_pull_request", 0.2);
+    assert_eq!(
+        next,
+        [
+            ("github.list_pull_request_files".to_owned(), 0.6),
+            ("github.list_pull_requests".to_owned(), 0.5)
+        ]
+    );
+    assert!(idx.follow_ups_of("jira.get_issue", 0.0).is_empty());
+    assert!(idx.follow_ups_of("no.such_tool", 0.0).is_empty());
+}
+
+#[test]
 fn select_keeps_core_first_then_hits_above_threshold() {
     let options = SelectOptions {
         core: vec!["jira.get_issue".into(), "fireflies.*".into()],

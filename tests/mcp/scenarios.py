@@ -132,10 +132,16 @@ async def scenario_dynamic(session, client):
     listed = await client.tool_names(session)
     # free recovery: the tool is not listed, and the call still runs
     recovered = await session.call_tool("github_get_issue", ISSUE)
-    loaded = await session.call_tool("load_tools", {"bundle_or_tool": "github.issues"})
     # the notification travels beside the reply; give it a moment to arrive
     for _ in range(50):
         if client.list_changed:
+            break
+        await anyio.sleep(0.05)
+    changed_after_call = client.list_changed
+    listed_after_call = await client.tool_names(session)
+    loaded = await session.call_tool("load_tools", {"bundle_or_tool": "github.issues"})
+    for _ in range(50):
+        if client.list_changed > changed_after_call:
             break
         await anyio.sleep(0.05)
     listed_after = await client.tool_names(session)
@@ -144,6 +150,8 @@ async def scenario_dynamic(session, client):
         "listed": listed,
         "recovered_error": bool(recovered.is_error),
         "recovered_text": text_of(recovered),
+        "changed_after_call": changed_after_call,
+        "listed_after_call": listed_after_call,
         "loaded": json.loads(text_of(loaded)),
         "listed_after": listed_after,
         "unknown_error": bool(unknown.is_error),

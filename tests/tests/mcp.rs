@@ -245,7 +245,7 @@ async fn search_mode_finds_and_calls_an_unlisted_tool_and_the_list_never_changes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dynamic_mode_recovers_an_unlisted_call_and_load_tools_sends_list_changed() {
+async fn dynamic_mode_lists_a_call_and_its_next_step_and_load_tools_sends_list_changed() {
     let server = fake_github().await;
     let setup = Setup::new(&server, "max_tools = 10");
     let (seen, stderr) = setup.python("dynamic", "dynamic").await;
@@ -257,8 +257,18 @@ async fn dynamic_mode_recovers_an_unlisted_call_and_load_tools_sends_list_change
     // Free recovery: not listed, and it ran anyway.
     assert_eq!(seen["recovered_error"], false, "{seen}\n{stderr}");
     assert!(seen["recovered_text"].as_str().unwrap().contains("Found a bug"));
+    // The call listed the tool it ran and its likeliest next step (an issue's comments), and
+    // said so, before any load_tools.
+    assert_eq!(seen["changed_after_call"], 1, "{seen}\n{stderr}");
+    let mut after_call = names(&seen["listed_after_call"]);
+    after_call.sort();
+    assert_eq!(
+        after_call,
+        ["github_get_issue", "github_list_issue_comments", "load_tools"],
+        "{seen}"
+    );
     // load_tools listed the bundle and said so.
-    assert!(seen["list_changed"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(seen["list_changed"].as_u64().unwrap() >= 2, "{seen}");
     let after = names(&seen["listed_after"]);
     assert!(after.contains(&"github_get_issue".to_owned()), "{after:?}");
     assert!(after.contains(&"github_create_issue".to_owned()), "{after:?}");

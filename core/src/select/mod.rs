@@ -617,6 +617,22 @@ impl SelectIndex {
         self
     }
 
+    /// The follow-ups of `name` (qualified or MCP) whose link probability is at least
+    /// `min_probability`, most probable first (ties by name), as qualified names.
+    pub fn follow_ups_of(&self, name: &str, min_probability: f32) -> Vec<(String, f32)> {
+        let Some(&from) = self.lookup.get(name) else { return Vec::new() };
+        // Two links to one tool (from two output paths) count as the likelier one.
+        let mut best: BTreeMap<u32, f32> = BTreeMap::new();
+        for &(to, p) in &self.follow_ups[from as usize] {
+            let entry = best.entry(to).or_insert(p);
+            *entry = entry.max(p);
+        }
+        let mut next: Vec<(u32, f32)> =
+            best.into_iter().filter(|&(_, p)| p >= min_probability).collect();
+        next.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        next.into_iter().map(|(t, p)| (self.names[t as usize].clone(), p)).collect()
+    }
+
     /// Marks the embeddings as another model's even when their dimension is the built-in
     /// embedder's: queries are then embedded by the caller (`*_with`), never by the index.
     pub fn external_embeddings(mut self) -> Self {

@@ -24,7 +24,7 @@ pub(crate) struct SelectArgs {
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
     /// Queries, one JSON object `{"id": …, "query": "…"}` per line; prints one
-    /// `{"id": …, "ranked": [names…]}` per line.
+    /// `{"id": …, "ranked": [names…], "scores": [scores…]}` per line.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with = "query")]
     queries: Option<PathBuf>,
     /// One query; prints the ranking with scores.
@@ -225,12 +225,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let Some(gold_path) = &args.gold else {
         let mut out = std::io::stdout().lock();
         for (q, vector) in queries.iter().zip(&vectors) {
-            let ranked: Vec<String> = selector
-                .rank_with(&q.query, vector.as_deref(), &[], args.k)
-                .into_iter()
-                .map(|r| r.name)
-                .collect();
-            let line = serde_json::json!({ "id": q.id, "ranked": ranked });
+            let hits = selector.rank_with(&q.query, vector.as_deref(), &[], args.k);
+            let scores: Vec<f32> = hits.iter().map(|r| (r.score * 1e4).round() / 1e4).collect();
+            let ranked: Vec<String> = hits.into_iter().map(|r| r.name).collect();
+            let line = serde_json::json!({ "id": q.id, "ranked": ranked, "scores": scores });
             writeln!(out, "{line}")?;
         }
         return Ok(ExitCode::SUCCESS);

@@ -321,6 +321,9 @@ pub struct SelectorConfig {
     pub read_only: bool,
     /// Tools refused until the call is repeated with `"_confirm": true`.
     pub confirm: Vec<String>,
+    /// In `dynamic` mode, after a call, how many of the called tool's likely next steps (its
+    /// value model's follow-up links, most probable first) are listed with it; 0: none.
+    pub follow_ups_on_call: usize,
 }
 
 impl Default for SelectorConfig {
@@ -338,9 +341,15 @@ impl Default for SelectorConfig {
             deny: Vec::new(),
             read_only: false,
             confirm: Vec::new(),
+            follow_ups_on_call: DEFAULT_FOLLOW_UPS_ON_CALL,
         }
     }
 }
+
+/// Follow-ups listed after a call in `dynamic` mode: the two likeliest next steps, so a list
+/// → get → comments chain finds its next tool listed without a `load_tools` turn, while a
+/// `max_tools` of 20 still holds several tasks' worth.
+pub const DEFAULT_FOLLOW_UPS_ON_CALL: usize = 2;
 
 /// `[selector.embedder]`: which model embeds tools (the embeddings enrichment) and queries.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -396,6 +396,12 @@ impl Selector {
         self.index.fit_budget(candidates)
     }
 
+    /// The likely next steps after a call of `name`: its follow-up links of at least
+    /// `min_probability`, most probable first, as qualified names with their probabilities.
+    pub fn follow_ups_of(&self, name: &str, min_probability: f32) -> Vec<(String, f32)> {
+        self.index.follow_ups_of(name, min_probability)
+    }
+
     /// The tokens the listing of `name` costs a model.
     pub fn listed_tokens(&self, name: &str) -> Option<u64> {
         self.index.listed_tokens(name)

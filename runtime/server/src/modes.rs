@@ -21,6 +21,10 @@ pub const CALL_TOOL: &str = "call_tool";
 /// The meta tool of `dynamic` mode that lists a bundle's tools.
 pub const LOAD_TOOLS: &str = "load_tools";
 
+/// A follow-up link at least this probable is listed after a call in `dynamic` mode (the
+/// providers' links run from 0.25, an occasional next step, to 0.55).
+pub const FOLLOW_UP_MIN_PROBABILITY: f32 = 0.3;
+
 /// How many tools `find_tools` returns when `k` is not given.
 pub const DEFAULT_K: usize = 5;
 

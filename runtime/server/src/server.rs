@@ -23,7 +23,9 @@ use tokio::sync::OnceCell;
 
 use crate::catalog::{Catalog, ExposedTool};
 use crate::escape;
-use crate::modes::{Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, LOAD_TOOLS};
+use crate::modes::{
+    Listing, CALL_TOOL, DEFAULT_K, FIND_TOOLS, FOLLOW_UP_MIN_PROBABILITY, LOAD_TOOLS,
+};
 use crate::policy::Policy;
 use quiver_runtime::config::{HttpUser, ServeMode};
 use quiver_runtime::host::Host;
@@ -673,7 +675,48 @@ impl QuiverServer {
         let (result, effects) = self.run(view, tool, Value::Object(arguments), context).await;
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
         self.listing().touch(&tool.qualified);
+        if self.listing().mode() == ServeMode::Dynamic && !result.is_error {
+            self.list_next_steps(&catalog, &tool.qualified, context).await;
+        }
         to_call_result(result, tool).into()
+    }
+
+    /// `dynamic` mode after a call: lists the called tool (if it ran unlisted) and its likeliest
+    /// follow-ups, so the next step of the task is already on the model's list, and tells the
+    /// client when the list changed. Refused and disabled tools are never listed.
+    async fn list_next_steps(
+        &self,
+        catalog: &Catalog,
+        called: &str,
+        context: &RequestContext<RoleServer>,
+    ) {
+        let wanted = self.inner.config.follow_ups_on_call;
+        let mut next: Vec<String> = Vec::new();
+        if !self.listing().is_listed(catalog, called) {
+            next.push(called.to_owned());
+        }
+        if wanted > 0 {
+            if let Some(selector) = self.selector().await {
+                next.extend(
+                    selector
+                        .follow_ups_of(called, FOLLOW_UP_MIN_PROBABILITY)
+                        .into_iter()
+                        .map(|(name, _)| name)
+                        .filter(|n| catalog.get(n).is_some_and(|t| t.enabled()))
+                        .take(wanted),
+                );
+            }
+        }
+        if next.is_empty() {
+            return;
+        }
+        let outcome = self.listing().load(&next);
+        if outcome.changed() {
+            tracing::debug!(tool = called, listed = ?outcome.admitted, "listed after a call");
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::warn!("could not send tools/list_changed: {e}");
+            }
+        }
     }
 
     /// Runs the call through the session, cancelled with the request and reporting progress.
