@@ -108,9 +108,15 @@ fn select_prints_one_ranking_per_query_as_jsonl() {
     assert_eq!(ids, [&json!("a"), &json!(7), &json!("c")], "ids come back as given");
     for line in &lines {
         let object = line.as_object().unwrap();
-        assert_eq!(object.len(), 2, "only id and ranked: {line}");
+        assert_eq!(object.len(), 3, "only id, ranked and scores: {line}");
         let ranked = line["ranked"].as_array().unwrap();
         assert_eq!(ranked.len(), 3, "--k 3: {line}");
+        // A score per ranked tool, best first, in (0, 1].
+        let scores: Vec<f64> =
+            line["scores"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+        assert_eq!(scores.len(), 3, "{line}");
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{line}");
+        assert!(scores.iter().all(|s| *s > 0.0 && *s <= 1.0), "{line}");
     }
     assert_eq!(lines[0]["ranked"][0], "gitlab.list_merge_requests", "{stdout}");
     assert_eq!(lines[1]["ranked"][0], "jira.transition_issue", "{stdout}");
