@@ -7,7 +7,7 @@ use std::process::Output;
 
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
 use quiver_runtime::enrich::{EnrichmentDecl, EnrichmentSet};
-use quiver_runtime::selector::{Selector, SelectorOptions};
+use quiver_runtime::selector::{dataflow_companions, selector_for_host, Selector, SelectorOptions};
 use quiver_runtime::{Host, HostOptions};
 use quiver_tests::{plugins_dir, quiver, texts, ALL_PROVIDERS};
 use serde_json::{json, Value};
@@ -296,6 +296,36 @@ fn require_embeddings_names_the_enrichment_to_add() {
         "selector requires the 'embeddings' artifact; add [[enrichments]] type = \"embeddings\""
     );
     assert!(Selector::require_embeddings(&EnrichmentSet::new(&[]).unwrap()).is_ok(), "default set");
+}
+
+#[test]
+fn companions_over_the_providers_catalog_feed_ids_not_scopes() {
+    let setup = Setup::new(&ALL_PROVIDERS, "");
+    let host = Host::open(&HostOptions {
+        config: Some(setup.config()),
+        plugins_dir: Some(setup.plugins.path().to_owned()),
+    })
+    .unwrap();
+    let catalog = host.catalog();
+    let links = dataflow_companions(&catalog);
+    let linked = |feeder: &str, tool: &str| links.iter().any(|(f, t, _)| f == feeder && t == tool);
+    // A job's log needs the job's id, which the job lists give.
+    assert!(linked("gitlab.list_pipeline_jobs", "gitlab.get_job_log"), "{links:?}");
+    assert!(linked("github.list_workflow_jobs", "github.get_job_logs"), "{links:?}");
+    // Projects, owners and repositories scope every call; listing them is nobody's companion.
+    let scopes: Vec<_> = links
+        .iter()
+        .filter(|(f, _, _)| f.ends_with("list_projects") || f.ends_with("get_repository"))
+        .collect();
+    assert!(scopes.is_empty(), "{scopes:?}");
+
+    // Through the host's selector, a request naming the transcript finds the search that gets
+    // its id: the feeder rises, the hit stays first.
+    let selector = selector_for_host(&host, SelectorOptions::default()).unwrap();
+    let ranked = selector.rank("action items from the last meeting with Acme", &[], 5);
+    let names: Vec<&str> = ranked.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names[0], "fireflies.get_transcript", "{names:?}");
+    assert!(names.contains(&"fireflies.search_transcripts"), "{names:?}");
 }
 
 #[test]

@@ -21,6 +21,10 @@
 //!   without it the ranking is lexical alone.
 //! - **Fusion**: a weighted sum of the two normalised scores ([`Fusion::Weighted`], the default,
 //!   best on quiver's evaluation set) or reciprocal-rank fusion ([`Fusion::ReciprocalRank`]).
+//! - **Companions**: a strong hit lifts the tools that feed it or follow it (the providers'
+//!   follow-up links, dataflow edges into its required inputs — see [`dataflow_companions`]) to
+//!   its score times the link's strength, so a request naming one step of a two-step task
+//!   ("the failing pipeline's last job log") also finds the step that gets the id it needs.
 //! - **Recent calls** lift their follow-ups (by link probability) and the other tools of their
 //!   bundle a little, so the next step of a task ranks higher.
 //!
@@ -61,6 +65,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::enrich::dataflow::DataflowIndex;
 use crate::enrich::embed::{concepts_of, split_words, stem, EmbeddingsArtifact, LexicalEmbedder};
 use crate::enrich::params::inputs;
 use crate::ToolSpec;
@@ -516,6 +521,8 @@ pub struct SelectIndex {
     status: EmbeddingStatus,
     embedder: LexicalEmbedder,
     follow_ups: Vec<Vec<(u32, f32)>>,
+    /// Per tool: the tools that feed it or follow it, with the link's strength in (0, 1].
+    companions: Vec<Vec<(u32, f32)>>,
     /// Per tool: whether its name starts with a verb of [`WRITE_VERBS`].
     writes: Vec<bool>,
     /// Per tool: the tokens its listing costs a model ([`listed_tokens`]).
@@ -580,6 +587,7 @@ impl SelectIndex {
         };
         let core = resolve_core(&options.core, &names);
         let follow_ups = vec![Vec::new(); names.len()];
+        let companions = vec![Vec::new(); names.len()];
         let writes = names.iter().map(|n| is_write_name(n)).collect();
         let tokens = tools.iter().map(|(name, spec)| listed_tokens(name, spec)).collect();
         Self {
@@ -593,6 +601,7 @@ impl SelectIndex {
             status,
             embedder,
             follow_ups,
+            companions,
             writes,
             tokens,
             core,
@@ -612,6 +621,35 @@ impl SelectIndex {
             };
             if f != t {
                 self.follow_ups[f as usize].push((t, probability.clamp(0.0, 1.0)));
+            }
+        }
+        self
+    }
+
+    /// Adds companion links, by qualified or MCP name: `feeder` produces what `fed` takes (a
+    /// follow-up link, a dataflow edge into a required input), with a strength in (0, 1]. A
+    /// strong hit — at least τ and ¾ of the best score — lifts the tools linked to it, either
+    /// way, to at least its score times the link's strength: a request that names one tool of a
+    /// two-step task ("the failing pipeline's last job log") also finds the one that gets it the
+    /// id it needs. Links naming unknown tools are skipped; a repeated link keeps its strongest.
+    pub fn with_companions<'a>(
+        mut self,
+        links: impl IntoIterator<Item = (&'a str, &'a str, f32)>,
+    ) -> Self {
+        for (feeder, fed, strength) in links {
+            let (Some(&f), Some(&t)) = (self.lookup.get(feeder), self.lookup.get(fed)) else {
+                continue;
+            };
+            let strength = strength.clamp(0.0, 1.0);
+            if f == t || strength == 0.0 {
+                continue;
+            }
+            for (from, to) in [(t, f), (f, t)] {
+                let list = &mut self.companions[from as usize];
+                match list.iter_mut().find(|(c, _)| *c == to) {
+                    Some(entry) => entry.1 = entry.1.max(strength),
+                    None => list.push((to, strength)),
+                }
             }
         }
         self
@@ -861,15 +899,45 @@ impl SelectIndex {
             }
             _ => lexical,
         };
-        if !asks_for_change(&words) {
+        let asks = asks_for_change(&words);
+        if !asks {
             for (score, &write) in fused.iter_mut().zip(&self.writes) {
                 if write {
                     *score *= WRITE_WITHOUT_ASKING;
                 }
             }
         }
+        self.lift_companions(asks, &mut fused);
         self.boost_recent(recent, &mut fused);
         fused
+    }
+
+    /// Lifts the companions of the strong hits (see [`SelectIndex::with_companions`]); a
+    /// companion that writes is damped like any write the query did not ask for. Lifts are read
+    /// from the scores before any lift, so they do not chain.
+    fn lift_companions(&self, asks_for_change: bool, scores: &mut [f32]) {
+        let best = scores.iter().copied().fold(0.0f32, f32::max);
+        if best <= 0.0 {
+            return;
+        }
+        let floor = (best * EXPANSION_SHARE).max(self.options.threshold);
+        let mut lifts: Vec<(usize, f32)> = Vec::new();
+        for (hit, &score) in scores.iter().enumerate() {
+            if score < floor {
+                continue;
+            }
+            for &(companion, strength) in &self.companions[hit] {
+                let damp = if self.writes[companion as usize] && !asks_for_change {
+                    WRITE_WITHOUT_ASKING
+                } else {
+                    1.0
+                };
+                lifts.push((companion as usize, score * strength * damp));
+            }
+        }
+        for (companion, lift) in lifts {
+            scores[companion] = scores[companion].max(lift);
+        }
     }
 
     fn fuse(&self, lexical: &[f32], cosine: &[f32]) -> Vec<f32> {
@@ -1050,6 +1118,57 @@ fn query_terms(query: &str, words: &[Word]) -> Vec<(String, f32)> {
         add(MANY_ITEMS_HINT, CONCEPT_WEIGHT);
     }
     weighted.into_iter().collect()
+}
+
+/// What a dataflow edge into a required input counts as a companion link: half its fit, so it
+/// weighs about what a provider's follow-up link does (edges kept fit 0.45–1, declared links
+/// run 0.25–0.55).
+const DATAFLOW_COMPANION: f32 = 0.5;
+/// A required input that more than this share of the tools with required inputs take (and at
+/// least [`SCOPE_MIN_TAKERS`] of them) is a scope (`project`, `owner`, `repo`), not an item
+/// fetched first: the tool that lists projects feeds nearly every tool and says nothing about
+/// the request.
+const SCOPE_SHARE: f32 = 0.2;
+/// In a small registry a fifth is two or three tools, which an id (`job_id`) reaches too.
+const SCOPE_MIN_TAKERS: usize = 4;
+
+/// Companion links (feeder, tool, strength) from a `dataflow` index: for each tool and each of
+/// its required inputs that is not a scope, the best edge into it, at [`DATAFLOW_COMPANION`] of
+/// the edge's fit — for [`SelectIndex::with_companions`].
+pub fn dataflow_companions<'a>(
+    tools: impl IntoIterator<Item = (&'a str, &'a ToolSpec)>,
+    dataflow: &DataflowIndex,
+) -> Vec<(String, String, f32)> {
+    let required: Vec<(&str, Vec<String>)> = tools
+        .into_iter()
+        .map(|(name, spec)| {
+            (name, inputs(spec).into_iter().filter(|p| p.required).map(|p| p.name).collect())
+        })
+        .collect();
+    let with_required = required.iter().filter(|(_, r)| !r.is_empty()).count();
+    let mut takers: HashMap<&str, usize> = HashMap::new();
+    for name in required.iter().flat_map(|(_, r)| r) {
+        *takers.entry(name.as_str()).or_default() += 1;
+    }
+    let is_scope = |param: &str| {
+        let takers = takers.get(param).copied().unwrap_or(0);
+        takers >= SCOPE_MIN_TAKERS && takers as f32 > SCOPE_SHARE * with_required as f32
+    };
+    let mut links = Vec::new();
+    for (tool, params) in &required {
+        let Some(edges) = dataflow.r#in.get(*tool) else { continue };
+        for param in params.iter().filter(|p| !is_scope(p)) {
+            // Edges come best first: the first into a parameter is its best feeder.
+            if let Some(edge) = edges.iter().find(|e| &e.to_param == param) {
+                links.push((
+                    edge.tool.clone(),
+                    (*tool).to_owned(),
+                    edge.score * DATAFLOW_COMPANION,
+                ));
+            }
+        }
+    }
+    links
 }
 
 /// The tokens a tool's listing costs a model: its MCP name, description and schemas as served

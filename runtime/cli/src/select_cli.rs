@@ -161,6 +161,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let selector = match &args.tools {
         Some(path) => {
             let tools = read_tools(path)?;
+            let companions = quiver_runtime::selector::dataflow_companions(&tools);
+            let companions = companions.iter().map(|(f, t, s)| (f.as_str(), t.as_str(), *s));
             // The file's tools embedded in memory — with the local model when one is named, else
             // the built-in embedder: a file is evaluated as it is, whatever the config's
             // enrichments say.
@@ -178,6 +180,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
                         })
                         .collect();
                     Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+                        .with_companions(companions)
                         .with_query_embedder(QueryEmbedder::local(std::sync::Arc::clone(model)))
                 }
                 _ => {
@@ -187,6 +190,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
                         .map(|t| (t.name.clone(), embedder.embed_tool(&t.name, &t.spec)))
                         .collect();
                     Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
+                        .with_companions(companions)
                 }
             }
         }

@@ -97,6 +97,17 @@ impl SelectorOptions {
     }
 }
 
+/// Companion links (feeder, tool, strength) from the dataflow edges into the tools' required
+/// inputs, for [`Selector::with_companions`]. The dataflow index is computed in memory
+/// (milliseconds for the bundled providers' 158 tools), so companions work on words alone,
+/// without an enrichment run or a store.
+pub fn dataflow_companions(tools: &[CatalogTool]) -> Vec<(String, String, f32)> {
+    let specs: Vec<(&str, &quiver_core::ToolSpec)> =
+        tools.iter().map(|t| (t.name.as_str(), &t.spec)).collect();
+    let dataflow = quiver_core::enrich::dataflow::compute(&specs, &Default::default());
+    quiver_core::select::dataflow_companions(specs.iter().copied(), &dataflow)
+}
+
 /// Whether a neural model embeds the tools (`[selector.embedder]` local, or an `lm` on the
 /// embeddings enrichment) rather than the built-in embedder.
 pub fn embeds_with_a_model(config: &Config) -> bool {
@@ -377,6 +388,17 @@ impl Selector {
         Self { index: self.index.with_follow_ups(links), ..self }
     }
 
+    /// Adds companion links (feeder, tool, strength) by qualified or MCP name, so a strong hit
+    /// lifts the tools that feed or follow it (see
+    /// [`quiver_core::select::SelectIndex::with_companions`]); [`selector_for_host`] adds the
+    /// follow-up links and the dataflow edges into required inputs.
+    pub fn with_companions<'a>(
+        self,
+        links: impl IntoIterator<Item = (&'a str, &'a str, f32)>,
+    ) -> Self {
+        Self { index: self.index.with_companions(links), ..self }
+    }
+
     /// Fails with the message naming the enrichment to add when `set` does not produce the
     /// `embeddings` artifact, for callers that demand fusion.
     pub fn require_embeddings(set: &EnrichmentSet) -> Result<(), ScheduleError> {
@@ -508,8 +530,15 @@ pub fn selector_for_host(host: &Host, options: SelectorOptions) -> Result<Select
             })
         })
         .collect();
+    let companions = dataflow_companions(&tools);
     let selector = Selector::new(&tools, embeddings.as_ref(), options)
-        .with_follow_ups(links.iter().map(|(f, t, p)| (f.as_str(), t.as_str(), *p)));
+        .with_follow_ups(links.iter().map(|(f, t, p)| (f.as_str(), t.as_str(), *p)))
+        .with_companions(
+            links
+                .iter()
+                .chain(&companions)
+                .map(|(feeder, tool, strength)| (feeder.as_str(), tool.as_str(), *strength)),
+        );
     Ok(match query_embedder {
         Some(embedder) => selector.with_query_embedder(embedder),
         None => {
