@@ -4,7 +4,8 @@
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
 use quiver_core::select::eval::recall;
 use quiver_core::select::{
-    tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, SelectIndex, SelectOptions,
+    clauses, query_texts, tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, SelectIndex,
+    SelectOptions,
 };
 use quiver_core::ToolSpec;
 use serde_json::json;
@@ -306,6 +307,53 @@ fn vectors_of_another_model_fuse_with_the_query_vector_of_that_model() {
     assert!(fused.iter().any(|r| r.name == "jira.get_issue"), "{fused:?}");
     let selected = idx.select_with("open MRs", Some(&query), &[]);
     assert!(selected.contains(&"jira.get_issue".to_owned()), "{selected:?}");
+}
+
+#[test]
+fn a_request_for_two_things_finds_both_through_its_clauses() {
+    assert_eq!(
+        clauses("which job failed in pipeline 991 and what does its log say"),
+        ["which job failed in pipeline 991", "what does its log say"]
+    );
+    assert_eq!(clauses("Stock price? Also, any news."), ["Stock price", "any news"]);
+    assert!(clauses("pull requests and issues").is_empty(), "one-word clauses are dropped");
+    assert_eq!(query_texts("list issues").len(), 1);
+
+    let tools = registry();
+    let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
+    let one_hot = |name: &str| {
+        let mut v = vec![0.0f32; names.len()];
+        v[names.iter().position(|n| n.as_str() == name).unwrap()] = 1.0;
+        v
+    };
+    let foreign: EmbeddingsArtifact = names
+        .iter()
+        .map(|n| ((*n).clone(), ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None }))
+        .collect();
+    let options = SelectOptions {
+        lexical_weight: 0.0,
+        embedding_weight: 1.0,
+        threshold: 0.0,
+        ..SelectOptions::default()
+    };
+    let idx = SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options);
+    // A toy model: the whole request lands on neither tool; each clause lands on one.
+    let query = "zz yy and xx ww";
+    assert_eq!(query_texts(query), [query, "zz yy", "xx ww"]);
+    let whole = vec![0.1f32; names.len()];
+    let vectors: Vec<f32> =
+        [whole.clone(), one_hot("jira.get_issue"), one_hot("github.get_job_logs")].concat();
+    let top: Vec<String> =
+        idx.rank_with(query, Some(&vectors), &[], 2).into_iter().map(|r| r.name).collect();
+    assert_eq!(top.len(), 2);
+    assert!(top.contains(&"jira.get_issue".to_owned()), "{top:?}");
+    assert!(top.contains(&"github.get_job_logs".to_owned()), "{top:?}");
+    // The whole query's vector alone ranks every tool alike.
+    let alone = idx.rank_with(query, Some(&whole), &[], 3);
+    assert!(alone.windows(2).all(|w| (w[0].score - w[1].score).abs() < 1e-6), "{alone:?}");
+    // A length that is not a multiple of the dimension is no vector at all: words alone.
+    let broken = idx.rank_with(query, Some(&vectors[1..]), &[], 3);
+    assert!(broken.is_empty(), "{broken:?}");
 }
 
 #[test]

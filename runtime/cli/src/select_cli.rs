@@ -66,6 +66,10 @@ pub(crate) struct SelectArgs {
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
+    /// With a neural model: embed each query whole, without its clauses (a request for two
+    /// things is otherwise embedded clause by clause as well)
+    #[arg(long)]
+    whole_queries: bool,
     /// Only the queries of one part of the set: `tune` those whose id ends in a number that is a
     /// multiple of 4 (`s8`, `m12`), `test` the others — the split the defaults were tuned on
     /// (MetaTool's `tune` part) and are reported on (its `test` part).
@@ -208,7 +212,9 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         _ => "words only".to_owned(),
     };
     if let Some(query) = &args.query {
-        let vector = query_vectors(&selector, std::slice::from_ref(query))?.pop().flatten();
+        let vector = query_vectors(&selector, std::slice::from_ref(query), args.whole_queries)?
+            .pop()
+            .flatten();
         for hit in selector.rank_with(query, vector.as_deref(), &[], args.k) {
             println!("{:.3}  {}", hit.score, hit.name);
         }
@@ -225,7 +231,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         queries.retain(|q| part_of(&q.id) == part);
     }
     let texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
-    let vectors = query_vectors(&selector, &texts)?;
+    let vectors = query_vectors(&selector, &texts, args.whole_queries)?;
     let Some(gold_path) = &args.gold else {
         let mut out = std::io::stdout().lock();
         for (q, vector) in queries.iter().zip(&vectors) {
@@ -325,12 +331,16 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
 
 /// Each query's vector from the selector's query model, all embedded up front in batches;
 /// `None`s when the selector embeds queries itself or not at all.
-fn query_vectors(selector: &Selector, queries: &[String]) -> anyhow::Result<Vec<Option<Vec<f32>>>> {
+fn query_vectors(
+    selector: &Selector,
+    queries: &[String],
+    whole: bool,
+) -> anyhow::Result<Vec<Option<Vec<f32>>>> {
     let Some(model) = selector.query_embedder().filter(|_| selector.needs_query_vectors()) else {
         return Ok(vec![None; queries.len()]);
     };
     let vectors = crate::runtime()?
-        .block_on(model.embed_all(queries))
+        .block_on(model.embed_all(queries, whole))
         .map_err(|e| anyhow::anyhow!("cannot embed the queries with {}: {e}", model.model_id()))?;
     Ok(vectors.into_iter().map(Some).collect())
 }

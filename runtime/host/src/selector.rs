@@ -223,7 +223,9 @@ impl QueryEmbedder {
                 ));
             }
         }
-        let texts = [query.to_owned()];
+        // The query and its clauses, in one request: the vectors concatenated, as the index
+        // takes them.
+        let texts = quiver_core::select::query_texts(query);
         let result = match tokio::time::timeout(inner.timeout, self.embed_texts(&texts)).await {
             Ok(result) => result,
             Err(_) => Err(format!(
@@ -232,7 +234,8 @@ impl QueryEmbedder {
                 inner.timeout.as_millis()
             )),
         };
-        let vector = match result.and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_owned())) {
+        let result = result.and_then(|vectors| concatenate(vectors, texts.len()));
+        let vector = match result {
             Ok(v) => Arc::<[f32]>::from(v),
             Err(e) => {
                 *inner.failed.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -249,17 +252,32 @@ impl QueryEmbedder {
         Ok(vector)
     }
 
-    /// The vectors of many queries, in order, in batches and without the timeout (evaluation).
-    pub async fn embed_all(&self, queries: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        let mut out = Vec::with_capacity(queries.len());
-        for chunk in queries.chunks(QUERY_BATCH) {
-            let vectors = self.embed_texts(chunk).await?;
-            if vectors.len() != chunk.len() {
-                return Err(format!("{} vectors for {} queries", vectors.len(), chunk.len()));
+    /// The vectors of many queries (each with its clauses', as [`QueryEmbedder::embed`], unless
+    /// `whole` asks for the whole query alone), in order, in batches and without the timeout
+    /// (evaluation).
+    pub async fn embed_all(
+        &self,
+        queries: &[String],
+        whole: bool,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let texts: Vec<Vec<String>> = queries
+            .iter()
+            .map(|q| if whole { vec![q.clone()] } else { quiver_core::select::query_texts(q) })
+            .collect();
+        let flat: Vec<String> = texts.iter().flatten().cloned().collect();
+        let mut vectors = Vec::with_capacity(flat.len());
+        for chunk in flat.chunks(QUERY_BATCH) {
+            let embedded = self.embed_texts(chunk).await?;
+            if embedded.len() != chunk.len() {
+                return Err(format!("{} vectors for {} texts", embedded.len(), chunk.len()));
             }
-            out.extend(vectors);
+            vectors.extend(embedded);
         }
-        Ok(out)
+        let mut vectors = vectors.into_iter();
+        texts
+            .iter()
+            .map(|t| concatenate(vectors.by_ref().take(t.len()).collect(), t.len()))
+            .collect()
     }
 
     async fn embed_texts(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
@@ -278,6 +296,18 @@ impl QueryEmbedder {
             }
         }
     }
+}
+
+/// `expected` vectors of one dimension, end to end.
+fn concatenate(vectors: Vec<Vec<f32>>, expected: usize) -> Result<Vec<f32>, String> {
+    let dimension = vectors.first().map_or(0, Vec::len);
+    if vectors.len() != expected || dimension == 0 || vectors.iter().any(|v| v.len() != dimension) {
+        return Err(format!(
+            "the model answered {} vectors of uneven or zero length for {expected} texts",
+            vectors.len()
+        ));
+    }
+    Ok(vectors.concat())
 }
 
 impl Selector {

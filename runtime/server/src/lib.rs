@@ -6,6 +6,8 @@
 //!   every client, including those that ignore `notifications/tools/list_changed`.
 //! - `dynamic` lists the CORE set plus `load_tools(bundle_or_tool)`; a load admits the bundle under
 //!   `max_tools`, evicting the least recently called non-CORE tools, and sends `list_changed`.
+//!   The list also follows the work by itself: after a call, the called tool (when it ran
+//!   unlisted) and its likeliest follow-ups (`[selector] follow_ups_on_call`) are listed.
 //!
 //! A needed tool is never unreachable: in every mode, a call to an enabled tool that is not listed
 //! still runs (free recovery), and each such use of an escape hatch is written to telemetry
