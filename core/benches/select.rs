@@ -1,6 +1,6 @@
 //! Selector latency per query on a synthetic 2000-tool registry (20 providers, 5 groups each,
-//! tools named from 8 verbs and 60 nouns, about six described parameters each), with the
-//! built-in embedder's vectors fused in.
+//! tools named from 8 verbs and 60 nouns, about six described parameters each, two companion
+//! links each), with the built-in embedder's vectors fused in.
 //!
 //! - `select/rank_fused_2000`: `rank(query, [], 10)` with BM25 and embeddings fused.
 //! - `select/rank_lexical_2000`: the same on words only.
@@ -80,7 +80,15 @@ fn build(tools: &[(String, ToolSpec)], artifact: Option<&EmbeddingsArtifact>) ->
         embedding_weight,
         ..SelectOptions::default()
     };
+    // Two companion links per tool within its provider, as follow-up links give a catalogue.
+    let n = tools.len();
+    let links: Vec<(&str, &str, f32)> = (0..n)
+        .flat_map(|i| {
+            [20, 40].map(|step| (tools[i].0.as_str(), tools[(i + step) % n].0.as_str(), 0.4))
+        })
+        .collect();
     SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), artifact, options)
+        .with_companions(links)
 }
 
 fn bench(c: &mut Criterion) {

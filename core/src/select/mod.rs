@@ -526,6 +526,8 @@ pub struct SelectIndex {
     follow_ups: Vec<Vec<(u32, f32)>>,
     /// Per tool: the tools that feed it or follow it, with the link's strength in (0, 1].
     companions: Vec<Vec<(u32, f32)>>,
+    /// Whether any tool has a companion (a registry without schemas or links has none).
+    has_companions: bool,
     /// Per tool: whether its name starts with a verb of [`WRITE_VERBS`].
     writes: Vec<bool>,
     /// Per tool: the tokens its listing costs a model ([`listed_tokens`]).
@@ -605,6 +607,7 @@ impl SelectIndex {
             embedder,
             follow_ups,
             companions,
+            has_companions: false,
             writes,
             tokens,
             core,
@@ -647,6 +650,7 @@ impl SelectIndex {
             if f == t || strength == 0.0 {
                 continue;
             }
+            self.has_companions = true;
             for (from, to) in [(t, f), (f, t)] {
                 let list = &mut self.companions[from as usize];
                 match list.iter_mut().find(|(c, _)| *c == to) {
@@ -935,7 +939,15 @@ impl SelectIndex {
     /// companion that writes is damped like any write the query did not ask for. Lifts are read
     /// from the scores before any lift, so they do not chain.
     fn lift_companions(&self, asks_for_change: bool, scores: &mut [f32]) {
-        let best = scores.iter().copied().fold(0.0f32, f32::max);
+        if !self.has_companions {
+            return;
+        }
+        let mut best = 0.0f32;
+        for &score in scores.iter() {
+            if score > best {
+                best = score;
+            }
+        }
         if best <= 0.0 {
             return;
         }
