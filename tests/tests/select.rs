@@ -33,6 +33,15 @@ impl Setup {
         self.dir.path().join("quiver.toml")
     }
 
+    /// The host over this setup's config and plugins, as the library's users open it.
+    fn host(&self) -> Host {
+        Host::open(&HostOptions {
+            config: Some(self.config()),
+            plugins_dir: Some(self.plugins.path().to_owned()),
+        })
+        .unwrap()
+    }
+
     fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
@@ -308,11 +317,7 @@ fn require_embeddings_names_the_enrichment_to_add() {
 #[test]
 fn companions_over_the_providers_catalog_feed_ids_not_scopes() {
     let setup = Setup::new(&ALL_PROVIDERS, "");
-    let host = Host::open(&HostOptions {
-        config: Some(setup.config()),
-        plugins_dir: Some(setup.plugins.path().to_owned()),
-    })
-    .unwrap();
+    let host = setup.host();
     let catalog = host.catalog();
     let links = dataflow_companions(&catalog);
     let linked = |feeder: &str, tool: &str| links.iter().any(|(f, t, _)| f == feeder && t == tool);
@@ -338,11 +343,7 @@ fn companions_over_the_providers_catalog_feed_ids_not_scopes() {
 #[test]
 fn the_library_selects_core_hits_and_bundles_over_the_host_catalog() {
     let setup = Setup::new(&ALL_PROVIDERS, "");
-    let host = Host::open(&HostOptions {
-        config: Some(setup.config()),
-        plugins_dir: Some(setup.plugins.path().to_owned()),
-    })
-    .unwrap();
+    let host = setup.host();
     let catalog = host.catalog();
     let embedder = LexicalEmbedder::new();
     let artifact: EmbeddingsArtifact =

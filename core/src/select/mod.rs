@@ -615,6 +615,11 @@ impl SelectIndex {
         }
     }
 
+    /// Both ends of a link, by qualified or MCP name; `None` when either is unknown.
+    fn link_ends(&self, from: &str, to: &str) -> Option<(u32, u32)> {
+        Some((*self.lookup.get(from)?, *self.lookup.get(to)?))
+    }
+
     /// Adds follow-up links (from tool → (to tool, probability)), by qualified or MCP name, so a
     /// recent call lifts what usually comes next. Links naming unknown tools are skipped.
     pub fn with_follow_ups<'a>(
@@ -622,9 +627,7 @@ impl SelectIndex {
         links: impl IntoIterator<Item = (&'a str, &'a str, f32)>,
     ) -> Self {
         for (from, to, probability) in links {
-            let (Some(&f), Some(&t)) = (self.lookup.get(from), self.lookup.get(to)) else {
-                continue;
-            };
+            let Some((f, t)) = self.link_ends(from, to) else { continue };
             if f != t {
                 self.follow_ups[f as usize].push((t, probability.clamp(0.0, 1.0)));
             }
@@ -643,9 +646,7 @@ impl SelectIndex {
         links: impl IntoIterator<Item = (&'a str, &'a str, f32)>,
     ) -> Self {
         for (feeder, fed, strength) in links {
-            let (Some(&f), Some(&t)) = (self.lookup.get(feeder), self.lookup.get(fed)) else {
-                continue;
-            };
+            let Some((f, t)) = self.link_ends(feeder, fed) else { continue };
             let strength = strength.clamp(0.0, 1.0);
             if f == t || strength == 0.0 {
                 continue;
