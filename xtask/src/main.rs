@@ -131,7 +131,7 @@ fn test(args: &[String]) -> Result<()> {
     // The end-to-end tests dlopen the fixture cdylibs and spawn the quiver binary; `cargo test`
     // alone builds neither, so build the whole workspace first. With the test targets in the same
     // build: dev-dependencies switch features on in shared crates (serde_json's `preserve_order`,
-    // for one), and a build without them would compile every crate above those (candle, octocrab,
+    // for one), and a build without them would compile every crate above those (tokenizers, octocrab,
     // rmcp...) a second time, with a second feature set, for `cargo test`.
     run(cargo(&root).args(["build", "--workspace", "--lib", "--bins", "--tests"]))?;
     install_python_mcp()?;

@@ -2,7 +2,7 @@
 //! (`[selector.embedder] type = "local"`), which embeds the tools in the embeddings enrichment and
 //! each query in the selector.
 //!
-//! The model itself lives in `quiver-local-embedder` (candle and tokenizers), compiled in with the
+//! The model itself lives in `quiver-local-embedder` (a BERT forward pass of its own, and tokenizers), compiled in with the
 //! `local-embedder` cargo feature (on by default); a build without it reports a local embedder in
 //! the config as an error that says how to get one, instead of ranking silently on words alone.
 

@@ -8,8 +8,10 @@
 //! truncated at [`MAX_TOKENS`] tokens, like the reference, so its vectors are reproduced to a
 //! cosine of 0.999 or better (the crate's tests hold it to that on recorded reference vectors).
 //!
-//! The model runs in f32 on candle's pure-Rust CPU kernels and `candle-transformers`' `BertModel`,
-//! whose `hidden_act = "gelu"` is the erf GELU the reference uses (not the tanh approximation).
+//! The encoder's forward pass is written out in this crate (`bert`): f32 on the CPU, matrix
+//! products dispatched at run time to the CPU's SIMD instructions by `pulp`, the weights read with
+//! `safetensors`, the text split by Hugging Face's `tokenizers`. Each text runs through the model
+//! alone, unpadded; a call with several texts spreads them over the machine's cores.
 //!
 //! ```no_run
 //! use quiver_local_embedder::LocalEmbedder;
@@ -30,20 +32,21 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
+
+mod bert;
+use bert::{Bert, Config};
 
 /// Texts are cut to this many tokens (special tokens included), as the reference
 /// sentence-transformers model does (`max_seq_length` 256).
 pub const MAX_TOKENS: usize = 256;
 
-/// Texts run through the model this many at a time; each batch is padded to its longest text.
-/// Small: with long tool texts, larger batches spend their time on padded attention buffers
-/// (a 158-tool catalogue took 68 s in batches of 32, 39 s in batches of 8).
-const BATCH_SIZE: usize = 8;
+/// Texts go through the model together up to this many tokens: together, the weights are read
+/// once for all of them (a short query's pass is bound by reading them), while the activations of
+/// a group stay small enough for the cache.
+pub const GROUP_TOKENS: usize = 512;
 
 const CONFIG_FILE: &str = "config.json";
 const TOKENIZER_FILE: &str = "tokenizer.json";
@@ -52,10 +55,9 @@ const WEIGHTS_FILE: &str = "model.safetensors";
 /// A sentence embedder loaded from a model directory; `Send + Sync`, so one instance can be
 /// shared through an `Arc` by every thread that embeds.
 pub struct LocalEmbedder {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     dimension: usize,
-    pad_token_id: u32,
     model_id: String,
 }
 
@@ -88,13 +90,14 @@ impl LocalEmbedder {
         let config_bytes = read(&config_path)?;
         let config: Config = serde_json::from_slice(&config_bytes)
             .map_err(|e| LoadError::new(&config_path, LoadErrorKind::Config(e.to_string())))?;
+        config.check().map_err(|e| LoadError::new(&config_path, LoadErrorKind::Config(e)))?;
 
         let tokenizer_bytes = read(&tokenizer_path)?;
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             LoadError::new(&tokenizer_path, LoadErrorKind::Tokenizer(e.to_string()))
         })?;
         // tokenizer.json may carry its own limits (all-MiniLM-L6-v2's says truncate and pad to
-        // 128); the reference truncates at 256 and pads per batch, which `embed` does itself.
+        // 128); the reference truncates at 256, and `embed` runs each text unpadded.
         let max_length = MAX_TOKENS.min(config.max_position_embeddings);
         tokenizer
             .with_truncation(Some(TruncationParams { max_length, ..Default::default() }))
@@ -103,20 +106,14 @@ impl LocalEmbedder {
             })?;
         tokenizer.with_padding(None);
 
-        let weights = read(&weights_path)?;
-        let weights_len = weights.len();
-        let weights_error = |e: candle_core::Error| {
-            LoadError::new(&weights_path, LoadErrorKind::Weights(e.to_string()))
-        };
         // Read into memory rather than mmap: mapping a file is `unsafe`, which this workspace
         // forbids, and the weights end up in memory either way.
-        let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .map_err(weights_error)?;
-        let model = BertModel::load(vars, &config).map_err(weights_error)?;
+        let weights = read(&weights_path)?;
+        let model = Bert::load(&config, &weights)
+            .map_err(|e| LoadError::new(&weights_path, LoadErrorKind::Weights(e)))?;
 
-        let model_id = model_id(dir, &config_bytes, &tokenizer_bytes, weights_len);
-        let pad_token_id = u32::try_from(config.pad_token_id).unwrap_or(0);
-        Ok(Self { model, tokenizer, dimension: config.hidden_size, pad_token_id, model_id })
+        let model_id = model_id(dir, &config_bytes, &tokenizer_bytes, weights.len());
+        Ok(Self { model, tokenizer, dimension: config.hidden_size, model_id })
     }
 
     /// The length of every vector [`embed`](Self::embed) returns (384 for all-MiniLM-L6-v2).
@@ -132,62 +129,47 @@ impl LocalEmbedder {
     }
 
     /// One L2-normalised vector per text, in the order of `texts`: mean pooling of the last
-    /// hidden states over the attention mask. Texts longer than [`MAX_TOKENS`] tokens are
-    /// truncated. A vector does not depend on the other texts of the call (up to float rounding).
+    /// hidden states over the text's tokens. Texts longer than [`MAX_TOKENS`] tokens are
+    /// truncated. A vector does not depend on the other texts of the call (nothing is padded, and
+    /// attention stays within a text). Texts go through the model in groups of up to
+    /// [`GROUP_TOKENS`] tokens, the groups (and the larger matrix products of each) shared out
+    /// over rayon's global thread pool.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut encodings = Vec::with_capacity(texts.len());
-        for (index, text) in texts.iter().enumerate() {
-            let encoding = self.tokenizer.encode(*text, true).map_err(|e| {
-                EmbedError::Tokenize { index, preview: preview(text), message: e.to_string() }
-            })?;
-            let ids = encoding.get_ids().to_vec();
-            encodings.push(ids);
-        }
-        // Batch texts of similar length together, so short queries are not padded to the length
-        // of a long description; the vectors are put back in the caller's order below.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encodings[i].len());
+        let encodings = texts
+            .par_iter()
+            .enumerate()
+            .map(|(index, text)| {
+                let encoding = self.tokenizer.encode(*text, true).map_err(|e| {
+                    EmbedError::Tokenize { index, preview: preview(text), message: e.to_string() }
+                })?;
+                Ok(encoding.get_ids().to_vec())
+            })
+            .collect::<Result<Vec<Vec<u32>>, EmbedError>>()?;
 
-        let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH_SIZE) {
-            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].as_slice()).collect();
-            let batch_vectors = self.embed_batch(&ids).map_err(|e| EmbedError::Model {
-                batch_len: batch.len(),
-                first_index: batch[0],
-                preview: preview(texts[batch[0]]),
-                message: e.to_string(),
-            })?;
-            for (&i, vector) in batch.iter().zip(batch_vectors) {
-                vectors[i] = vector;
+        // Consecutive texts up to GROUP_TOKENS tokens share a pass through the model.
+        let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut group_tokens = 0;
+        for (index, ids) in encodings.iter().enumerate() {
+            match groups.last_mut() {
+                Some(group) if group_tokens + ids.len() <= GROUP_TOKENS => group.end = index + 1,
+                _ => {
+                    groups.push(index..index + 1);
+                    group_tokens = 0;
+                }
             }
+            group_tokens += ids.len();
         }
-        Ok(vectors)
-    }
-
-    /// Runs one padded batch of token ids through the model and pools it.
-    fn embed_batch(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let rows = batch.len();
-        let columns = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
-        let mut ids = Vec::with_capacity(rows * columns);
-        let mut mask = Vec::with_capacity(rows * columns);
-        for row in batch {
-            ids.extend_from_slice(row);
-            ids.extend(std::iter::repeat_n(self.pad_token_id, columns - row.len()));
-            mask.extend(std::iter::repeat_n(1u32, row.len()));
-            mask.extend(std::iter::repeat_n(0u32, columns - row.len()));
-        }
-        let device = &Device::Cpu;
-        let ids = Tensor::from_vec(ids, (rows, columns), device)?;
-        let mask = Tensor::from_vec(mask, (rows, columns), device)?;
-        let token_types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
-
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
-        mean.broadcast_div(&norm)?.to_vec2::<f32>()
+        let vectors = groups
+            .par_iter()
+            .map(|group| {
+                let ids: Vec<&[u32]> = encodings[group.clone()].iter().map(Vec::as_slice).collect();
+                self.model.embed(&ids).map_err(|(offset, message)| {
+                    let index = group.start + offset;
+                    EmbedError::Model { index, preview: preview(texts[index]), message }
+                })
+            })
+            .collect::<Result<Vec<Vec<Vec<f32>>>, EmbedError>>()?;
+        Ok(vectors.into_iter().flatten().collect())
     }
 }
 
@@ -292,23 +274,29 @@ pub enum EmbedError {
         /// The tokenizer's message.
         message: String,
     },
-    /// Occurs when the model fails on a batch (a tensor shape or an id out of the vocabulary,
-    /// which means tokenizer.json and the weights do not belong together).
+    /// Occurs when the model cannot run a text (a token id beyond the vocabulary, or more
+    /// tokens than positions, which means tokenizer.json and the weights do not belong together).
     #[error(
-        "the model failed on a batch of {batch_len} texts, among them text {first_index} \
-         ({preview:?}): {message}; check that tokenizer.json and model.safetensors come from \
-         the same model"
+        "the model cannot embed text {index} ({preview:?}): {message}; check that \
+         tokenizer.json and model.safetensors come from the same model"
     )]
     Model {
-        /// How many texts the batch held.
-        batch_len: usize,
-        /// The position in the call of one text of the batch.
-        first_index: usize,
+        /// The position of the text in the call.
+        index: usize,
         /// Its first characters.
         preview: String,
-        /// candle's message.
+        /// What went wrong.
         message: String,
     },
+}
+
+impl EmbedError {
+    /// The position in the call of the text that could not be embedded.
+    pub fn index(&self) -> usize {
+        match self {
+            Self::Tokenize { index, .. } | Self::Model { index, .. } => *index,
+        }
+    }
 }
 
 #[cfg(test)]
