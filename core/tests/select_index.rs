@@ -524,3 +524,22 @@ fn recall_counts_whole_sets_and_partial_credit() {
     assert_eq!((rows[0].whole, rows[0].per_item), (0.5, 0.5));
     assert_eq!((rows[1].whole, rows[1].per_item), (0.5, 0.75));
 }
+
+#[test]
+fn select_admits_the_best_tool_of_each_clause_of_a_two_part_request() {
+    let options = SelectOptions { threshold: 0.2, ..SelectOptions::default() };
+    let idx = index(options, false);
+    let query = "show the log of the failing job and move PROJ-7 to Done";
+    // The whole request's words favour the job log; moving the issue scores below τ on them.
+    let whole = idx.rank(query, &[], 3);
+    assert_eq!(whole[0].name, "github.get_job_logs", "{whole:?}");
+    let transition = whole.iter().find(|r| r.name == "jira.transition_issue").unwrap();
+    assert!(transition.score < 0.2, "{whole:?}");
+    // Its clause "move PROJ-7 to Done" alone clears τ, so the tool is shown.
+    let selected = idx.select(query, &[]);
+    assert!(selected.contains(&"github.get_job_logs".to_owned()), "{selected:?}");
+    assert!(selected.contains(&"jira.transition_issue".to_owned()), "{selected:?}");
+    // A one-part request gets nothing beyond its τ.
+    let one_part = idx.select("show the log of the failing job", &[]);
+    assert!(!one_part.contains(&"jira.transition_issue".to_owned()), "{one_part:?}");
+}

@@ -751,8 +751,9 @@ impl SelectIndex {
     }
 
     /// The tools to show for `query`: CORE, then the tools scoring at least τ best first, then
-    /// the rest of the bundles of the strongest hits (score ≥ ¾ of the best), capped at
-    /// `max_tools` (CORE tools are kept even beyond it).
+    /// for a request of several [`clauses`] the best tool of each clause scored alone (when it
+    /// clears τ), then the rest of the bundles of the strongest hits (score ≥ ¾ of the best),
+    /// capped at `max_tools` (CORE tools are kept even beyond it).
     pub fn select(&self, query: &str, recent: &[String]) -> Vec<String> {
         self.select_with(query, None, recent)
     }
@@ -782,6 +783,16 @@ impl SelectIndex {
                 chosen.push(i);
             }
         }
+        // A request for two things: each clause's best tool gets in when it clears τ on the
+        // clause alone, though the whole request may score it below τ.
+        for i in self.clause_bests(query, vector, recent) {
+            if chosen.len() >= cap {
+                break;
+            }
+            if !std::mem::replace(&mut taken[i], true) {
+                chosen.push(i);
+            }
+        }
         let best = above.first().map_or(0.0, |&i| scores[i]);
         for &i in above.iter().take_while(|&&i| scores[i] >= best * EXPANSION_SHARE) {
             let Some(bundle) = self.bundle_of[i] else { continue };
@@ -803,6 +814,36 @@ impl SelectIndex {
         chosen.truncate(core);
         chosen.extend(kept);
         chosen.into_iter().map(|i| self.names[i].clone()).collect()
+    }
+
+    /// For a query of two or more [`clauses`], the best tool of each clause scored alone (with
+    /// its own vector, when the caller embedded the clauses), where it clears τ. Nothing when a
+    /// model's vectors are fused but the clauses were not embedded: the clause would be scored on
+    /// words alone, on another scale than τ.
+    fn clause_bests(&self, query: &str, vector: Option<&[f32]>, recent: &[String]) -> Vec<usize> {
+        let clauses = clauses(query);
+        if clauses.is_empty() {
+            return Vec::new();
+        }
+        let fuses_a_model = matches!(self.status, EmbeddingStatus::External { .. })
+            && self.options.embedding_weight > 0.0;
+        let dimension = self.dense.as_ref().map_or(0, |d| d.dimension);
+        let mut bests = Vec::new();
+        for (c, clause) in clauses.iter().enumerate() {
+            let clause_vector = vector
+                .filter(|v| dimension > 0 && v.len() >= (c + 2) * dimension)
+                .map(|v| &v[(c + 1) * dimension..(c + 2) * dimension]);
+            if fuses_a_model && clause_vector.is_none() {
+                return Vec::new();
+            }
+            let scores = self.scores_with(clause, clause_vector, recent);
+            if let Some(&i) = top(&scores, 1).first() {
+                if scores[i] >= self.options.threshold {
+                    bests.push(i);
+                }
+            }
+        }
+        bests
     }
 
     /// The tokens the listing of `name` (qualified or MCP) costs a model: its name, description
