@@ -283,37 +283,39 @@ impl Bert {
     }
 
     /// Scaled dot-product self-attention of every head over the tokens of one text, the rows
-    /// `span` (no mask: the text is unpadded).
+    /// `span` (no mask: the text is unpadded). Per head, the query-key scores and the weighted
+    /// sum of values are two products on the same kernel as the dense layers.
     fn attention(&self, qkv: &[f32], span: std::ops::Range<usize>, context: &mut [f32]) {
         let h = self.hidden;
         let d = h / self.heads;
+        let m = span.len();
         let scale = 1.0 / (d as f32).sqrt();
-        let row = |token: usize, part: usize, head: usize| {
-            &qkv[token * 3 * h + part * h + head * d..][..d]
-        };
-        let mut scores = vec![0.0f32; span.len()];
+        let mut queries = vec![0.0f32; m * d];
+        let mut keys = vec![0.0f32; m * d];
+        let mut values_by_column = vec![0.0f32; d * m];
+        let mut scores = vec![0.0f32; m * m];
         for head in 0..self.heads {
-            for i in span.clone() {
-                let query = row(i, 0, head);
-                let mut max = f32::NEG_INFINITY;
-                for (j, score) in span.clone().zip(scores.iter_mut()) {
-                    *score = small_dot(query, row(j, 1, head)) * scale;
-                    max = max.max(*score);
-                }
-                let mut total = 0.0;
-                for score in scores.iter_mut() {
-                    *score = (*score - max).exp();
-                    total += *score;
-                }
-                let out = &mut context[i * h + head * d..][..d];
-                out.fill(0.0);
-                for (j, &score) in span.clone().zip(scores.iter()) {
-                    let weight = score / total;
-                    for (o, v) in out.iter_mut().zip(row(j, 2, head)) {
-                        *o += weight * v;
-                    }
+            for (t, token) in span.clone().enumerate() {
+                let row = &qkv[token * 3 * h + head * d..];
+                queries[t * d..][..d].copy_from_slice(&row[..d]);
+                keys[t * d..][..d].copy_from_slice(&row[h..h + d]);
+                for (c, &v) in row[2 * h..2 * h + d].iter().enumerate() {
+                    values_by_column[c * m + t] = v;
                 }
             }
+            product(self.arch, &queries, d, &keys, 0..m, &mut scores, m, 1);
+            for row in scores.chunks_exact_mut(m) {
+                let max = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b * scale));
+                let mut total = 0.0;
+                for score in row.iter_mut() {
+                    *score = (*score * scale - max).exp();
+                    total += *score;
+                }
+                row.iter_mut().for_each(|score| *score /= total);
+            }
+            // Written in place into the head's columns of `context`'s rows.
+            let out = &mut context[span.start * h + head * d..];
+            product(self.arch, &scores, m, &values_by_column, 0..d, out, h, 1);
         }
     }
 }
@@ -322,45 +324,79 @@ impl Bert {
 /// more than it saves.
 const PARALLEL_MIN_MULTIPLY_ADDS: usize = 1 << 20;
 
+/// From this many input rows a shared-out product splits the rows (each thread reads all the
+/// weights, and writes whole output rows); below it, the weight rows (each thread reads its
+/// share of the weights once, which is what a short query's pass is bound by).
+const SPLIT_ROWS_FROM: usize = 64;
+
 impl Dense {
     /// `out = x · Wᵀ + b` for every row of `x`. A large enough product is shared out over
-    /// rayon's threads by ranges of weight rows: with one short query the weights are the only
-    /// large thing read, and two cores stream them nearly twice as fast as one.
+    /// rayon's threads.
     fn apply(&self, arch: Arch, x: &[f32], out: &mut [f32], transposed: &mut Vec<f32>) {
         let (k, n) = (self.inputs, self.outputs);
         let m = x.len() / k;
         debug_assert_eq!(m * n, out.len());
-        // The kernel writes `out` transposed (one weight row's outputs for every input row side
-        // by side), so each thread's range of weight rows owns one contiguous piece of it.
-        transposed.resize(m * n, 0.0);
         let threads = rayon::current_num_threads();
-        if threads > 1 && m * n * k >= PARALLEL_MIN_MULTIPLY_ADDS {
-            let rows_per_piece = n.div_ceil(threads);
-            transposed.par_chunks_mut(rows_per_piece * m).enumerate().for_each(|(piece, part)| {
-                let start = piece * rows_per_piece;
-                arch.dispatch(DenseKernel { dense: self, x, start, out: part });
-            });
+        if threads <= 1 || m * n * k < PARALLEL_MIN_MULTIPLY_ADDS {
+            product(arch, x, k, &self.weight, 0..n, out, n, 1);
+        } else if m >= SPLIT_ROWS_FROM {
+            let rows_per_piece = m.div_ceil(threads);
+            out.par_chunks_mut(rows_per_piece * n)
+                .zip(x.par_chunks(rows_per_piece * k))
+                .for_each(|(out, x)| product(arch, x, k, &self.weight, 0..n, out, n, 1));
         } else {
-            arch.dispatch(DenseKernel { dense: self, x, start: 0, out: transposed });
-        }
-        for (i, row) in out.chunks_exact_mut(n).enumerate() {
-            for (j, value) in row.iter_mut().enumerate() {
-                *value = transposed[j * m + i] + self.bias[j];
+            // Written transposed (one weight row's outputs for every input row side by side),
+            // so each thread's range of weight rows owns one contiguous piece.
+            transposed.resize(m * n, 0.0);
+            let weight_rows_per_piece = n.div_ceil(threads);
+            transposed.par_chunks_mut(weight_rows_per_piece * m).enumerate().for_each(
+                |(piece, part)| {
+                    let start = piece * weight_rows_per_piece;
+                    let end = start + part.len() / m;
+                    product(arch, x, k, &self.weight, start..end, part, 1, m);
+                },
+            );
+            for (i, row) in out.chunks_exact_mut(n).enumerate() {
+                for (j, value) in row.iter_mut().enumerate() {
+                    *value = transposed[j * m + i];
+                }
             }
+        }
+        for row in out.chunks_exact_mut(n) {
+            add_into(row, &self.bias);
         }
     }
 }
 
-/// `x · Wᵀ` for the weight rows `start..start + out.len() / rows`, written transposed into
-/// `out`: `out[(j - start) * rows + i]`.
-struct DenseKernel<'a> {
-    dense: &'a Dense,
-    x: &'a [f32],
-    start: usize,
-    out: &'a mut [f32],
+/// `x · Wᵀ` for the rows of `x` (`k` values each) and the weight rows `weight_rows` (`k` values
+/// each, row-major): the product of input row `i` and weight row `j` goes to
+/// `out[i * row_stride + (j - weight_rows.start) * column_stride]`.
+#[allow(clippy::too_many_arguments)]
+fn product(
+    arch: Arch,
+    x: &[f32],
+    k: usize,
+    weight: &[f32],
+    weight_rows: std::ops::Range<usize>,
+    out: &mut [f32],
+    row_stride: usize,
+    column_stride: usize,
+) {
+    arch.dispatch(Product { x, k, weight, weight_rows, out, row_stride, column_stride });
 }
 
-impl WithSimd for DenseKernel<'_> {
+/// The operands of one [`product`].
+struct Product<'a> {
+    x: &'a [f32],
+    k: usize,
+    weight: &'a [f32],
+    weight_rows: std::ops::Range<usize>,
+    out: &'a mut [f32],
+    row_stride: usize,
+    column_stride: usize,
+}
+
+impl WithSimd for Product<'_> {
     type Output = ();
 
     /// Blocks of weight rows small enough to stay in cache while every input row passes them;
@@ -368,24 +404,22 @@ impl WithSimd for DenseKernel<'_> {
     /// rows × two weight rows, and for the last one to three rows 3 × 2, 2 × 4 or 1 × 8), so
     /// each load feeds several multiply-adds and eight independent sums hide their latency.
     #[inline(always)]
-    fn with_simd<S: Simd>(self, simd: S) {
+    fn with_simd<S: Simd>(mut self, simd: S) {
         const WEIGHT_ROWS_PER_BLOCK: usize = 32;
-        let Self { dense, x, start, out } = self;
-        let m = x.len() / dense.inputs;
-        let end = start + out.len() / m;
-        let mut tiles = Tiles { dense, x, rows: m, start, out };
+        let m = self.x.len() / self.k;
+        let (start, end) = (self.weight_rows.start, self.weight_rows.end);
         let mut block_start = start;
         while block_start < end {
             let block = block_start..(block_start + WEIGHT_ROWS_PER_BLOCK).min(end);
             let mut i = 0;
             while i + 4 <= m {
-                tiles.row_group::<S, 4, 2>(simd, i, block.clone());
+                self.row_group::<S, 4, 2>(simd, i, block.clone());
                 i += 4;
             }
             match m - i {
-                3 => tiles.row_group::<S, 3, 2>(simd, i, block.clone()),
-                2 => tiles.row_group::<S, 2, 4>(simd, i, block.clone()),
-                1 => tiles.row_group::<S, 1, 8>(simd, i, block.clone()),
+                3 => self.row_group::<S, 3, 2>(simd, i, block.clone()),
+                2 => self.row_group::<S, 2, 4>(simd, i, block.clone()),
+                1 => self.row_group::<S, 1, 8>(simd, i, block.clone()),
                 _ => {}
             }
             block_start = block.end;
@@ -393,16 +427,7 @@ impl WithSimd for DenseKernel<'_> {
     }
 }
 
-/// The operands of one [`DenseKernel`] run.
-struct Tiles<'a> {
-    dense: &'a Dense,
-    x: &'a [f32],
-    rows: usize,
-    start: usize,
-    out: &'a mut [f32],
-}
-
-impl Tiles<'_> {
+impl Product<'_> {
     /// Input rows `i..i + R` against the weight rows of `block`, `C` weight rows at a time.
     #[inline(always)]
     fn row_group<S: Simd, const R: usize, const C: usize>(
@@ -424,11 +449,11 @@ impl Tiles<'_> {
     /// `R × C` outputs: input rows `i..i + R` against weight rows `j..j + C`.
     #[inline(always)]
     fn tile<S: Simd, const R: usize, const C: usize>(&mut self, simd: S, i: usize, j: usize) {
-        let k = self.dense.inputs;
+        let k = self.k;
         let inputs: [(&[S::f32s], &[f32]); R] =
             std::array::from_fn(|r| S::as_simd_f32s(&self.x[(i + r) * k..][..k]));
         let weights: [(&[S::f32s], &[f32]); C] =
-            std::array::from_fn(|c| S::as_simd_f32s(&self.dense.weight[(j + c) * k..][..k]));
+            std::array::from_fn(|c| S::as_simd_f32s(&self.weight[(j + c) * k..][..k]));
         // Every operand cut to one length, so the loop below needs no bounds checks.
         let len = weights[0].0.len();
         let input_heads: [&[S::f32s]; R] = inputs.map(|(head, _)| &head[..len]);
@@ -443,30 +468,17 @@ impl Tiles<'_> {
                 }
             }
         }
+        let first = j - self.weight_rows.start;
         for r in 0..R {
             for c in 0..C {
                 let mut sum = simd.reduce_sum_f32s(acc[r][c]);
                 for (a, b) in inputs[r].1.iter().zip(weights[c].1) {
                     sum += a * b;
                 }
-                self.out[(j + c - self.start) * self.rows + i + r] = sum;
+                self.out[(i + r) * self.row_stride + (first + c) * self.column_stride] = sum;
             }
         }
     }
-}
-
-/// A dot product of a head's short rows (32 values for MiniLM), in eight lanes the compiler
-/// vectorises without run-time dispatch.
-fn small_dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks.remainder().iter().zip(b_chunks.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for lane in 0..8 {
-            lanes[lane] += x[lane] * y[lane];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 impl Norm {
