@@ -1,15 +1,17 @@
-//! The BERT encoder's forward pass over one text's token ids, on weights read from
-//! `model.safetensors`, ending in the mean-pooled, L2-normalised sentence vector.
+//! The BERT encoder's forward pass over texts' token ids, on weights read from
+//! `model.safetensors`, ending in mean-pooled, L2-normalised sentence vectors.
 //!
 //! Written out here instead of run through a general tensor library: a turn embeds one short
 //! query (about ten tokens), where such a library's per-operation allocations, layout copies and
-//! matrix packing cost more than the arithmetic itself (candle's `BertModel` took 13–15 ms for a
-//! ten-token query on one core). The texts of a call are stacked token by token: the weights are
+//! thread hand-offs cost as much as the arithmetic (candle's `BertModel` took 12–15 ms for a
+//! ten-token query on this project's two-core bench machine, this pass 7–8 ms; the `embed` bench
+//! of this crate and `select_local` of the host's). The texts of a call are stacked token by token: the weights are
 //! read once for all of them, and attention runs within each text, so nothing is padded, there is
 //! no attention mask, and a vector cannot depend on the other texts of the call.
 //!
-//! The matrix products run on `pulp`, which picks AVX2/FMA, AVX-512 or NEON at run time in safe
-//! code; everything else is plain loops over rows.
+//! The matrix products (the dense layers', and attention's scores and weighted values per head)
+//! run on one kernel over `pulp`, which picks AVX2/FMA, AVX-512 or NEON at run time in safe code;
+//! everything else is plain loops over rows.
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;

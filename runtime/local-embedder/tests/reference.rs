@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use quiver_local_embedder::{LoadError, LoadErrorKind, LocalEmbedder};
+use quiver_local_embedder::{LoadError, LoadErrorKind, LocalEmbedder, GROUP_TOKENS};
 
 const MODEL_DIR_VAR: &str = "QUIVER_MINILM_DIR";
 const MIN_COSINE: f32 = 0.999;
@@ -128,13 +128,16 @@ fn batch_order_and_size_do_not_change_a_vector() {
         compared[i].push(("alone", alone));
     }
 
-    // More texts than one internal batch holds, in another order, each text twice at different
+    // More tokens than one pass through the model takes, in another order, each text twice at different
     // positions. The truncated text stays out: it is the slowest, and it was compared alone.
     let longest = texts.iter().map(String::len).max().unwrap();
     let short: Vec<usize> = (0..texts.len()).filter(|&i| texts[i].len() < longest).collect();
     let shuffled: Vec<usize> =
         short.iter().rev().chain(short.iter().skip(5)).chain(&short[..5]).copied().collect();
-    assert!(shuffled.len() > 32, "the call must span two internal batches");
+    // A text has at least as many tokens as words, plus [CLS] and [SEP].
+    let tokens_at_least: usize =
+        shuffled.iter().map(|&i| texts[i].split_whitespace().count() + 2).sum();
+    assert!(tokens_at_least > GROUP_TOKENS, "the call must span two passes through the model");
     let refs: Vec<&str> = shuffled.iter().map(|&i| texts[i].as_str()).collect();
     for (&i, vector) in shuffled.iter().zip(embedder().embed(&refs).unwrap()) {
         compared[i].push(("in a larger shuffled call", vector));
