@@ -10,8 +10,9 @@
 //!
 //! The encoder's forward pass is written out in this crate (`bert`): f32 on the CPU, matrix
 //! products dispatched at run time to the CPU's SIMD instructions by `pulp`, the weights read with
-//! `safetensors`, the text split by Hugging Face's `tokenizers`. Each text runs through the model
-//! alone, unpadded; a call with several texts spreads them over the machine's cores.
+//! `safetensors`, the text split by Hugging Face's `tokenizers`. The texts of a call run through
+//! the model stacked in groups, unpadded, attention within each text; the groups and the larger
+//! matrix products are shared out over the machine's cores.
 //!
 //! ```no_run
 //! use quiver_local_embedder::LocalEmbedder;
