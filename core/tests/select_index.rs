@@ -539,7 +539,12 @@ fn select_admits_the_best_tool_of_each_clause_of_a_two_part_request() {
     let selected = idx.select(query, &[]);
     assert!(selected.contains(&"github.get_job_logs".to_owned()), "{selected:?}");
     assert!(selected.contains(&"jira.transition_issue".to_owned()), "{selected:?}");
+    let hits = idx.clause_hits(query, None, &[]);
+    let names: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["github.get_job_logs", "jira.transition_issue"], "{hits:?}");
+    assert!(hits.iter().all(|h| h.score >= 0.2), "{hits:?}");
     // A one-part request gets nothing beyond its τ.
     let one_part = idx.select("show the log of the failing job", &[]);
     assert!(!one_part.contains(&"jira.transition_issue".to_owned()), "{one_part:?}");
+    assert!(idx.clause_hits("show the log of the failing job", None, &[]).is_empty());
 }

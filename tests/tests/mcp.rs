@@ -943,7 +943,8 @@ fn found_names(answer: &Value) -> Vec<String> {
 }
 
 /// `find_tools` answers with the tools that fit, or with none and the closest bundles; a
-/// bundle's name lists it; the caller's recent calls lift their follow-ups and siblings.
+/// bundle's name lists it; a two-part request gets both parts' tools; the caller's recent calls
+/// lift their follow-ups and siblings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn find_tools_returns_what_fits_or_nothing_and_the_closest_bundles() {
     let server = fake_github().await;
@@ -972,6 +973,16 @@ async fn find_tools_returns_what_fits_or_nothing_and_the_closest_bundles() {
     )
     .await;
     assert_eq!(found_names(&merge).first().map(String::as_str), Some("gitlab_merge_merge_request"));
+
+    // A request for two things gets each part's tool, though the whole request's words rank the
+    // merge below its top 3 (the sprint tools share more of them).
+    let two = "merge the gitlab merge request and list the jira sprints";
+    let (_, both) = meta_call(&client, "find_tools", json!({"query": two, "k": 3})).await;
+    let names = found_names(&both);
+    assert!(names.len() <= 3, "{both}");
+    for wanted in ["gitlab_merge_merge_request", "jira_list_sprints"] {
+        assert!(names.contains(&wanted.to_owned()), "{wanted} missing: {both}");
+    }
 
     // After a GitHub issue was read, "the comments" means that issue's comments.
     let query = json!({"query": "read the comments", "k": 3});

@@ -785,7 +785,7 @@ impl SelectIndex {
         }
         // A request for two things: each clause's best tool gets in when it clears τ on the
         // clause alone, though the whole request may score it below τ.
-        for i in self.clause_bests(query, vector, recent) {
+        for (i, _) in self.clause_bests(query, vector, recent) {
             if chosen.len() >= cap {
                 break;
             }
@@ -816,11 +816,31 @@ impl SelectIndex {
         chosen.into_iter().map(|i| self.names[i].clone()).collect()
     }
 
-    /// For a query of two or more [`clauses`], the best tool of each clause scored alone (with
-    /// its own vector, when the caller embedded the clauses), where it clears τ. Nothing when a
-    /// model's vectors are fused but the clauses were not embedded: the clause would be scored on
-    /// words alone, on another scale than τ.
-    fn clause_bests(&self, query: &str, vector: Option<&[f32]>, recent: &[String]) -> Vec<usize> {
+    /// For a request of two or more [`clauses`], the best tool of each clause scored alone
+    /// (with the clause's own vector, when the caller embedded the clauses as
+    /// [`query_texts`]), where it clears τ, with that score: the tools [`SelectIndex::select`]
+    /// admits though the whole request may score them below τ. Empty for a one-part request,
+    /// and when a model's vectors are fused but the clauses were not embedded (a clause scored
+    /// on words alone is on another scale than τ).
+    pub fn clause_hits(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+    ) -> Vec<Ranked> {
+        self.clause_bests(query, vector, recent)
+            .into_iter()
+            .map(|(i, score)| Ranked { name: self.names[i].clone(), score })
+            .collect()
+    }
+
+    /// [`SelectIndex::clause_hits`] as indexes and scores.
+    fn clause_bests(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+    ) -> Vec<(usize, f32)> {
         let clauses = clauses(query);
         if clauses.is_empty() {
             return Vec::new();
@@ -838,8 +858,8 @@ impl SelectIndex {
             }
             let scores = self.scores_with(clause, clause_vector, recent);
             if let Some(&i) = top(&scores, 1).first() {
-                if scores[i] >= self.options.threshold {
-                    bests.push(i);
+                if scores[i] >= self.options.threshold && bests.iter().all(|&(b, _)| b != i) {
+                    bests.push((i, scores[i]));
                 }
             }
         }

@@ -395,6 +395,17 @@ impl Selector {
         self.index.rank_with(query, vector, recent, k)
     }
 
+    /// The best tool of each clause of a several-part request, scored on the clause alone, where
+    /// it clears τ: see [`SelectIndex::clause_hits`]. `vector` as for [`Selector::rank_with`].
+    pub fn clause_hits(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+    ) -> Vec<Ranked> {
+        self.index.clause_hits(query, vector, recent)
+    }
+
     /// [`Selector::select`] with the query's vector (from [`Selector::query_vector`]).
     pub fn select_with(
         &self,

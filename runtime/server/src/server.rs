@@ -29,7 +29,7 @@ use crate::modes::{
 use crate::policy::Policy;
 use quiver_runtime::config::{HttpUser, ServeMode};
 use quiver_runtime::host::Host;
-use quiver_runtime::selector::{selector_for_host, Selector, SelectorOptions};
+use quiver_runtime::selector::{selector_for_host, Ranked, Selector, SelectorOptions};
 use quiver_runtime::session::Session;
 use quiver_runtime::upstream::{ProgressSink, CALL_PROGRESS};
 
@@ -329,9 +329,10 @@ impl QuiverServer {
     }
 
     /// The enabled tools best matching `query`, at most `k`, with their scores, the caller's
-    /// recent calls lifting their follow-ups and bundle siblings; `None` for the scores when no
-    /// selector could be built (names only). Also why the query was ranked on words alone when
-    /// its embedding model failed.
+    /// recent calls lifting their follow-ups and bundle siblings; for a request of several
+    /// clauses, each clause's best tool among them (scored on the clause alone) though the whole
+    /// request ranks it lower. `None` for the scores when no selector could be built (names
+    /// only). Also why the query was ranked on words alone when its embedding model failed.
     async fn rank<'c>(
         &self,
         view: &View,
@@ -348,14 +349,35 @@ impl QuiverServer {
         // The selector sees the whole catalog (static sources too); refused and unserved tools
         // are dropped here, so rank deep enough to still fill `k`.
         let depth = k + catalog.all().len();
-        let hits = selector
+        let served = |hit: Ranked| {
+            catalog.get(&hit.name).filter(|t| t.enabled()).map(|t| (t, Some(hit.score)))
+        };
+        let mut hits: Vec<(&ExposedTool, Option<f32>)> = selector
             .rank_with(query, vector.vector.as_deref(), &recent, depth)
             .into_iter()
-            .filter_map(|hit| {
-                catalog.get(&hit.name).filter(|t| t.enabled()).map(|t| (t, Some(hit.score)))
-            })
+            .filter_map(served)
             .take(k)
             .collect();
+        let clause_hits: Vec<(&ExposedTool, Option<f32>)> = selector
+            .clause_hits(query, vector.vector.as_deref(), &recent)
+            .into_iter()
+            .filter_map(served)
+            .collect();
+        let is_clause_hit =
+            |tool: &ExposedTool| clause_hits.iter().any(|(hit, _)| hit.qualified == tool.qualified);
+        for &(tool, score) in &clause_hits {
+            if hits.iter().any(|(hit, _)| hit.qualified == tool.qualified) {
+                continue;
+            }
+            if hits.len() >= k {
+                // The lowest hit that is no clause's best makes room.
+                match hits.iter().rposition(|(hit, _)| !is_clause_hit(hit)) {
+                    Some(lowest) => hits.remove(lowest),
+                    None => continue,
+                };
+            }
+            hits.push((tool, score));
+        }
         (hits, vector.words_only)
     }
 
