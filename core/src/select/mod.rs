@@ -847,12 +847,10 @@ impl SelectIndex {
         }
         let fuses_a_model = matches!(self.status, EmbeddingStatus::External { .. })
             && self.options.embedding_weight > 0.0;
-        let dimension = self.dense.as_ref().map_or(0, |d| d.dimension);
+        let parts = self.vector_parts(vector);
         let mut bests = Vec::new();
         for (c, clause) in clauses.iter().enumerate() {
-            let clause_vector = vector
-                .filter(|v| dimension > 0 && v.len() >= (c + 2) * dimension)
-                .map(|v| &v[(c + 1) * dimension..(c + 2) * dimension]);
+            let clause_vector = parts.get(c + 1).copied();
             if fuses_a_model && clause_vector.is_none() {
                 return Vec::new();
             }
@@ -953,10 +951,9 @@ impl SelectIndex {
         let query_vectors: Vec<Vec<f32>> = match (&self.dense, self.status) {
             (Some(_), _) if self.options.embedding_weight <= 0.0 => Vec::new(),
             (Some(_), EmbeddingStatus::Used) => vec![self.embedder.embed(query)],
-            (Some(dense), EmbeddingStatus::External { .. }) => vector
-                .filter(|v| !v.is_empty() && v.len() % dense.dimension == 0)
-                .map(|v| v.chunks(dense.dimension).map_while(unit).collect())
-                .unwrap_or_default(),
+            (Some(_), EmbeddingStatus::External { .. }) => {
+                self.vector_parts(vector).into_iter().map_while(unit).collect()
+            }
             _ => Vec::new(),
         };
         let mut fused = match (&self.dense, query_vectors.split_first()) {
@@ -1030,6 +1027,20 @@ impl SelectIndex {
         }
         for (companion, lift) in lifts {
             scores[companion] = scores[companion].max(lift);
+        }
+    }
+
+    /// The vectors a caller passed for a query, in [`query_texts`]' order (the whole query, then
+    /// its clauses): `vector` cut at the external model's dimension. None when its length is not
+    /// a positive multiple of the dimension, which is no vector at all (words alone).
+    fn vector_parts<'v>(&self, vector: Option<&'v [f32]>) -> Vec<&'v [f32]> {
+        match (&self.dense, vector) {
+            (Some(dense), Some(v))
+                if dense.dimension > 0 && !v.is_empty() && v.len() % dense.dimension == 0 =>
+            {
+                v.chunks(dense.dimension).collect()
+            }
+            _ => Vec::new(),
         }
     }
 

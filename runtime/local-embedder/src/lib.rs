@@ -291,15 +291,6 @@ pub enum EmbedError {
     },
 }
 
-impl EmbedError {
-    /// The position in the call of the text that could not be embedded.
-    pub fn index(&self) -> usize {
-        match self {
-            Self::Tokenize { index, .. } | Self::Model { index, .. } => *index,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
