@@ -263,7 +263,15 @@ fn vectors_of_another_model_fall_back_to_words() {
     let foreign: EmbeddingsArtifact = tools
         .iter()
         .map(|(n, _)| {
-            (n.clone(), ToolEmbedding { tool: vec![0.5; 8], inputs: vec![0.5; 8], outputs: None })
+            (
+                n.clone(),
+                ToolEmbedding {
+                    tool: vec![0.5; 8],
+                    inputs: vec![0.5; 8],
+                    outputs: None,
+                    name: None,
+                },
+            )
         })
         .collect();
     let idx = SelectIndex::new(
@@ -292,7 +300,10 @@ fn vectors_of_another_model_fuse_with_the_query_vector_of_that_model() {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            ((*n).clone(), ToolEmbedding { tool: one_hot(i), inputs: vec![], outputs: None })
+            (
+                (*n).clone(),
+                ToolEmbedding { tool: one_hot(i), inputs: vec![], outputs: None, name: None },
+            )
         })
         .collect();
     let options = SelectOptions { embedding_weight: 0.5, ..SelectOptions::default() };
@@ -328,7 +339,12 @@ fn a_request_for_two_things_finds_both_through_its_clauses() {
     };
     let foreign: EmbeddingsArtifact = names
         .iter()
-        .map(|n| ((*n).clone(), ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None }))
+        .map(|n| {
+            (
+                (*n).clone(),
+                ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None, name: None },
+            )
+        })
         .collect();
     let options = SelectOptions {
         lexical_weight: 0.0,
@@ -547,4 +563,39 @@ fn select_admits_the_best_tool_of_each_clause_of_a_two_part_request() {
     let one_part = idx.select("show the log of the failing job", &[]);
     assert!(!one_part.contains(&"jira.transition_issue".to_owned()), "{one_part:?}");
     assert!(idx.clause_hits("show the log of the failing job", None, &[]).is_empty());
+}
+
+#[test]
+fn a_query_near_a_tools_name_vector_lifts_that_tool() {
+    let tools = registry();
+    let target = "jira.get_issue";
+    // Every tool's whole vector is the same; only the name vectors tell them apart.
+    let artifact = |with_names: bool| -> EmbeddingsArtifact {
+        tools
+            .iter()
+            .map(|(n, _)| {
+                let name =
+                    with_names.then(|| if n == target { vec![0.0, 1.0] } else { vec![1.0, 0.0] });
+                (
+                    n.clone(),
+                    ToolEmbedding { tool: vec![1.0, 1.0], inputs: vec![], outputs: None, name },
+                )
+            })
+            .collect()
+    };
+    let options = SelectOptions { embedding_weight: 1.0, ..SelectOptions::default() };
+    let query = [0.0, 1.0];
+    let build = |with_names| {
+        let embeddings = artifact(with_names);
+        SelectIndex::new(
+            tools.iter().map(|(n, s)| (n.as_str(), s)),
+            Some(&embeddings),
+            options.clone(),
+        )
+    };
+    // Words that fit several tools equally ("issue"), so the vectors decide.
+    let with_names = build(true).rank_with("issue", Some(&query), &[], 3);
+    assert_eq!(with_names[0].name, target, "{with_names:?}");
+    let without = build(false).rank_with("issue", Some(&query), &[], 3);
+    assert!(without[0].score < with_names[0].score, "{without:?} / {with_names:?}");
 }

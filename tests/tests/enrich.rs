@@ -145,6 +145,21 @@ async fn adding_two_tools_computes_two() {
     assert_eq!(counts(&second, "neighbors"), (2, before, 0), "{second:#}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_description_changed_under_the_same_name_is_embedded_again() {
+    let setup = Setup::new(&[], "");
+    let mut tools = no_schema_tools(3);
+    setup.write_config(&static_source(setup.dir.path(), &tools));
+    let (first, _) = setup.enrich(&["--only", "embeddings"]).await;
+    assert_eq!(counts(&first, "embeddings"), (3, 0, 0), "{first:#}");
+    // A provider upgrade rewords one tool: its vectors are stale, the others' are not.
+    tools["tools"][1]["description"] = json!("Fetch a stored record by its key.");
+    setup.write_config(&static_source(setup.dir.path(), &tools));
+    let (second, out) = setup.enrich(&["--only", "embeddings"]).await;
+    assert!(out.status.success(), "{}", texts(&out).1);
+    assert_eq!(counts(&second, "embeddings"), (1, 2, 0), "{second:#}");
+}
+
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/enrich").join(name)
 }
@@ -409,8 +424,10 @@ async fn http_embeddings_speak_openai_and_ollama() {
         assert_eq!(counts(&summary, "embeddings"), (4, 0, 0), "{kind}: {summary:#}");
         let requests = server.received_requests().await.unwrap();
         let body: Value = requests[0].body_json().unwrap();
-        assert_eq!(body["input"].as_array().unwrap().len(), 12, "three texts per tool");
+        assert_eq!(body["input"].as_array().unwrap().len(), 16, "four texts per tool");
         assert!(body["input"][0].as_str().unwrap().contains("lookup"), "{body}");
+        // The fourth is the name alone, in words.
+        assert_eq!(body["input"][3], "docs lookup 0", "{body}");
     }
 }
 

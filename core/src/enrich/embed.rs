@@ -59,6 +59,12 @@ pub struct ToolEmbedding {
     pub inputs: Vec<f32>,
     /// Its output parameters only, when the tool has an output schema.
     pub outputs: Option<Vec<f32>>,
+    /// Its name alone, words split ([`name_text`]), from models that embed plain text: a name
+    /// says in a few words what a tool is for, and a query near it gains a little
+    /// ([`crate::select`] mixes it into the similarity). `None` from the built-in embedder,
+    /// which weighs the name inside `tool` instead, and in caches written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Vec<f32>>,
 }
 
 /// The texts a tool is embedded from, for backends that take plain text (HTTP embedders).
@@ -88,6 +94,13 @@ pub fn tool_texts(qualified: &str, spec: &ToolSpec) -> ToolTexts {
         tool.push_str(text);
     }
     ToolTexts { tool, inputs: inputs_text, outputs: outputs_text }
+}
+
+/// The text a tool's name is embedded from: its words, split at punctuation and inside
+/// identifiers, lowercased (`github.list_issues` → `github list issues`, `FinanceTool` →
+/// `finance tool`), so a model's tokenizer sees words rather than one unknown compound.
+pub fn name_text(qualified: &str) -> String {
+    split_words(qualified).join(" ")
 }
 
 fn param_lines(params: &[Param]) -> String {
@@ -203,7 +216,7 @@ impl LexicalEmbedder {
         ]);
         let inputs = self.embed_fields(&[(&in_names, 1.0), (&in_descs, 0.4)]);
         let outputs = outs.map(|_| self.embed_fields(&[(&out_names, 1.0), (&out_descs, 0.4)]));
-        ToolEmbedding { tool, inputs, outputs }
+        ToolEmbedding { tool, inputs, outputs, name: None }
     }
 
     fn project(&self, features: HashMap<u64, f32>) -> Vec<f32> {

@@ -12,7 +12,7 @@
 //! use quiver_core::enrich::embed::{EmbeddingsArtifact, ToolEmbedding};
 //! use quiver_core::enrich::neighbors::compute_neighbors;
 //!
-//! let tool = |outputs: Option<Vec<f32>>, inputs: Vec<f32>| ToolEmbedding { tool: vec![0.0, 0.0], inputs, outputs };
+//! let tool = |outputs: Option<Vec<f32>>, inputs: Vec<f32>| ToolEmbedding { tool: vec![0.0, 0.0], inputs, outputs, name: None };
 //! let mut emb = EmbeddingsArtifact::new();
 //! emb.insert("a.list".into(), tool(Some(vec![1.0, 0.0]), vec![0.0, 1.0]));
 //! emb.insert("a.get".into(), tool(None, vec![1.0, 0.0]));

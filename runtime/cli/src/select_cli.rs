@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use quiver_core::enrich::embed::{tool_texts, EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
+use quiver_core::enrich::embed::{
+    name_text, tool_texts, EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding,
+};
 use quiver_core::select::eval::{recall, RECALL_AT};
 use quiver_runtime::embedder;
 use quiver_runtime::enrich::CatalogTool;
@@ -70,6 +72,10 @@ pub(crate) struct SelectArgs {
     /// things is otherwise embedded clause by clause as well)
     #[arg(long)]
     whole_queries: bool,
+    /// With --local-model: embed each tool's whole text only, not its name as well (the
+    /// selector then ranks on the whole text's similarity alone)
+    #[arg(long, requires = "local_model")]
+    no_name_vectors: bool,
     /// Only the queries of one part of the set: `tune` those whose id ends in a number that is a
     /// multiple of 4 (`s8`, `m12`), `test` the others — the split the defaults were tuned on
     /// (MetaTool's `tune` part) and are reported on (its `test` part).
@@ -172,15 +178,26 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
             // enrichments say.
             match &local {
                 Some(model) if options.embedding_weight > 0.0 => {
-                    let texts: Vec<String> =
-                        tools.iter().map(|t| tool_texts(&t.name, &t.spec).tool).collect();
+                    // Each tool's whole text, then its name, as the embeddings pass has them.
+                    let per_tool = if args.no_name_vectors { 1 } else { 2 };
+                    let texts: Vec<String> = tools
+                        .iter()
+                        .flat_map(|t| [tool_texts(&t.name, &t.spec).tool, name_text(&t.name)])
+                        .enumerate()
+                        .filter(|(i, _)| i % 2 < per_tool)
+                        .map(|(_, text)| text)
+                        .collect();
                     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                     let vectors = model.embed(&refs).map_err(|e| anyhow::anyhow!(e))?;
                     let embeddings: EmbeddingsArtifact = tools
                         .iter()
-                        .zip(vectors)
-                        .map(|(t, tool)| {
-                            (t.name.clone(), ToolEmbedding { tool, inputs: vec![], outputs: None })
+                        .zip(vectors.chunks_exact(per_tool))
+                        .map(|(t, v)| {
+                            let (tool, name) = (v[0].clone(), v.get(1).cloned());
+                            (
+                                t.name.clone(),
+                                ToolEmbedding { tool, inputs: vec![], outputs: None, name },
+                            )
                         })
                         .collect();
                     Selector::with_fusion(&tools, Some(&embeddings), options, fusion)

@@ -6,7 +6,7 @@
 //! `[[enrichments]]` config, model endpoints, the store, and progress output.
 //!
 //! Caching follows the reference fingerprints: `output_parameters` = names of the tools lacking an
-//! output schema + model id; `embeddings` = all qualified names + model; `dataflow` = names,
+//! output schema + model id; `embeddings` = each tool's name and texts + model; `dataflow` = names,
 //! schema fingerprints (which carry the parameter texts) + model + `max_neighbors`; `neighbors` =
 //! the embeddings' fingerprint + `k`. Sampling parameters never enter one. A fingerprint hit reuses
 //! the whole artifact; a miss still reuses every per-tool item already computed (delta-merge), and

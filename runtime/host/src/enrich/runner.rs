@@ -442,22 +442,37 @@ fn encode_embedding(e: &ToolEmbedding) -> Vec<u8> {
     let mut out = Vec::new();
     encode_vector(&mut out, &e.tool);
     encode_vector(&mut out, &e.inputs);
-    match &e.outputs {
-        Some(o) => {
+    encode_optional_vector(&mut out, e.outputs.as_deref());
+    encode_optional_vector(&mut out, e.name.as_deref());
+    out
+}
+
+fn encode_optional_vector(out: &mut Vec<u8>, v: Option<&[f32]>) {
+    match v {
+        Some(v) => {
             out.push(1);
-            encode_vector(&mut out, o);
+            encode_vector(out, v);
         }
         None => out.push(0),
     }
-    out
+}
+
+fn decode_optional_vector(bytes: &mut &[u8]) -> Option<Option<Vec<f32>>> {
+    let (&flag, rest) = bytes.split_first()?;
+    *bytes = rest;
+    match flag {
+        0 => Some(None),
+        1 => Some(Some(decode_vector(bytes)?)),
+        _ => None,
+    }
 }
 
 fn decode_embedding(mut bytes: &[u8]) -> Option<ToolEmbedding> {
     let tool = decode_vector(&mut bytes)?;
     let inputs = decode_vector(&mut bytes)?;
-    let (&flag, mut rest) = bytes.split_first()?;
-    let outputs = if flag == 1 { Some(decode_vector(&mut rest)?) } else { None };
-    Some(ToolEmbedding { tool, inputs, outputs })
+    let outputs = decode_optional_vector(&mut bytes)?;
+    let name = decode_optional_vector(&mut bytes)?;
+    bytes.is_empty().then_some(ToolEmbedding { tool, inputs, outputs, name })
 }
 
 fn encode_embeddings(all: &EmbeddingsArtifact) -> Vec<u8> {
@@ -501,7 +516,7 @@ fn embedding_item_key(model: &str, tool: &CatalogTool) -> String {
 
 /// The binary form of stored vectors; a new form gets a new number so old entries are not
 /// misread.
-const EMBEDDING_FORMAT: &str = "f2";
+const EMBEDDING_FORMAT: &str = "f3";
 
 /// A model of the embeddings pass that embeds plain texts; `None` where one is expected means
 /// the built-in embedder, which embeds a tool's fields with their weights instead.
@@ -543,10 +558,11 @@ async fn embeddings(
     let keys: Vec<String> = tools.iter().map(|tool| embedding_item_key(&model, tool)).collect();
     let version: BTreeMap<String, String> =
         tools.iter().zip(&keys).map(|(t, k)| (t.name.clone(), k.clone())).collect();
+    // The item keys carry each tool's texts, so a changed description is a miss too.
     let fingerprint = core_enrich::fingerprint(
         ["embeddings", model.as_str(), EMBEDDING_FORMAT]
             .into_iter()
-            .chain(tools.iter().map(|t| t.name.as_str())),
+            .chain(keys.iter().map(String::as_str)),
     );
     let kind = EnrichmentKind::Embeddings;
     if !force {
@@ -582,22 +598,24 @@ async fn embeddings(
             }
         }
         Some(model) => {
-            for chunk in missing.chunks(EMBED_BATCH / 3) {
+            for chunk in missing.chunks(EMBED_BATCH / 4) {
                 let mut texts = Vec::new();
                 for (tool, _) in chunk {
                     let t = embed::tool_texts(&tool.name, &tool.spec);
                     texts.push(t.tool);
                     texts.push(t.inputs);
                     texts.push(t.outputs.unwrap_or_default());
+                    texts.push(embed::name_text(&tool.name));
                 }
                 match model.embed(&texts).await {
                     Ok(vectors) if vectors.len() == texts.len() => {
-                        for ((tool, key), v) in chunk.iter().zip(vectors.chunks_exact(3)) {
+                        for ((tool, key), v) in chunk.iter().zip(vectors.chunks_exact(4)) {
                             let has_outputs = tool.spec.output_schema.is_some();
                             let e = ToolEmbedding {
                                 tool: v[0].clone(),
                                 inputs: v[1].clone(),
                                 outputs: has_outputs.then(|| v[2].clone()),
+                                name: Some(v[3].clone()),
                             };
                             items.push((key.clone(), encode_embedding(&e)));
                             all.insert(tool.name.clone(), e);
@@ -775,7 +793,12 @@ mod tests {
         let mut all = EmbeddingsArtifact::new();
         all.insert(
             "a.x".into(),
-            ToolEmbedding { tool: vec![1.0, -2.5], inputs: vec![0.5], outputs: None },
+            ToolEmbedding {
+                tool: vec![1.0, -2.5],
+                inputs: vec![0.5],
+                outputs: None,
+                name: Some(vec![0.25, 0.5]),
+            },
         );
         all.insert(
             "c.z".into(),
@@ -783,11 +806,17 @@ mod tests {
                 tool: vec![0.0, 0.0, 0.0, 0.7, 0.0],
                 inputs: vec![0.0; 9],
                 outputs: None,
+                name: None,
             },
         );
         all.insert(
             "b.y".into(),
-            ToolEmbedding { tool: vec![], inputs: vec![3.0], outputs: Some(vec![4.0, 5.0]) },
+            ToolEmbedding {
+                tool: vec![],
+                inputs: vec![3.0],
+                outputs: Some(vec![4.0, 5.0]),
+                name: Some(vec![6.0]),
+            },
         );
         assert_eq!(decode_embeddings(&encode_embeddings(&all)), Some(all));
         assert_eq!(decode_embeddings(&[1, 0]), None);
