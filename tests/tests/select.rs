@@ -419,6 +419,35 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
     assert_ne!(fused_rows, word_rows, "the model's similarity changed the ranking");
     assert!(at(&fused_rows, 10) >= 0.9, "fused {fused_rows:?}, words {word_rows:?}");
 
+    // A tools file with the same model: each tool's name is embedded beside its whole text, so
+    // of two tools that describe themselves alike, the one whose name fits the request gains.
+    let tools = setup.write(
+        "alike.json",
+        &json!({"tools": [
+            {"name": "weather_forecast", "description": "Answers questions about a topic.",
+                "inputSchema": {"type": "object", "properties": {}}},
+            {"name": "stock_quotes", "description": "Answers questions about a topic.",
+                "inputSchema": {"type": "object", "properties": {}}}
+        ]})
+        .to_string(),
+    );
+    let top_score = |extra: &[&str]| {
+        let mut args = vec!["select", "--tools", &tools, "--local-model", &model];
+        args.extend_from_slice(&["--query", "will it rain tomorrow", "--k", "2"]);
+        args.extend_from_slice(extra);
+        let out = setup.run(&args);
+        let (stdout, stderr) = texts(&out);
+        assert!(out.status.success(), "{stderr}");
+        let hits: Vec<(f64, &str)> = stdout
+            .lines()
+            .map(|l| l.split_once("  ").map(|(s, n)| (s.parse().unwrap(), n)).unwrap())
+            .collect();
+        assert_eq!(hits[0].1, "weather_forecast", "{stdout}");
+        hits[0].0
+    };
+    let (with_names, without) = (top_score(&[]), top_score(&["--no-name-vectors"]));
+    assert!(with_names > without + 0.005, "with names {with_names}, without {without}");
+
     // A directory that is not a model is an error naming the file, not a silent fallback.
     let broken = Setup::new(
         &ALL_PROVIDERS,

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use quiver_core::enrich::embed::{
-    name_text, tool_texts, EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding,
-};
+use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder};
 use quiver_core::select::eval::{recall, RECALL_AT};
 use quiver_runtime::embedder;
 use quiver_runtime::enrich::CatalogTool;
@@ -178,28 +176,12 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
             // enrichments say.
             match &local {
                 Some(model) if options.embedding_weight > 0.0 => {
-                    // Each tool's whole text, then its name, as the embeddings pass has them.
-                    let per_tool = if args.no_name_vectors { 1 } else { 2 };
-                    let texts: Vec<String> = tools
-                        .iter()
-                        .flat_map(|t| [tool_texts(&t.name, &t.spec).tool, name_text(&t.name)])
-                        .enumerate()
-                        .filter(|(i, _)| i % 2 < per_tool)
-                        .map(|(_, text)| text)
-                        .collect();
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    let vectors = model.embed(&refs).map_err(|e| anyhow::anyhow!(e))?;
-                    let embeddings: EmbeddingsArtifact = tools
-                        .iter()
-                        .zip(vectors.chunks_exact(per_tool))
-                        .map(|(t, v)| {
-                            let (tool, name) = (v[0].clone(), v.get(1).cloned());
-                            (
-                                t.name.clone(),
-                                ToolEmbedding { tool, inputs: vec![], outputs: None, name },
-                            )
-                        })
-                        .collect();
+                    let embeddings = embedder::embed_for_selection(
+                        model.as_ref(),
+                        tools.iter().map(|t| (t.name.as_str(), &t.spec)),
+                        !args.no_name_vectors,
+                    )
+                    .map_err(|e| anyhow::anyhow!(e))?;
                     Selector::with_fusion(&tools, Some(&embeddings), options, fusion)
                         .with_companions(companions)
                         .with_query_embedder(QueryEmbedder::local(std::sync::Arc::clone(model)))

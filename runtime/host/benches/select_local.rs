@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use quiver_core::enrich::embed::{name_text, tool_texts, EmbeddingsArtifact, ToolEmbedding};
 use quiver_core::select::{SelectIndex, SelectOptions, DEFAULT_MODEL_EMBEDDING_WEIGHT};
 use quiver_runtime::embedder;
 
@@ -40,24 +39,14 @@ fn bench(c: &mut Criterion) {
     let model = embedder::local(&dir).expect("the model loads");
     eprintln!("model load: {:?} ({})", started.elapsed(), model.model_id());
     let tools = registry(2000);
-    // Each tool's whole text and its name, the vectors the selector reads.
-    let texts: Vec<String> =
-        tools.iter().flat_map(|(n, s)| [tool_texts(n, s).tool, name_text(n)]).collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let started = Instant::now();
-    let vectors = model.embed(&refs).expect("the tools embed");
+    let specs = tools.iter().map(|(n, s)| (n.as_str(), s));
+    let artifact =
+        embedder::embed_for_selection(model.as_ref(), specs, true).expect("the tools embed");
     eprintln!(
         "2000 tools' texts and names embedded in {:?} (once, then cached)",
         started.elapsed()
     );
-    let artifact: EmbeddingsArtifact = tools
-        .iter()
-        .zip(vectors.chunks_exact(2))
-        .map(|((n, _), v)| {
-            let (tool, name) = (v[0].clone(), Some(v[1].clone()));
-            (n.clone(), ToolEmbedding { tool, inputs: vec![], outputs: None, name })
-        })
-        .collect();
     let options = SelectOptions {
         embedding_weight: DEFAULT_MODEL_EMBEDDING_WEIGHT,
         ..SelectOptions::default()

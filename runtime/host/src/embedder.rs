@@ -18,6 +18,45 @@ pub trait TextEmbedder: Send + Sync + std::fmt::Debug {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
 }
 
+/// The selector's vectors of `tools` (qualified name, spec) by `model`, in memory, as the
+/// embeddings enrichment has them: each tool's whole text and, unless `names` is false, its name
+/// in words ([`quiver_core::enrich::embed::name_text`]). For evaluating a tool file and for
+/// benches; the enrichment pass also embeds inputs and outputs, and caches.
+pub fn embed_for_selection<'a>(
+    model: &dyn TextEmbedder,
+    tools: impl IntoIterator<Item = (&'a str, &'a quiver_core::ToolSpec)>,
+    names: bool,
+) -> Result<quiver_core::enrich::embed::EmbeddingsArtifact, String> {
+    use quiver_core::enrich::embed::{name_text, tool_texts, ToolEmbedding};
+    let tools: Vec<(&str, &quiver_core::ToolSpec)> = tools.into_iter().collect();
+    let mut texts = Vec::new();
+    for (name, spec) in &tools {
+        texts.push(tool_texts(name, spec).tool);
+        if names {
+            texts.push(name_text(name));
+        }
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = model.embed(&refs)?;
+    let per_tool = if names { 2 } else { 1 };
+    if vectors.len() != texts.len() {
+        return Err(format!("{} vectors for {} texts", vectors.len(), texts.len()));
+    }
+    Ok(tools
+        .iter()
+        .zip(vectors.chunks_exact(per_tool))
+        .map(|((name, _), v)| {
+            let embedding = ToolEmbedding {
+                tool: v[0].clone(),
+                inputs: vec![],
+                outputs: None,
+                name: v.get(1).cloned(),
+            };
+            ((*name).to_owned(), embedding)
+        })
+        .collect())
+}
+
 /// The local model in `path`, loaded once per process and shared (loading reads ~90 MB).
 pub fn local(path: &Path) -> Result<Arc<dyn TextEmbedder>, String> {
     static LOADED: Mutex<Option<HashMap<PathBuf, Arc<dyn TextEmbedder>>>> = Mutex::new(None);
