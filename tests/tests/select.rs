@@ -226,6 +226,38 @@ fn tools_file_of_openai_functions_is_ranked_by_its_own_names() {
 }
 
 #[test]
+fn one_query_prints_its_ranking_then_the_set_a_model_would_be_shown() {
+    let setup = Setup::new(&ALL_PROVIDERS, "");
+    let out = setup.run(&["select", "--query", "why did the MR pipeline fail", "--k", "3"]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "three ranked tools, then the selected set: {stdout}");
+    let top = lines[0].split_once("  ").unwrap().1;
+    assert!(top.starts_with("gitlab."), "{stdout}");
+    let selected = lines[3];
+    assert!(selected.starts_with("selected (τ 0.1, at most 20): "), "{stdout}");
+    // The set holds the best hit and, beyond the three ranked, its bundle's siblings.
+    let (_, names) = selected.split_once(" tokens): ").unwrap();
+    let names: Vec<&str> = names.split(", ").collect();
+    assert!(names.contains(&top), "{stdout}");
+    assert!(names.len() > 3, "{stdout}");
+
+    // A request no tool's words match says so, and nothing is selected for it.
+    let out = setup.run(&["select", "--query", "zzzz qqqq"]);
+    let (stdout, _) = texts(&out);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "no tool matches \"zzzz qqqq\" (words only): none of its words is in any tool's text",
+            "selected (τ 0.1, at most 20): 0 tools (0 tokens): none"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_query_without_a_gold_line_is_named() {
     let setup = Setup::new(&[], "");
     let tools = setup.write("t.json", "[{\"name\": \"a\", \"description\": \"alpha\"}]");
@@ -440,8 +472,10 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
         assert!(out.status.success(), "{stderr}");
         let hits: Vec<(f64, &str)> = stdout
             .lines()
-            .map(|l| l.split_once("  ").map(|(s, n)| (s.parse().unwrap(), n)).unwrap())
+            .filter_map(|l| l.split_once("  ").and_then(|(s, n)| Some((s.parse().ok()?, n))))
             .collect();
+        // The ranking is followed by the set a model would be shown.
+        assert!(stdout.lines().last().unwrap().starts_with("selected (τ "), "{stdout}");
         assert_eq!(hits[0].1, "weather_forecast", "{stdout}");
         hits[0].0
     };

@@ -214,9 +214,24 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         let vector = query_vectors(&selector, std::slice::from_ref(query), args.whole_queries)?
             .pop()
             .flatten();
-        for hit in selector.rank_with(query, vector.as_deref(), &[], args.k) {
+        let hits = selector.rank_with(query, vector.as_deref(), &[], args.k);
+        if hits.is_empty() {
+            println!("no tool matches {query:?} ({mode}): none of its words is in any tool's text");
+        }
+        for hit in &hits {
             println!("{:.3}  {}", hit.score, hit.name);
         }
+        // What a model would be shown: the ranking is only the order; τ, the bundles of the
+        // strongest hits and the budgets decide the set.
+        let selected = selector.select_with(query, vector.as_deref(), &[]);
+        let tokens: u64 = selected.iter().filter_map(|t| selector.listed_tokens(t)).sum();
+        let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
+        let shown = if selected.is_empty() { "none".to_owned() } else { selected.join(", ") };
+        println!(
+            "selected (τ {}, at most {max_tools}{budget}): {} tools ({tokens} tokens): {shown}",
+            thresholds[0],
+            selected.len(),
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let Some(queries_path) = &args.queries else {
