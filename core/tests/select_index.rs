@@ -4,7 +4,7 @@
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
 use quiver_core::select::eval::recall;
 use quiver_core::select::{
-    clauses, query_texts, tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, SelectIndex,
+    clauses, query_texts, tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, Ranked, SelectIndex,
     SelectOptions,
 };
 use quiver_core::ToolSpec;
@@ -494,6 +494,52 @@ fn a_token_budget_keeps_the_most_score_its_listings_can_afford() {
     let scored: Vec<(String, f32)> = unbounded.iter().map(|n| (n.clone(), scores[n])).collect();
     assert!(cost(&bounded, &bounded.fit_budget(&scored)) <= budget);
     assert_eq!(free.fit_budget(&scored).len(), scored.len(), "no budget, no cut");
+}
+
+#[test]
+fn a_binding_budget_keeps_the_best_hit_though_its_schema_is_large() {
+    // The tool the request names has a large schema; five cheap tools share a word of the
+    // request. A budget that holds the big one or the cheap ones must keep the big one:
+    // together the cheap ones outscore it, but none of them is what was asked for.
+    let params: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("filter_{i}"), format!("Restricts the export to field {i}")))
+        .collect();
+    let params: Vec<(&str, &str)> = params.iter().map(|(p, d)| (p.as_str(), d.as_str())).collect();
+    let tools = [
+        (
+            "crm.export_invoices",
+            spec("export_invoices", "billing", "Export invoices as CSV", &params),
+        ),
+        ("crm.export_contacts", spec("export_contacts", "people", "Export contacts", &[])),
+        ("crm.get_csv_template", spec("get_csv_template", "files", "Get a CSV template", &[])),
+        ("crm.count_invoices", spec("count_invoices", "stats", "Count invoices", &[])),
+        ("crm.archive_invoices", spec("archive_invoices", "billing", "Archive invoices", &[])),
+        ("crm.import_csv", spec("import_csv", "files", "Import a CSV file", &[])),
+    ];
+    let refs = || tools.iter().map(|(n, s)| (*n, s));
+    let free =
+        SelectIndex::new(refs(), None, SelectOptions { threshold: 0.0, ..Default::default() });
+    let query = "export the invoices as csv";
+    let ranked = free.rank(query, &[], 10);
+    assert_eq!(ranked[0].name, "crm.export_invoices", "{ranked:?}");
+    let cost = |n: &str| free.listed_tokens(n).unwrap();
+    let cheap: Vec<&Ranked> = ranked[1..].iter().collect();
+    assert_eq!(cheap.len(), 5, "{ranked:?}");
+    let cheap_cost: u64 = cheap.iter().map(|r| cost(&r.name)).sum();
+    let cheap_score: f32 = cheap.iter().map(|r| r.score).sum();
+    assert!(cheap_score > ranked[0].score, "the cheap ones outscore it together: {ranked:?}");
+    let budget = cost("crm.export_invoices").max(cheap_cost);
+    assert!(
+        budget < cost("crm.export_invoices") + cheap.iter().map(|r| cost(&r.name)).min().unwrap()
+    );
+
+    let options =
+        SelectOptions { threshold: 0.0, max_list_tokens: Some(budget), ..SelectOptions::default() };
+    let bounded = SelectIndex::new(refs(), None, options);
+    let shown = bounded.select(query, &[]);
+    assert_eq!(shown[0], "crm.export_invoices", "{shown:?} under {budget} tokens");
+    let scored: Vec<(String, f32)> = ranked.iter().map(|r| (r.name.clone(), r.score)).collect();
+    assert_eq!(bounded.fit_budget(&scored)[0], "crm.export_invoices");
 }
 
 #[test]

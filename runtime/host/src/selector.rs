@@ -455,7 +455,8 @@ impl Selector {
     }
 
     /// Of `candidates` (names with scores, best first), those whose listings fit
-    /// `max_list_tokens`, keeping the most total score; all of them without a budget.
+    /// `max_list_tokens`, keeping the most total value (see
+    /// [`SelectIndex::fit_budget`]); all of them without a budget.
     pub fn fit_budget(&self, candidates: &[(String, f32)]) -> Vec<String> {
         self.index.fit_budget(candidates)
     }

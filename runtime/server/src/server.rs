@@ -513,7 +513,7 @@ impl QuiverServer {
         let threshold = self.threshold().await;
         let fitting: Vec<&(&ExposedTool, Option<f32>)> =
             ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
-        // Under `max_list_tokens`, the answer keeps the most score its listings can afford.
+        // Under `max_list_tokens`, the answer keeps the most value its listings can afford.
         let affordable: Option<Vec<String>> = match self.selector().await {
             Some(selector) => {
                 let scored: Vec<(String, f32)> = fitting
