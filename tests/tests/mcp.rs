@@ -1005,6 +1005,61 @@ async fn find_tools_returns_what_fits_or_nothing_and_the_closest_bundles() {
     client.cancel().await.unwrap();
 }
 
+/// Under `[selector] max_list_tokens`, a `find_tools` answer costs at most that many tokens of
+/// listings, and the best hit stays first in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_tools_answers_fit_the_token_budget_and_keep_the_best_hit() {
+    let query = json!({"query": "create a gitlab merge request", "k": 10});
+    let answer = |selector: &'static str| {
+        let query = query.clone();
+        async move {
+            let setup = Setup::with_plugins(&ALL_PROVIDERS, "http://127.0.0.1:9", selector);
+            let client = rmcp_client(&setup, "search").await;
+            let (error, answer) = meta_call(&client, "find_tools", query).await;
+            assert!(!error, "{answer}");
+            client.cancel().await.unwrap();
+            answer
+        }
+    };
+    // The estimator of the README's figures, over each tool as the answer lists it.
+    let tokens = |answer: &Value| -> Vec<u64> {
+        answer["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let spec = quiver_core::ToolSpec {
+                    name: t["name"].as_str().unwrap().into(),
+                    group: None,
+                    description: t["description"].as_str().unwrap_or_default().into(),
+                    input_schema: t["inputSchema"].clone(),
+                    output_schema: None,
+                    sensitive_params: vec![],
+                };
+                quiver_core::select::listed_tokens(&spec.name, &spec)
+            })
+            .collect()
+    };
+    let free = answer("").await;
+    let free_tokens = tokens(&free);
+    let best = found_names(&free)[0].clone();
+    assert_eq!(best, "gitlab_create_merge_request", "{free}");
+    let total: u64 = free_tokens.iter().sum();
+    assert!(found_names(&free).len() > 3, "{free}");
+    // A budget of half the unbudgeted answer, and at least the best hit's own listing.
+    let budget = (total / 2).max(free_tokens[0] + 10);
+    assert!(budget < total, "{free_tokens:?}");
+    let selector: &'static str = Box::leak(format!("max_list_tokens = {budget}").into_boxed_str());
+    let bounded = answer(selector).await;
+    let names = found_names(&bounded);
+    assert_eq!(names.first(), Some(&best), "{bounded}");
+    assert!(names.len() < found_names(&free).len(), "{bounded}");
+    // Listed as served, the answer's tools cost about what the selector counted for them
+    // (qualified against MCP names differ by a token at most each).
+    let spent: u64 = tokens(&bounded).iter().sum();
+    assert!(spent <= budget + names.len() as u64, "{spent} tokens over {budget}: {bounded}");
+}
+
 /// With an HTTP embedding model, `find_tools` embeds the query through it (once per query text);
 /// when the model does not answer in time the tools still come, ranked on words, and the answer
 /// says so — and the next queries do not wait out the timeout again.
