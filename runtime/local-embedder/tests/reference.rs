@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use quiver_local_embedder::{LoadError, LoadErrorKind, LocalEmbedder, GROUP_TOKENS};
+use quiver_local_embedder::{
+    LoadError, LoadErrorKind, LocalEmbedder, Pooling, GROUP_TOKENS, MAX_TOKENS,
+};
 
 const MODEL_DIR_VAR: &str = "QUIVER_MINILM_DIR";
 const MIN_COSINE: f32 = 0.999;
@@ -51,7 +53,11 @@ fn reference_texts() -> Vec<String> {
 }
 
 fn reference_vectors() -> Vec<Vec<f32>> {
-    let text = std::fs::read_to_string(data_dir().join("vectors.jsonl")).unwrap();
+    vectors_file("vectors.jsonl")
+}
+
+fn vectors_file(name: &str) -> Vec<Vec<f32>> {
+    let text = std::fs::read_to_string(data_dir().join(name)).unwrap();
     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
 }
 
@@ -267,4 +273,92 @@ fn broken_config_or_tokenizer_is_a_load_error_naming_it() {
     let err = load_error(dir.path());
     assert_eq!(err.path(), dir.path().join("tokenizer.json"));
     assert!(matches!(err.kind(), LoadErrorKind::Tokenizer(_)), "{err}");
+}
+
+/// A copy of the model directory (the three files) with a sentence-transformers description:
+/// `modules.json` naming a pooling module in `pool/`, its `config.json`, and
+/// `sentence_bert_config.json` when given.
+fn described_copy(pooling_config: &str, sentence_config: Option<&str>) -> tempfile::TempDir {
+    let dir = model_copy(None, None, None);
+    let modules = r#"[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "pool", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]"#;
+    std::fs::write(dir.path().join("modules.json"), modules).unwrap();
+    std::fs::create_dir(dir.path().join("pool")).unwrap();
+    std::fs::write(dir.path().join("pool/config.json"), pooling_config).unwrap();
+    if let Some(config) = sentence_config {
+        std::fs::write(dir.path().join("sentence_bert_config.json"), config).unwrap();
+    }
+    dir
+}
+
+const CLS_POOLING: &str = r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true,
+    "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": false,
+    "pooling_mode_mean_sqrt_len_tokens": false}"#;
+
+#[test]
+fn the_model_directorys_own_description_is_read() {
+    // The package's directory describes itself: mean pooling, 256 tokens.
+    assert_eq!(embedder().pooling(), Pooling::Mean);
+    assert_eq!(embedder().max_tokens(), 256);
+    // Without a description the defaults are the same, and so is the cache key.
+    let bare = LocalEmbedder::load(model_copy(None, None, None).path()).unwrap();
+    assert_eq!((bare.pooling(), bare.max_tokens()), (Pooling::Mean, MAX_TOKENS));
+}
+
+#[test]
+fn cls_pooling_named_by_the_pooling_module_matches_the_reference() {
+    let dir = described_copy(CLS_POOLING, None);
+    let cls = LocalEmbedder::load(dir.path()).unwrap();
+    assert_eq!(cls.pooling(), Pooling::Cls);
+    let mean = LocalEmbedder::load(model_copy(None, None, None).path()).unwrap();
+    assert_ne!(cls.model_id(), mean.model_id(), "other vectors, another cache key");
+
+    // The reference texts but the truncated last one (slow in an unoptimised build).
+    let texts = reference_texts();
+    let texts: Vec<&str> = texts[..texts.len() - 1].iter().map(String::as_str).collect();
+    let expected = vectors_file("cls_vectors.jsonl");
+    let got = cls.embed(&texts).unwrap();
+    let means = reference_vectors();
+    for (i, text) in texts.iter().enumerate() {
+        let similarity = cosine(&got[i], &expected[i]);
+        assert!(similarity >= MIN_COSINE, "text {i} ({text:?}): cosine {similarity} to CLS");
+        // The two poolings differ enough for the check to tell them apart.
+        assert!(cosine(&got[i], &means[i]) < 0.99, "text {i} ({text:?}) pooled by mean");
+    }
+}
+
+#[test]
+fn max_seq_length_cuts_every_text_there() {
+    let mean = r#"{"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": false}"#;
+    let dir = described_copy(mean, Some(r#"{"max_seq_length": 8, "do_lower_case": false}"#));
+    let short = LocalEmbedder::load(dir.path()).unwrap();
+    assert_eq!(short.max_tokens(), 8);
+    assert_ne!(short.model_id(), embedder().model_id());
+    // [CLS], six words, [SEP]: the rest of a longer text is cut.
+    let long = "one two three four five six seven eight nine ten";
+    let cut = "one two three four five six";
+    let vectors = short.embed(&[long, cut]).unwrap();
+    assert!(cosine(&vectors[0], &vectors[1]) > 0.99999, "cut at 8 tokens");
+    let whole = embedder().embed(&[long]).unwrap();
+    assert!(cosine(&vectors[0], &whole[0]) < 0.999, "the default model reads all ten words");
+}
+
+#[test]
+fn a_pooling_this_embedder_does_not_run_is_a_load_error_naming_its_file() {
+    let max = r#"{"pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,
+        "pooling_mode_max_tokens": true}"#;
+    let both = r#"{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true}"#;
+    for (config, named) in [(max, "pooling_mode_max_tokens"), (both, "pooling_mode_cls_token")] {
+        let dir = described_copy(config, None);
+        let err = load_error(dir.path());
+        assert_eq!(err.path(), dir.path().join("pool/config.json"), "{err}");
+        assert!(matches!(err.kind(), LoadErrorKind::SentenceTransformers(_)), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(named) && message.contains("mean of the tokens"), "{message}");
+    }
+    let dir = described_copy(CLS_POOLING, Some(r#"{"max_seq_length": "long"}"#));
+    let err = load_error(dir.path());
+    assert_eq!(err.path(), dir.path().join("sentence_bert_config.json"), "{err}");
+    assert!(err.to_string().contains("max_seq_length"), "{err}");
 }
