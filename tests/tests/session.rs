@@ -528,3 +528,60 @@ async fn an_argument_quoted_back_in_an_error_is_cut() {
     let tokens: Vec<u64> = events.iter().filter_map(|e| e["tokens_after"].as_u64()).collect();
     assert!(tokens.iter().all(|t| *t < 4096), "telemetry counted {tokens:?} tokens");
 }
+
+/// The per-host concurrency budget is per credential: sessions on the same credentials queue
+/// behind each other's calls, while a caller with tokens of their own has a budget of their own.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_credential_has_its_own_per_host_budget() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1")))
+        .respond_with(reply(200, "issue.json").set_delay(Duration::from_secs(2)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/1347")))
+        .respond_with(reply(200, "issue.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let host = host(
+        &server,
+        plugins.path(),
+        "[enrichment]\nper_host_concurrency = 1\n\
+         [tools.\"github.get_issue\"]\ncost_model = { freshness_ttl_s = 0 }\n",
+    );
+    let session = |name: &str, scope: &str| {
+        Arc::new(Session::new(Arc::clone(&host), name).with_scope(scope, &format!("{name}@x")))
+    };
+    let (alice, bob) = (session("alice", "shared"), session("bob", "shared"));
+    let carol = session("carol", "carol-token");
+    let issue = |n: u64| json!({"owner": "octocat", "repo": "Hello-World", "number": n});
+
+    // Alice's slow call holds the one permit of the host's shared credentials.
+    let slow = {
+        let alice = Arc::clone(&alice);
+        tokio::spawn(async move { alice.call("github.get_issue", issue(1), &[]).await })
+    };
+    while requests_to(&server, &format!("{REPO}/issues/1")).await == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(host.state().available_permits("127.0.0.1").await, 0);
+    // Carol's own credentials: her call goes out while Alice's is still in flight.
+    let (hers, _) = carol.call("github.get_issue", issue(1347), &[]).await;
+    assert!(!hers.is_error, "{hers:?}");
+    assert!(!slow.is_finished(), "carol did not wait for alice's permit");
+    // Bob shares Alice's credentials: his call waits for her permit.
+    let bobs = {
+        let bob = Arc::clone(&bob);
+        tokio::spawn(async move { bob.call("github.get_issue", issue(1347), &[]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 1, "only carol's");
+    let (first, _) = slow.await.unwrap();
+    assert!(!first.is_error, "{first:?}");
+    let (his, _) = bobs.await.unwrap();
+    assert!(!his.is_error, "{his:?}");
+    assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
+    assert_eq!(host.state().available_permits("127.0.0.1").await, 1, "the permit came back");
+}

@@ -76,6 +76,10 @@ pub struct Session {
     id: String,
     /// Whose cached results this session reads and writes (see [`Session::with_scope`]).
     scope: String,
+    /// Whose credentials its calls use, which decides the per-host concurrency budget they
+    /// draw on and the rate limits that hold for them: the host's own
+    /// ([`crate::state::SHARED_CREDENTIALS`]) unless [`Session::with_scope`] named a caller's.
+    credentials_scope: String,
     /// Whose pipeline state (recent calls, fail-fast counters) this session keeps.
     caller: String,
     timeout: Option<Duration>,
@@ -100,6 +104,7 @@ impl Session {
         Self {
             host,
             scope: id.clone(),
+            credentials_scope: crate::state::SHARED_CREDENTIALS.to_owned(),
             caller: id.clone(),
             id,
             timeout: None,
@@ -124,9 +129,12 @@ impl Session {
     /// on every replica when the state is in Redis — and keeps pipeline state (recent calls,
     /// fail-fast counters) under `caller`. By default a session has both to itself. A server
     /// passes the caller's credential fingerprint as the scope (callers with the same
-    /// credentials see the same data) and identity plus fingerprint as the caller.
+    /// credentials see the same data) and identity plus fingerprint as the caller. The scope
+    /// also names the credentials for per-host concurrency and rate limits (see
+    /// [`crate::state::budget_name`]); without it a session counts as using the host's own.
     pub fn with_scope(mut self, scope: &str, caller: &str) -> Self {
         self.scope = scope.to_owned();
+        self.credentials_scope = scope.to_owned();
         self.caller = caller.to_owned();
         self
     }
@@ -314,7 +322,7 @@ impl Session {
                         // pre-fetches. While a rate limit holds for these credentials, nothing
                         // is sent.
                         let permit = match rate_limit_host.as_deref() {
-                            Some(host) => state.permit(host, &self.scope).await,
+                            Some(host) => state.permit(host, &self.credentials_scope).await,
                             None => Ok(Permit::none()),
                         };
                         let result = match permit {
@@ -334,7 +342,8 @@ impl Session {
                                 if let (Some(host), Some(wait)) =
                                     (rate_limit_host.as_deref(), rate_limit_of(&result))
                                 {
-                                    state.note_rate_limited(host, &self.scope, wait).await;
+                                    let scope = &self.credentials_scope;
+                                    state.note_rate_limited(host, scope, wait).await;
                                 }
                                 result
                             }
@@ -599,7 +608,7 @@ impl Session {
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
                 let host_name = self.host.rate_limit_host(&target, &arguments);
                 let permit = match host_name.as_deref() {
-                    Some(host) => match state.try_permit(host, &self.scope).await {
+                    Some(host) => match state.try_permit(host, &self.credentials_scope).await {
                         Some(permit) => permit,
                         None => continue,
                     },

@@ -256,7 +256,7 @@ impl StateStore for MemoryState {
         if let Some(left) = self.cooling_for(host, scope) {
             return Err(left);
         }
-        let permit = self.budgets.acquire(Some(host)).await;
+        let permit = self.budgets.acquire(Some(&super::budget_name(host, scope))).await;
         Ok(Permit { _held: permit.map(|p| Box::new(p) as Box<dyn Send + Sync>) })
     }
 
@@ -264,7 +264,7 @@ impl StateStore for MemoryState {
         if self.cooling_for(host, scope).is_some() {
             return None;
         }
-        let permit = self.budgets.try_acquire(Some(host)).ok()?;
+        let permit = self.budgets.try_acquire(Some(&super::budget_name(host, scope))).ok()?;
         Some(Permit { _held: permit.map(|p| Box::new(p) as Box<dyn Send + Sync>) })
     }
 

@@ -146,20 +146,22 @@ pub trait StateStore: Send + Sync + 'static {
     /// most `wait` for it before leading a call of one's own.
     async fn begin_read(&self, scope: &str, key: &CallKey, wait: Duration) -> Flight;
 
-    /// Waits for a permit of rate-limit host `host` (at most `per_host_concurrency` calls in
-    /// flight to it) — or says how long `host`'s rate limit for the credentials of `scope`
-    /// still holds: a call hit it, and nothing more is sent with them until then.
+    /// Waits for a permit of rate-limit host `host` for the credentials `scope` names (at most
+    /// `per_host_concurrency` calls in flight to it with them: see [`budget_name`]) — or says
+    /// how long `host`'s rate limit for those credentials still holds: a call hit it, and
+    /// nothing more is sent with them until then.
     async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration>;
 
-    /// A permit of `host` if one is free now and no rate limit holds for `scope` (pre-fetches
-    /// never queue behind main calls).
+    /// A permit of `host` for `scope`'s credentials if one is free now and no rate limit holds
+    /// for them (pre-fetches never queue behind main calls).
     async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit>;
 
     /// Records that `host` rate-limited the credentials of `scope` for `wait`, for every
     /// replica.
     async fn note_rate_limited(&self, host: &str, scope: &str, wait: Duration);
 
-    /// Permits of `host` free now, for diagnostics and tests.
+    /// Permits of `host` free now for the host's own credentials ([`SHARED_CREDENTIALS`]), for
+    /// diagnostics and tests.
     async fn available_permits(&self, host: &str) -> usize;
 
     /// The fail-fast hint that stops `key` for `caller` after `after_n` unproductive outcomes.
@@ -222,7 +224,7 @@ pub fn open(
 /// do. `shared` names the server's own credentials. No token value goes into it.
 pub fn credential_fingerprint(credentials: Option<&crate::host::Credentials>) -> String {
     match credentials.filter(|c| !c.0.is_empty()) {
-        None => "shared".to_owned(),
+        None => SHARED_CREDENTIALS.to_owned(),
         Some(credentials) => {
             let mut digest = Sha256::new();
             for (variable, token) in &credentials.0 {
@@ -233,6 +235,23 @@ pub fn credential_fingerprint(credentials: Option<&crate::host::Credentials>) ->
             }
             hex::encode(&digest.finalize()[..12])
         }
+    }
+}
+
+/// The credentials scope of callers who use the host's own tokens (no `tokens` of their own).
+pub const SHARED_CREDENTIALS: &str = "shared";
+
+/// The concurrency budget calls to rate-limit host `host` with the credentials of `scope` draw
+/// on: one per host and credential, since services count concurrent requests per token
+/// (GitHub's secondary limits, Jira Cloud's per-user limits). Callers on the host's own tokens
+/// share the host's budget, named by the host alone; a user with their own tokens gets a budget
+/// of their own, so a team's throughput grows with its tokens while no token gets more than
+/// `per_host_concurrency` calls in flight.
+pub fn budget_name(host: &str, scope: &str) -> String {
+    if scope == SHARED_CREDENTIALS {
+        host.to_owned()
+    } else {
+        format!("{host}@{scope}")
     }
 }
 

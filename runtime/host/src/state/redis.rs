@@ -620,7 +620,7 @@ impl StateStore for RedisState {
 
     async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration> {
         let inner = &self.inner;
-        let key = inner.key_of("p", host);
+        let key = inner.key_of("p", &super::budget_name(host, scope));
         let cooling = inner.key("cool", host, scope);
         let id = inner.holder_id();
         let mut pause = Duration::from_millis(2);
@@ -640,7 +640,7 @@ impl StateStore for RedisState {
 
     async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit> {
         let inner = &self.inner;
-        let key = inner.key_of("p", host);
+        let key = inner.key_of("p", &super::budget_name(host, scope));
         let cooling = inner.key("cool", host, scope);
         let id = inner.holder_id();
         match inner.try_acquire(&key, &cooling, &id).await {
