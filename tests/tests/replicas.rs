@@ -160,6 +160,8 @@ impl Replica {
         let child = command
             .env("QUIVER_REDIS_URL", redis.url())
             .env("GITHUB_TOKEN", "ghp_replicaTestToken000000000001")
+            // A user's own token, for the entries that name it in `tokens`.
+            .env("ALICE_GITHUB_TOKEN", "ghp_aliceOwnToken00000000000000001")
             .stderr(Stdio::from(std::fs::File::create(dir.path().join("stderr")).unwrap()))
             .spawn()
             .expect("spawn quiver serve --http");
@@ -182,11 +184,22 @@ impl Replica {
 
     /// A 2026-07-28 client (no session): rmcp's client discovering the server.
     async fn modern_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+        self.modern_client_as(None).await
+    }
+
+    /// [`Replica::modern_client`] sending `key` as its bearer token, when given.
+    async fn modern_client_as(
+        &self,
+        key: Option<&str>,
+    ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
         use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         use rmcp::transport::StreamableHttpClientTransport;
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.url));
+        let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.url));
+        if let Some(key) = key {
+            config = config.auth_header(key);
+        }
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
         };
@@ -453,6 +466,64 @@ async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_r
     let (_, metrics) = a.get("/metrics").await;
     assert!(metrics.contains("quiver_shared_state_up 1"), "{metrics}");
     assert!(a.stderr().contains("reachable again"), "{}", a.stderr());
+}
+
+/// `quiver keys new NAME`: (the key, its `[[serve.http.users]]` entry followed by `extra`).
+fn user_entry(name: &str, extra: &str) -> (String, String) {
+    let out = quiver_tests::quiver(&["keys", "new", name], &[]);
+    let (stdout, stderr) = quiver_tests::texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let key = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("# qk_").map(|k| format!("qk_{k}")))
+        .unwrap_or_else(|| panic!("no key printed: {stdout}"));
+    let entry: String =
+        stdout.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    (key, format!("{entry}{extra}"))
+}
+
+/// Reads of distinct issues, at once, by each (client, first issue number) pair.
+async fn reads_at_once(
+    clients: &[(&Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>, u64)],
+    each: u64,
+) {
+    let mut calls = tokio::task::JoinSet::new();
+    for (client, first) in clients {
+        for n in *first..*first + each {
+            let client = Arc::clone(client);
+            calls.spawn(async move { call(&client, "github_get_issue", issue(n)).await });
+        }
+    }
+    while let Some(done) = calls.join_next().await {
+        let (text, failed) = done.unwrap();
+        assert!(!failed, "{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_credential_has_its_own_per_host_budget_on_every_replica() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(100)).await;
+    let (alice_key, alice) = user_entry("alice", "tokens = { github = \"ALICE_GITHUB_TOKEN\" }\n");
+    let (bob_key, bob) = user_entry("bob", "");
+    let (carol_key, carol) = user_entry("carol", "");
+    let extra = format!("[enrichment]\nper_host_concurrency = 1\n{alice}{bob}{carol}");
+    let a = Replica::start("a", &github, &redis, &extra);
+    let b = Replica::start("b", &github, &redis, &extra);
+    let alice_on_a = Arc::new(a.modern_client_as(Some(&alice_key)).await);
+    let bob_on_b = Arc::new(b.modern_client_as(Some(&bob_key)).await);
+    let carol_on_a = Arc::new(a.modern_client_as(Some(&carol_key)).await);
+
+    // Bob and carol both call with the server's token, on two replicas: one budget, one call
+    // at a time at GitHub.
+    reads_at_once(&[(&bob_on_b, 100), (&carol_on_a, 200)], 4).await;
+    assert_eq!(github.max_in_flight.load(Ordering::SeqCst), 1, "one budget for one token");
+
+    // Alice has a token of her own: her calls run beside bob's, still one at a time each.
+    github.max_in_flight.store(0, Ordering::SeqCst);
+    reads_at_once(&[(&alice_on_a, 300), (&bob_on_b, 400)], 4).await;
+    assert_eq!(github.max_in_flight.load(Ordering::SeqCst), 2, "a budget per token");
+    assert_eq!(github.total(), 16);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
