@@ -526,3 +526,35 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
     assert!(!out.status.success());
     assert!(texts(&out).1.contains("/nonexistent-model"), "{}", texts(&out).1);
 }
+
+/// A model whose sentence-transformers config names a query prompt gets it before every query
+/// the selector embeds, and its document prompt before the tools' texts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_models_query_prompt_goes_before_every_query() {
+    let source = PathBuf::from(minilm_dir());
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+        std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
+    }
+    let prompts = r#"{"prompts": {"query": "query: ", "document": "passage: "}}"#;
+    std::fs::write(dir.path().join("config_sentence_transformers.json"), prompts).unwrap();
+    let model = quiver_runtime::embedder::local(dir.path()).unwrap();
+    let queries = quiver_runtime::selector::QueryEmbedder::local(std::sync::Arc::clone(&model));
+    let request = "list open pull requests";
+    let got = queries.embed(request).await.unwrap();
+    let plain = quiver_runtime::embedder::local(&source).unwrap();
+    let with_prompt = plain.embed(&["query: list open pull requests"]).unwrap();
+    let without = plain.embed(&[request]).unwrap();
+    let cosine = |a: &[f32], b: &[f32]| -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        dot / (a.iter().map(|x| x * x).sum::<f32>().sqrt()
+            * b.iter().map(|x| x * x).sum::<f32>().sqrt())
+    };
+    assert_eq!(got.len(), 384, "one vector: the request has no clauses");
+    assert!(cosine(&got, &with_prompt[0]) > 0.99999, "embedded as \"query: …\"");
+    assert!(cosine(&got, &without[0]) < 0.999, "not as the bare request");
+    // Tools' texts are documents.
+    let tool = model.embed(&["github.list_pull_requests: List pull requests"]).unwrap();
+    let passage = plain.embed(&["passage: github.list_pull_requests: List pull requests"]).unwrap();
+    assert!(cosine(&tool[0], &passage[0]) > 0.99999);
+}

@@ -14,8 +14,14 @@ use std::sync::{Arc, Mutex};
 pub trait TextEmbedder: Send + Sync + std::fmt::Debug {
     /// The model's identity for cache keys: two models with one id give the same vectors.
     fn model_id(&self) -> &str;
-    /// One vector per text, in order.
+    /// One vector per text, in order: texts to be found (tools, their names, inputs, outputs).
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+    /// One vector per text, in order: requests looking for tools. The same as
+    /// [`TextEmbedder::embed`] unless the model asks queries to be phrased otherwise (a
+    /// sentence-transformers query prompt such as e5's "query: ").
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.embed(texts)
+    }
 }
 
 /// The selector's vectors of `tools` (qualified name, spec) by `model`, in memory, as the
@@ -105,5 +111,9 @@ impl TextEmbedder for Local {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         self.0.embed(texts).map_err(|e| e.to_string())
+    }
+
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.0.embed_queries(texts).map_err(|e| e.to_string())
     }
 }

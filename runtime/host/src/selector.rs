@@ -290,7 +290,7 @@ impl QueryEmbedder {
                 let texts = texts.to_vec();
                 tokio::task::spawn_blocking(move || {
                     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    model.embed(&refs)
+                    model.embed_queries(&refs)
                 })
                 .await
                 .map_err(|e| format!("the local embedder stopped: {e}"))?

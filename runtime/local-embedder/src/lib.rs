@@ -7,7 +7,10 @@
 //! states as the model's sentence-transformers description says (`modules.json` and its
 //! `Pooling` module's `config.json`: the mean over the tokens, or the CLS token; the mean when the
 //! directory has no such description), truncated at its `sentence_bert_config.json`
-//! `max_seq_length` ([`MAX_TOKENS`] without one). The reference all-MiniLM-L6-v2 vectors are
+//! `max_seq_length` ([`MAX_TOKENS`] without one). A model whose `config_sentence_transformers.json`
+//! names prompts gets them: [`LocalEmbedder::embed_queries`] prefixes the `query` prompt,
+//! [`LocalEmbedder::embed`] the `document` (or `passage`, `corpus`) one, as sentence-transformers'
+//! `encode_query` and `encode_document` do. The reference all-MiniLM-L6-v2 vectors are
 //! reproduced to a cosine of 0.999 or better (the crate's tests hold it to that on recorded
 //! reference vectors, mean- and CLS-pooled).
 //!
@@ -60,6 +63,10 @@ const WEIGHTS_FILE: &str = "model.safetensors";
 const MODULES_FILE: &str = "modules.json";
 /// sentence-transformers' settings of the encoder: `max_seq_length`.
 const SENTENCE_CONFIG_FILE: &str = "sentence_bert_config.json";
+/// sentence-transformers' settings of the model: `prompts`.
+const PROMPTS_FILE: &str = "config_sentence_transformers.json";
+/// The prompt names sentence-transformers' `encode_document` tries, in order.
+const DOCUMENT_PROMPTS: [&str; 3] = ["document", "passage", "corpus"];
 /// Where sentence-transformers keeps the pooling module when `modules.json` does not say.
 const DEFAULT_POOLING_DIR: &str = "1_Pooling";
 
@@ -82,7 +89,15 @@ pub struct LocalEmbedder {
     dimension: usize,
     pooling: Pooling,
     max_tokens: usize,
+    prompts: Prompts,
     model_id: String,
+}
+
+/// What goes before a text of each kind, from the model's sentence-transformers `prompts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Prompts {
+    query: String,
+    document: String,
 }
 
 impl fmt::Debug for LocalEmbedder {
@@ -123,6 +138,7 @@ impl LocalEmbedder {
 
         let pooling = pooling_of(dir)?;
         let max_tokens = max_seq_length_of(dir)?.unwrap_or(MAX_TOKENS);
+        let prompts = prompts_of(dir)?;
 
         let tokenizer_bytes = read(&tokenizer_path)?;
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
@@ -154,6 +170,9 @@ impl LocalEmbedder {
         if max_length != MAX_TOKENS.min(config.max_position_embeddings) {
             variant.push_str(&format!("max_tokens={max_length};"));
         }
+        if prompts != Prompts::default() {
+            variant.push_str(&format!("prompts={:?}/{:?};", prompts.query, prompts.document));
+        }
         let model_id = model_id(dir, &config_bytes, &tokenizer_bytes, weights.len(), &variant);
         Ok(Self {
             model,
@@ -161,6 +180,7 @@ impl LocalEmbedder {
             dimension: config.hidden_size,
             pooling,
             max_tokens: max_length,
+            prompts,
             model_id,
         })
     }
@@ -187,13 +207,36 @@ impl LocalEmbedder {
         &self.model_id
     }
 
-    /// One L2-normalised vector per text, in the order of `texts`: the last hidden states
+    /// One vector per query (a request looking for documents), as [`LocalEmbedder::embed`]
+    /// with the model's query prompt before each text (none when it has none).
+    pub fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_prompted(&self.prompts.query, texts)
+    }
+
+    /// One L2-normalised vector per text (a document to be found), in the order of `texts`,
+    /// after the model's document prompt when it has one: the last hidden states
     /// pooled as [`LocalEmbedder::pooling`] says. Texts longer than
-    /// [`LocalEmbedder::max_tokens`] tokens are truncated. A vector does not depend on the other texts of the call (nothing is padded, and
+    /// [`LocalEmbedder::max_tokens`] tokens (prompt included) are truncated. A vector does not depend on the other texts of the call (nothing is padded, and
     /// attention stays within a text). Texts go through the model in groups of up to
     /// [`GROUP_TOKENS`] tokens, the groups (and the larger matrix products of each) shared out
     /// over rayon's global thread pool.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_prompted(&self.prompts.document, texts)
+    }
+
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let prompted: Vec<String> = if prompt.is_empty() {
+            Vec::new()
+        } else {
+            texts.iter().map(|t| format!("{prompt}{t}")).collect()
+        };
+        let prompted_refs: Vec<&str>;
+        let texts: &[&str] = if prompt.is_empty() {
+            texts
+        } else {
+            prompted_refs = prompted.iter().map(String::as_str).collect();
+            &prompted_refs
+        };
         let encodings = texts
             .par_iter()
             .enumerate()
@@ -318,6 +361,37 @@ fn pooling_of(dir: &Path) -> Result<Pooling, LoadError> {
             Err(LoadError::new(&config_path, LoadErrorKind::SentenceTransformers(message)))
         }
     }
+}
+
+/// The `query` and document prompts of the directory's `config_sentence_transformers.json`,
+/// when it names any.
+fn prompts_of(dir: &Path) -> Result<Prompts, LoadError> {
+    let path = dir.join(PROMPTS_FILE);
+    if !path.is_file() {
+        return Ok(Prompts::default());
+    }
+    let config: serde_json::Value = serde_json::from_slice(&read(&path)?)
+        .map_err(|e| LoadError::new(&path, LoadErrorKind::SentenceTransformers(e.to_string())))?;
+    let prompts = &config["prompts"];
+    let text = |name: &str| -> Result<Option<String>, LoadError> {
+        match &prompts[name] {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::String(prompt) => Ok(Some(prompt.clone())),
+            other => {
+                let message = format!("prompts.{name} is {other}; a prompt is a string");
+                Err(LoadError::new(&path, LoadErrorKind::SentenceTransformers(message)))
+            }
+        }
+    };
+    let query = text("query")?.unwrap_or_default();
+    let mut document = String::new();
+    for name in DOCUMENT_PROMPTS {
+        if let Some(prompt) = text(name)? {
+            document = prompt;
+            break;
+        }
+    }
+    Ok(Prompts { query, document })
 }
 
 /// `max_seq_length` of the directory's `sentence_bert_config.json`, when it has one.

@@ -362,3 +362,35 @@ fn a_pooling_this_embedder_does_not_run_is_a_load_error_naming_its_file() {
     assert_eq!(err.path(), dir.path().join("sentence_bert_config.json"), "{err}");
     assert!(err.to_string().contains("max_seq_length"), "{err}");
 }
+
+#[test]
+fn the_models_prompts_go_before_queries_and_documents() {
+    let dir = model_copy(None, None, None);
+    let prompts = r#"{"prompts": {"query": "query: ", "passage": "passage: "},
+        "default_prompt_name": null}"#;
+    std::fs::write(dir.path().join("config_sentence_transformers.json"), prompts).unwrap();
+    let prompted = LocalEmbedder::load(dir.path()).unwrap();
+    assert_ne!(prompted.model_id(), embedder().model_id(), "other vectors, another cache key");
+    let plain = embedder();
+    let text = "list open pull requests";
+    let query = prompted.embed_queries(&[text]).unwrap();
+    let document = prompted.embed(&[text]).unwrap();
+    let expected = plain
+        .embed(&["query: list open pull requests", "passage: list open pull requests"])
+        .unwrap();
+    assert!(cosine(&query[0], &expected[0]) > 0.99999, "the query prompt goes first");
+    assert!(cosine(&document[0], &expected[1]) > 0.99999, "the passage prompt goes first");
+    assert!(cosine(&query[0], &document[0]) < 0.999, "the two differ");
+    // Without prompts, queries and documents are embedded alike.
+    let same = plain.embed_queries(&[text]).unwrap();
+    assert!(cosine(&same[0], &plain.embed(&[text]).unwrap()[0]) > 0.99999);
+
+    std::fs::write(
+        dir.path().join("config_sentence_transformers.json"),
+        r#"{"prompts": {"query": 1}}"#,
+    )
+    .unwrap();
+    let err = load_error(dir.path());
+    assert_eq!(err.path(), dir.path().join("config_sentence_transformers.json"), "{err}");
+    assert!(err.to_string().contains("prompts.query"), "{err}");
+}
