@@ -629,9 +629,9 @@ fn a_query_near_a_tools_name_vector_lifts_that_tool() {
             })
             .collect()
     };
-    let options = SelectOptions { embedding_weight: 1.0, ..SelectOptions::default() };
+    let shared = SelectOptions { embedding_weight: 1.0, name_share: 0.3, ..Default::default() };
     let query = [0.0, 1.0];
-    let build = |with_names| {
+    let build = |with_names, options: &SelectOptions| {
         let embeddings = artifact(with_names);
         SelectIndex::new(
             tools.iter().map(|(n, s)| (n.as_str(), s)),
@@ -640,8 +640,13 @@ fn a_query_near_a_tools_name_vector_lifts_that_tool() {
         )
     };
     // Words that fit several tools equally ("issue"), so the vectors decide.
-    let with_names = build(true).rank_with("issue", Some(&query), &[], 3);
+    let with_names = build(true, &shared).rank_with("issue", Some(&query), &[], 3);
     assert_eq!(with_names[0].name, target, "{with_names:?}");
-    let without = build(false).rank_with("issue", Some(&query), &[], 3);
+    let without = build(false, &shared).rank_with("issue", Some(&query), &[], 3);
     assert!(without[0].score < with_names[0].score, "{without:?} / {with_names:?}");
+    // By default the name vectors are kept but not counted: the ranking is the whole text's.
+    let default = SelectOptions { embedding_weight: 1.0, ..Default::default() };
+    assert_eq!(default.name_share, 0.0);
+    let ignored = build(true, &default).rank_with("issue", Some(&query), &[], 3);
+    assert_eq!(ignored, without, "names embedded, share 0");
 }

@@ -487,7 +487,8 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
     assert!(at(&fused_rows, 10) >= 0.9, "fused {fused_rows:?}, words {word_rows:?}");
 
     // A tools file with the same model: each tool's name is embedded beside its whole text, so
-    // of two tools that describe themselves alike, the one whose name fits the request gains.
+    // with a name share, of two tools that describe themselves alike, the one whose name fits
+    // the request gains; by default (share 0) the names are not counted.
     let tools = setup.write(
         "alike.json",
         &json!({"tools": [
@@ -514,8 +515,10 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
         assert_eq!(hits[0].1, "weather_forecast", "{stdout}");
         hits[0].0
     };
-    let (with_names, without) = (top_score(&[]), top_score(&["--no-name-vectors"]));
+    let with_names = top_score(&["--name-share", "0.3"]);
+    let (default, without) = (top_score(&[]), top_score(&["--no-name-vectors"]));
     assert!(with_names > without + 0.005, "with names {with_names}, without {without}");
+    assert_eq!(default, without, "share 0: the names are not counted");
 
     // A directory that is not a model is an error naming the file, not a silent fallback.
     let broken = Setup::new(

@@ -70,10 +70,14 @@ pub(crate) struct SelectArgs {
     /// things is otherwise embedded clause by clause as well)
     #[arg(long)]
     whole_queries: bool,
-    /// With --local-model: embed each tool's whole text only, not its name as well (the
-    /// selector then ranks on the whole text's similarity alone)
+    /// With --local-model: embed each tool's whole text only, not its name as well (no
+    /// --name-share can use them then)
     #[arg(long, requires = "local_model")]
     no_name_vectors: bool,
+    /// With a neural model: how much a request's similarity to a tool's name counts beside the
+    /// whole tool's (1); default: `[selector] name_share`, else 0.
+    #[arg(long, value_name = "W")]
+    name_share: Option<f32>,
     /// Only the queries of one part of the set: `tune` those whose id ends in a number that is a
     /// multiple of 4 (`s8`, `m12`), `test` the others — the split the defaults were tuned on
     /// (MetaTool's `tune` part) and are reported on (its `test` part).
@@ -132,6 +136,9 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let mut options = SelectorOptions::from_config(&host.config().config);
     if let Some(t) = args.max_list_tokens {
         options.max_list_tokens = Some(t);
+    }
+    if let Some(share) = args.name_share {
+        options.name_share = share;
     }
     let local = match &args.local_model {
         Some(dir) => {

@@ -313,6 +313,10 @@ pub struct SelectorConfig {
     /// The most tokens the tools `find_tools` returns or `load_tools` lists for a request may
     /// cost together (their listings, by the README's estimator); none: only `max_tools`.
     pub max_list_tokens: Option<u64>,
+    /// With a neural model: how much a request's similarity to a tool's name counts beside its
+    /// similarity to the whole tool (1). Default
+    /// [`quiver_core::select::DEFAULT_NAME_SHARE`] (0: the whole text alone).
+    pub name_share: Option<f32>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -337,6 +341,7 @@ impl Default for SelectorConfig {
             embedder: EmbedderConfig::default(),
             query_timeout_ms: 1500,
             max_list_tokens: None,
+            name_share: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,

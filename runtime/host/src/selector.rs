@@ -63,6 +63,9 @@ pub struct SelectorOptions {
     /// The most tokens the selected tools' listings may cost together; `None`: no limit but
     /// `max_tools`.
     pub max_list_tokens: Option<u64>,
+    /// How much a query's similarity to a tool's name counts beside the whole tool's (default
+    /// 0, see [`quiver_core::select::DEFAULT_NAME_SHARE`]).
+    pub name_share: f32,
 }
 
 impl Default for SelectorOptions {
@@ -75,6 +78,7 @@ impl Default for SelectorOptions {
             lexical_weight: core.lexical_weight,
             embedding_weight: core.embedding_weight,
             max_list_tokens: core.max_list_tokens,
+            name_share: core.name_share,
         }
     }
 }
@@ -92,6 +96,7 @@ impl SelectorOptions {
             core: selector.core.clone(),
             embedding_weight,
             max_list_tokens: selector.max_list_tokens,
+            name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
             ..Self::default()
         }
     }
@@ -340,6 +345,7 @@ impl Selector {
             embedding_weight: options.embedding_weight,
             fusion,
             max_list_tokens: options.max_list_tokens,
+            name_share: options.name_share,
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
