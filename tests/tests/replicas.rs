@@ -507,12 +507,15 @@ async fn each_credential_has_its_own_per_host_budget_on_every_replica() {
     let (alice_key, alice) = user_entry("alice", "tokens = { github = \"ALICE_GITHUB_TOKEN\" }\n");
     let (bob_key, bob) = user_entry("bob", "");
     let (carol_key, carol) = user_entry("carol", "");
-    let extra = format!("[enrichment]\nper_host_concurrency = 1\n{alice}{bob}{carol}");
+    // Dave's own token is for GitLab: his GitHub calls go out with the server's token.
+    let (dave_key, dave) = user_entry("dave", "tokens = { gitlab = \"DAVE_GITLAB_TOKEN\" }\n");
+    let extra = format!("[enrichment]\nper_host_concurrency = 1\n{alice}{bob}{carol}{dave}");
     let a = Replica::start("a", &github, &redis, &extra);
     let b = Replica::start("b", &github, &redis, &extra);
     let alice_on_a = Arc::new(a.modern_client_as(Some(&alice_key)).await);
     let bob_on_b = Arc::new(b.modern_client_as(Some(&bob_key)).await);
     let carol_on_a = Arc::new(a.modern_client_as(Some(&carol_key)).await);
+    let dave_on_a = Arc::new(a.modern_client_as(Some(&dave_key)).await);
 
     // Bob and carol both call with the server's token, on two replicas: one budget, one call
     // at a time at GitHub.
@@ -523,7 +526,12 @@ async fn each_credential_has_its_own_per_host_budget_on_every_replica() {
     github.max_in_flight.store(0, Ordering::SeqCst);
     reads_at_once(&[(&alice_on_a, 300), (&bob_on_b, 400)], 4).await;
     assert_eq!(github.max_in_flight.load(Ordering::SeqCst), 2, "a budget per token");
-    assert_eq!(github.total(), 16);
+
+    // Dave's GitHub calls use the server's token, so they share bob's budget.
+    github.max_in_flight.store(0, Ordering::SeqCst);
+    reads_at_once(&[(&dave_on_a, 500), (&bob_on_b, 600)], 4).await;
+    assert_eq!(github.max_in_flight.load(Ordering::SeqCst), 1, "the token used decides");
+    assert_eq!(github.total(), 24);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -79,6 +79,8 @@ pub struct Session {
     /// Whose credentials its calls use, which decides the per-host concurrency budget they
     /// draw on and the rate limits that hold for them: the host's own
     /// ([`crate::state::SHARED_CREDENTIALS`]) unless [`Session::with_scope`] named a caller's.
+    /// With [`Session::with_credentials`], each call's own token decides instead (see
+    /// [`Session::credentials_scope_for`]).
     credentials_scope: String,
     /// Whose pipeline state (recent calls, fail-fast counters) this session keeps.
     caller: String,
@@ -137,6 +139,24 @@ impl Session {
         self.credentials_scope = scope.to_owned();
         self.caller = caller.to_owned();
         self
+    }
+
+    /// Whose token a call of `tool` goes out with, which names its host's concurrency budget
+    /// and the rate limits that hold for it: the caller's own where their `tokens` name the
+    /// tool's provider (as the host picks the token), else the host's — a user with their own
+    /// GitHub token still shares the server's Jira token, and its budget, with everyone.
+    fn credentials_scope_for(&self, tool: &RegisteredTool) -> String {
+        let Some(own) = self.credentials.as_deref() else {
+            return self.credentials_scope.clone();
+        };
+        let provider = &tool.name.provider;
+        match own.0.get(provider) {
+            Some(variable) => {
+                let one = std::collections::BTreeMap::from([(provider.clone(), variable.clone())]);
+                crate::state::credential_fingerprint(Some(&crate::host::Credentials(one)))
+            }
+            None => crate::state::SHARED_CREDENTIALS.to_owned(),
+        }
     }
 
     /// Runs every call and pre-fetch with the caller's own `credentials`.
@@ -318,11 +338,12 @@ impl Session {
                     }
                     Flight::Lead(lease) => {
                         let rate_limit_host = self.host.rate_limit_host(&tool, &args);
+                        let credentials_scope = self.credentials_scope_for(&tool);
                         // Main calls wait for their host's permit; they share it with
                         // pre-fetches. While a rate limit holds for these credentials, nothing
                         // is sent.
                         let permit = match rate_limit_host.as_deref() {
-                            Some(host) => state.permit(host, &self.credentials_scope).await,
+                            Some(host) => state.permit(host, &credentials_scope).await,
                             None => Ok(Permit::none()),
                         };
                         let result = match permit {
@@ -342,8 +363,7 @@ impl Session {
                                 if let (Some(host), Some(wait)) =
                                     (rate_limit_host.as_deref(), rate_limit_of(&result))
                                 {
-                                    let scope = &self.credentials_scope;
-                                    state.note_rate_limited(host, scope, wait).await;
+                                    state.note_rate_limited(host, &credentials_scope, wait).await;
                                 }
                                 result
                             }
@@ -608,10 +628,12 @@ impl Session {
                 // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
                 let host_name = self.host.rate_limit_host(&target, &arguments);
                 let permit = match host_name.as_deref() {
-                    Some(host) => match state.try_permit(host, &self.credentials_scope).await {
-                        Some(permit) => permit,
-                        None => continue,
-                    },
+                    Some(host) => {
+                        match state.try_permit(host, &self.credentials_scope_for(&target)).await {
+                            Some(permit) => permit,
+                            None => continue,
+                        }
+                    }
                     None => Permit::none(),
                 };
                 let label = format!("{}({arguments})", admitted.tool);
