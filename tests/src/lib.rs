@@ -104,6 +104,23 @@ pub fn quiver(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("run quiver")
 }
 
+/// `quiver keys new NAME`: (the key, its `[[serve.http.users]]` entry followed by `extra`).
+/// The entry holds the key's hash, never the key.
+pub fn new_user_key(name: &str, extra: &str) -> (String, String) {
+    let out = quiver(&["keys", "new", name], &[]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let key = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("# qk_").map(|k| format!("qk_{k}")))
+        .unwrap_or_else(|| panic!("no key printed: {stdout}"));
+    let entry: String =
+        stdout.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    assert!(entry.contains(&format!("name = \"{name}\"")), "{entry}");
+    assert!(!entry.contains(&key), "the config holds the hash, never the key: {entry}");
+    (key, format!("{entry}{extra}"))
+}
+
 /// stdout and stderr of `output` as text, for assertions and failure messages.
 pub fn texts(output: &Output) -> (String, String) {
     (

@@ -9,8 +9,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use quiver_tests::{
-    plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk, serve_http_command, texts,
-    wait_until_listening,
+    new_user_key, plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk,
+    serve_http_command, texts, wait_until_listening,
 };
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
@@ -30,22 +30,6 @@ async fn fake_github() -> MockServer {
         .mount(&server)
         .await;
     server
-}
-
-/// `quiver keys new NAME`: (the key, the TOML entry).
-fn new_key(name: &str, extra: &str) -> (String, String) {
-    let out = quiver(&["keys", "new", name], &[]);
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let key = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("# qk_").map(|k| format!("qk_{k}")))
-        .unwrap_or_else(|| panic!("no key printed: {stdout}"));
-    let entry: String =
-        stdout.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
-    assert!(entry.contains(&format!("name = \"{name}\"")), "{entry}");
-    assert!(!entry.contains(&key), "the config holds the hash, never the key: {entry}");
-    (key, format!("{entry}{extra}"))
 }
 
 /// A running `quiver serve --http`, stopped (SIGKILL) when dropped.
@@ -127,8 +111,8 @@ fn issue() -> Value {
 async fn both_revisions_serve_each_user_under_their_own_policy() {
     require_python_sdk();
     let github = fake_github().await;
-    let (alice, alice_entry) = new_key("alice", "");
-    let (bob, bob_entry) = new_key("bob", "read_only = true\n");
+    let (alice, alice_entry) = new_user_key("alice", "");
+    let (bob, bob_entry) = new_user_key("bob", "read_only = true\n");
     let served = Served::start(&format!(
         "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{bob_entry}",
         github.uri()
@@ -188,7 +172,7 @@ async fn both_revisions_serve_each_user_under_their_own_policy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_and_wrong_keys_and_foreign_origins_are_refused() {
-    let (alice, entry) = new_key("alice", "");
+    let (alice, entry) = new_user_key("alice", "");
     let served = Served::start(&entry);
     let http = reqwest::Client::new();
     let mcp = format!("{}/mcp", served.url);
@@ -254,8 +238,8 @@ async fn each_user_reaches_github_with_their_own_token_and_their_own_cache() {
     const ALICE: &str = "ghp_aliceOwnTokenForTheTest0001";
     const BOB: &str = "ghp_bobOwnTokenForTheTest000002";
     let github = fake_github().await;
-    let (alice, alice_entry) = new_key("alice", "tokens = { github = \"ALICE_GH\" }\n");
-    let (bob, bob_entry) = new_key("bob", "tokens = { github = \"BOB_GH\" }\n");
+    let (alice, alice_entry) = new_user_key("alice", "tokens = { github = \"ALICE_GH\" }\n");
+    let (bob, bob_entry) = new_user_key("bob", "tokens = { github = \"BOB_GH\" }\n");
     let served = Served::start_with_env(
         &format!(
             "[providers.github]\nbase_url = \"{}\"\n[tools.\"github.get_issue\"]\n\
@@ -287,8 +271,8 @@ async fn each_user_reaches_github_with_their_own_token_and_their_own_cache() {
 async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened() {
     require_python_sdk();
     let github = fake_github().await;
-    let (alice, alice_entry) = new_key("alice", "");
-    let (carol, carol_entry) = new_key("carol", "requests_per_minute = 2\n");
+    let (alice, alice_entry) = new_user_key("alice", "");
+    let (carol, carol_entry) = new_user_key("carol", "requests_per_minute = 2\n");
     let served = Served::start(&format!(
         "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{carol_entry}",
         github.uri()
@@ -493,7 +477,7 @@ async fn progress_and_cancellation_cross_http_on_both_revisions() {
     use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
     use rmcp::service::PeerRequestOptions;
     let state = tempfile::tempdir().unwrap();
-    let (key, entry) = new_key("alice", "");
+    let (key, entry) = new_user_key("alice", "");
     let served = Served::start(&format!("{}{entry}", fault_upstream(state.path())));
     for modern in [true, false] {
         let client = rmcp_http_client(&served.url, &key, modern).await;
@@ -534,7 +518,7 @@ async fn progress_and_cancellation_cross_http_on_both_revisions() {
 async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
     require_python_sdk();
     let state = tempfile::tempdir().unwrap();
-    let (key, entry) = new_key("alice", "");
+    let (key, entry) = new_user_key("alice", "");
     let mut served = Served::start(&format!("{}{entry}", fault_upstream(state.path())));
     let client = rmcp_http_client(&served.url, &key, true).await;
     let call = tokio::spawn(async move {
@@ -606,7 +590,7 @@ async fn the_mcp_inspector_cli_lists_and_calls_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_serves_https_with_the_configured_certificate() {
     let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tls");
-    let (key, entry) = new_key("alice", "");
+    let (key, entry) = new_user_key("alice", "");
     let served = Served::start(&format!(
         "[serve.http]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n{entry}",
         tls.join("server.pem").display(),

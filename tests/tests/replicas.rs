@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{plugins_dir, recorded, serve_http_command, wait_until_listening, RedisServer};
+use quiver_tests::{
+    new_user_key, plugins_dir, recorded, serve_http_command, wait_until_listening, RedisServer,
+};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -468,20 +470,6 @@ async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_r
     assert!(a.stderr().contains("reachable again"), "{}", a.stderr());
 }
 
-/// `quiver keys new NAME`: (the key, its `[[serve.http.users]]` entry followed by `extra`).
-fn user_entry(name: &str, extra: &str) -> (String, String) {
-    let out = quiver_tests::quiver(&["keys", "new", name], &[]);
-    let (stdout, stderr) = quiver_tests::texts(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let key = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("# qk_").map(|k| format!("qk_{k}")))
-        .unwrap_or_else(|| panic!("no key printed: {stdout}"));
-    let entry: String =
-        stdout.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
-    (key, format!("{entry}{extra}"))
-}
-
 /// Reads of distinct issues, at once, by each (client, first issue number) pair.
 async fn reads_at_once(
     clients: &[(&Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>, u64)],
@@ -504,11 +492,12 @@ async fn reads_at_once(
 async fn each_credential_has_its_own_per_host_budget_on_every_replica() {
     let redis = RedisServer::start();
     let github = CountingGitHub::start(Duration::from_millis(100)).await;
-    let (alice_key, alice) = user_entry("alice", "tokens = { github = \"ALICE_GITHUB_TOKEN\" }\n");
-    let (bob_key, bob) = user_entry("bob", "");
-    let (carol_key, carol) = user_entry("carol", "");
+    let (alice_key, alice) =
+        new_user_key("alice", "tokens = { github = \"ALICE_GITHUB_TOKEN\" }\n");
+    let (bob_key, bob) = new_user_key("bob", "");
+    let (carol_key, carol) = new_user_key("carol", "");
     // Dave's own token is for GitLab: his GitHub calls go out with the server's token.
-    let (dave_key, dave) = user_entry("dave", "tokens = { gitlab = \"DAVE_GITLAB_TOKEN\" }\n");
+    let (dave_key, dave) = new_user_key("dave", "tokens = { gitlab = \"DAVE_GITLAB_TOKEN\" }\n");
     let extra = format!("[enrichment]\nper_host_concurrency = 1\n{alice}{bob}{carol}{dave}");
     let a = Replica::start("a", &github, &redis, &extra);
     let b = Replica::start("b", &github, &redis, &extra);

@@ -169,6 +169,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     };
     options.threshold = thresholds[0];
     let (max_tools, max_list_tokens) = (options.max_tools, options.max_list_tokens);
+    // How the selected-set lines name the budget.
+    let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
     let fusion = match args.fusion {
         FusionArg::Weighted => Fusion::Weighted,
         FusionArg::Rrf => Fusion::ReciprocalRank,
@@ -232,7 +234,6 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         // strongest hits and the budgets decide the set.
         let selected = selector.select_with(query, vector.as_deref(), &[]);
         let tokens: u64 = selected.iter().filter_map(|t| selector.listed_tokens(t)).sum();
-        let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
         let shown = if selected.is_empty() { "none".to_owned() } else { selected.join(", ") };
         println!(
             "selected (τ {}, at most {max_tools}{budget}): {} tools ({tokens} tokens): {shown}",
@@ -321,7 +322,6 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         println!("{:>4}  {:>10.3}  {:>13.3}", row.k, row.whole, row.per_item);
     }
     let n = runs.len().max(1) as f64;
-    let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
     for (threshold, (whole, size, tokens)) in thresholds.iter().zip(&selected_stats) {
         println!(
             "selected (τ {threshold}, at most {max_tools}{budget}): whole gold set in {:.3}, \

@@ -311,10 +311,7 @@ fn model_id(
 fn pooling_of(dir: &Path) -> Result<Pooling, LoadError> {
     let modules_path = dir.join(MODULES_FILE);
     let folder = if modules_path.is_file() {
-        let modules: Vec<serde_json::Value> = serde_json::from_slice(&read(&modules_path)?)
-            .map_err(|e| {
-                LoadError::new(&modules_path, LoadErrorKind::SentenceTransformers(e.to_string()))
-            })?;
+        let modules: Vec<serde_json::Value> = read_sentence_json(&modules_path)?;
         let pooling = modules.iter().find(|m| {
             m["type"].as_str().is_some_and(|t| t.ends_with(".Pooling") || t == "Pooling")
         });
@@ -339,10 +336,7 @@ fn pooling_of(dir: &Path) -> Result<Pooling, LoadError> {
     if !config_path.is_file() {
         return Ok(Pooling::Mean);
     }
-    let config: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&read(&config_path)?).map_err(|e| {
-            LoadError::new(&config_path, LoadErrorKind::SentenceTransformers(e.to_string()))
-        })?;
+    let config: serde_json::Map<String, serde_json::Value> = read_sentence_json(&config_path)?;
     let modes: Vec<&str> = config
         .iter()
         .filter(|(key, value)| key.starts_with("pooling_mode_") && value.as_bool() == Some(true))
@@ -370,8 +364,7 @@ fn prompts_of(dir: &Path) -> Result<Prompts, LoadError> {
     if !path.is_file() {
         return Ok(Prompts::default());
     }
-    let config: serde_json::Value = serde_json::from_slice(&read(&path)?)
-        .map_err(|e| LoadError::new(&path, LoadErrorKind::SentenceTransformers(e.to_string())))?;
+    let config: serde_json::Value = read_sentence_json(&path)?;
     let prompts = &config["prompts"];
     let text = |name: &str| -> Result<Option<String>, LoadError> {
         match &prompts[name] {
@@ -400,8 +393,7 @@ fn max_seq_length_of(dir: &Path) -> Result<Option<usize>, LoadError> {
     if !path.is_file() {
         return Ok(None);
     }
-    let config: serde_json::Value = serde_json::from_slice(&read(&path)?)
-        .map_err(|e| LoadError::new(&path, LoadErrorKind::SentenceTransformers(e.to_string())))?;
+    let config: serde_json::Value = read_sentence_json(&path)?;
     match &config["max_seq_length"] {
         serde_json::Value::Null => Ok(None),
         value => match value.as_u64().filter(|&n| n >= 2) {
@@ -414,6 +406,13 @@ fn max_seq_length_of(dir: &Path) -> Result<Option<usize>, LoadError> {
             }
         },
     }
+}
+
+/// A sentence-transformers JSON file of the model directory, parsed as `T`; unreadable or
+/// malformed, a [`LoadErrorKind::SentenceTransformers`] naming it.
+fn read_sentence_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    serde_json::from_slice(&read(path)?)
+        .map_err(|e| LoadError::new(path, LoadErrorKind::SentenceTransformers(e.to_string())))
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
