@@ -2,10 +2,13 @@
 //! tools named from 8 verbs and 60 nouns, about six described parameters each, two companion
 //! links each), with the built-in embedder's vectors fused in.
 //!
-//! - `select/rank_fused_2000`: `rank(query, [], 10)` with BM25 and embeddings fused.
-//! - `select/rank_lexical_2000`: the same on words only.
+//! - `select/rank_fused_2000`: `rank(query, [], 10)` with BM25 and the built-in embedder fused.
+//! - `select/rank_default_2000`: the same with the default ranker: BM25F and the distilled
+//!   vectors.
+//! - `select/rank_words_2000`: the same on BM25F alone (`distilled_weight = 0`).
 //! - `select/select_fused_2000`: `select(query, [])`: CORE, threshold, bundle expansion, cap.
-//! - `select/build_2000`: building the index (once per start-up).
+//! - `select/build_2000`, `select/build_words_2000`: building the index (once per start-up),
+//!   with and without the distilled vectors.
 //!
 //! Before the measurements, p50/p90/p99 of single queries (each timed alone, 20 rounds over the
 //! query set) are printed to stderr: the figure the selector is held to is p50 < 1 ms.
@@ -71,13 +74,18 @@ fn registry() -> (Vec<(String, ToolSpec)>, EmbeddingsArtifact) {
     (tools, artifact)
 }
 
-fn build(tools: &[(String, ToolSpec)], artifact: Option<&EmbeddingsArtifact>) -> SelectIndex {
-    // With embeddings given, fused as `[selector] embedding_weight = 0.4` asks; without, the
-    // default ranker (words alone).
+fn build(
+    tools: &[(String, ToolSpec)],
+    artifact: Option<&EmbeddingsArtifact>,
+    distilled_weight: f32,
+) -> SelectIndex {
+    // With embeddings given, fused as `[selector] embedding_weight = 0.4` asks; without, words
+    // with the distilled vectors at `distilled_weight` (the default ranker at its default).
     let embedding_weight = if artifact.is_some() { 0.4 } else { 0.0 };
     let options = SelectOptions {
         core: vec!["prov0.get_*".into()],
         embedding_weight,
+        distilled_weight,
         ..SelectOptions::default()
     };
     // Two companion links per tool within its provider, as follow-up links give a catalogue.
@@ -93,19 +101,24 @@ fn build(tools: &[(String, ToolSpec)], artifact: Option<&EmbeddingsArtifact>) ->
 
 fn bench(c: &mut Criterion) {
     let (tools, artifact) = registry();
-    let fused = build(&tools, Some(&artifact));
-    let lexical = build(&tools, None);
+    let default_weight = SelectOptions::default().distilled_weight;
+    let fused = build(&tools, Some(&artifact), 0.0);
+    let default = build(&tools, None, default_weight);
+    let words = build(&tools, None, 0.0);
     percentiles("rank fused 2000", |q| {
         black_box(fused.rank(q, &[], 10));
     });
-    percentiles("rank lexical 2000", |q| {
-        black_box(lexical.rank(q, &[], 10));
+    percentiles("rank default (words + distilled) 2000", |q| {
+        black_box(default.rank(q, &[], 10));
+    });
+    percentiles("rank words alone 2000", |q| {
+        black_box(words.rank(q, &[], 10));
     });
     percentiles("select fused 2000", |q| {
         black_box(fused.select(q, &[]));
     });
-    percentiles("select lexical (default) 2000", |q| {
-        black_box(lexical.select(q, &[]));
+    percentiles("select default 2000", |q| {
+        black_box(default.select(q, &[]));
     });
     let mut group = c.benchmark_group("select");
     let mut i = 0;
@@ -114,11 +127,13 @@ fn bench(c: &mut Criterion) {
         QUERIES[i]
     };
     group.bench_function("rank_fused_2000", |b| b.iter(|| fused.rank(next(), &[], 10)));
-    group.bench_function("rank_lexical_2000", |b| b.iter(|| lexical.rank(next(), &[], 10)));
+    group.bench_function("rank_default_2000", |b| b.iter(|| default.rank(next(), &[], 10)));
+    group.bench_function("rank_words_2000", |b| b.iter(|| words.rank(next(), &[], 10)));
     group.bench_function("select_fused_2000", |b| b.iter(|| fused.select(next(), &[])));
-    group.bench_function("select_lexical_2000", |b| b.iter(|| lexical.select(next(), &[])));
+    group.bench_function("select_default_2000", |b| b.iter(|| default.select(next(), &[])));
     group.sample_size(10);
-    group.bench_function("build_2000", |b| b.iter(|| build(&tools, Some(&artifact))));
+    group.bench_function("build_2000", |b| b.iter(|| build(&tools, None, default_weight)));
+    group.bench_function("build_words_2000", |b| b.iter(|| build(&tools, None, 0.0)));
     group.finish();
 }
 

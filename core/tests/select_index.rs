@@ -172,6 +172,15 @@ fn index(options: SelectOptions, fused: bool) -> SelectIndex {
     )
 }
 
+/// BM25F alone, without the distilled vectors, at the τ calibrated for it.
+fn words_alone() -> SelectOptions {
+    SelectOptions {
+        distilled_weight: 0.0,
+        threshold: quiver_core::select::DEFAULT_WORDS_THRESHOLD,
+        ..SelectOptions::default()
+    }
+}
+
 fn top_names(index: &SelectIndex, query: &str, k: usize) -> Vec<String> {
     index.rank(query, &[], k).into_iter().map(|r| r.name).collect()
 }
@@ -218,7 +227,7 @@ fn words_in_names_rank_the_right_tool_first() {
 
 #[test]
 fn developer_shorthand_meets_the_words_tools_use() {
-    let idx = index(SelectOptions::default(), false);
+    let idx = index(words_alone(), false);
     assert_eq!(top_names(&idx, "open MRs", 1), ["gitlab.list_merge_requests"]);
     assert_eq!(top_names(&idx, "files changed in the PR", 1), ["github.list_pull_request_files"]);
     // `meeting` and `call` are aliases of `transcript` in the built-in table.
@@ -242,8 +251,8 @@ fn scores_are_in_the_unit_interval_best_first_and_at_most_k() {
 
 #[test]
 fn fusion_uses_built_in_embeddings_and_can_rescue_what_words_miss() {
-    let lexical = index(SelectOptions::default(), false);
-    let fused = index(SelectOptions::default(), true);
+    let lexical = index(words_alone(), false);
+    let fused = index(words_alone(), true);
     assert_eq!(lexical.embedding_status(), EmbeddingStatus::Absent);
     assert_eq!(fused.embedding_status(), EmbeddingStatus::Used);
     // A misspelt `transcrpt` shares no stem with `transcript`, only character n-grams.
@@ -350,7 +359,7 @@ fn a_request_for_two_things_finds_both_through_its_clauses() {
         lexical_weight: 0.0,
         embedding_weight: 1.0,
         threshold: 0.0,
-        ..SelectOptions::default()
+        ..words_alone()
     };
     let idx = SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options);
     // A toy model: the whole request lands on neither tool; each clause lands on one.
@@ -589,7 +598,7 @@ fn recall_counts_whole_sets_and_partial_credit() {
 
 #[test]
 fn select_admits_the_best_tool_of_each_clause_of_a_two_part_request() {
-    let options = SelectOptions { threshold: 0.2, ..SelectOptions::default() };
+    let options = SelectOptions { threshold: 0.2, ..words_alone() };
     let idx = index(options, false);
     let query = "show the log of the failing job and move PROJ-7 to Done";
     // The whole request's words favour the job log; moving the issue scores below τ on them.
@@ -649,4 +658,56 @@ fn a_query_near_a_tools_name_vector_lifts_that_tool() {
     assert_eq!(default.name_share, 0.0);
     let ignored = build(true, &default).rank_with("issue", Some(&query), &[], 3);
     assert_eq!(ignored, without, "names embedded, share 0");
+}
+
+/// Tools of unrelated services, described as public tool catalogs describe them.
+fn services() -> Vec<(String, ToolSpec)> {
+    [
+        ("FinanceTool", "Stay informed with the latest financial updates, real-time insights and analysis on stocks, cryptocurrencies and more."),
+        ("WeatherTool", "Forecasts, rain and temperature for any city, today and for the week ahead."),
+        ("RecipeTool", "Find recipes by ingredient, cuisine or diet, with cooking times."),
+        ("MediaTool", "Recommendations for TV shows, movies, books and podcasts."),
+    ]
+    .into_iter()
+    .map(|(name, description)| (name.to_owned(), spec(name, "services", description, &[])))
+    .collect()
+}
+
+#[test]
+fn distilled_vectors_find_a_tool_that_shares_no_word_with_the_request() {
+    let tools = services();
+    let build = |options: SelectOptions| {
+        SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), None, options)
+    };
+    let words_alone = build(words_alone());
+    let default = build(SelectOptions::default());
+    for (request, tool) in [
+        ("how much is one Litecoin worth in dollars", "FinanceTool"),
+        ("will I need an umbrella in Oslo tomorrow", "WeatherTool"),
+        ("something to watch on Netflix tonight", "MediaTool"),
+    ] {
+        // Not one word in common: BM25F alone has nothing to rank.
+        assert!(words_alone.rank(request, &[], 4).is_empty(), "{request}");
+        let ranked = default.rank(request, &[], 4);
+        assert_eq!(ranked[0].name, tool, "{request}: {ranked:?}");
+        assert!(ranked.iter().all(|r| (0.0..=1.0).contains(&r.score)));
+    }
+    // Words still decide where they match.
+    assert_eq!(default.rank("find recipes with chickpeas", &[], 1)[0].name, "RecipeTool");
+}
+
+#[test]
+fn nonsense_selects_nothing_at_the_default_threshold() {
+    let tools = registry();
+    let index = SelectIndex::new(
+        tools.iter().map(|(n, s)| (n.as_str(), s)),
+        None,
+        SelectOptions::default(),
+    );
+    for nonsense in ["zzzz qqqq", "lorem ipsum dolor sit amet", "asdfgh jkl"] {
+        assert!(index.select(nonsense, &[]).is_empty(), "{nonsense}");
+        let best = index.rank(nonsense, &[], 1);
+        assert!(best.iter().all(|r| r.score < SelectOptions::default().threshold), "{best:?}");
+    }
+    assert!(!index.select("list the open pull requests", &[]).is_empty());
 }

@@ -145,7 +145,8 @@ async def scenario_dynamic(session, client):
             break
         await anyio.sleep(0.05)
     listed_after = await client.tool_names(session)
-    unknown = await session.call_tool("load_tools", {"bundle_or_tool": "githb.isues"})
+    misspelt = await session.call_tool("load_tools", {"bundle_or_tool": "githb.isues"})
+    unknown = await session.call_tool("load_tools", {"bundle_or_tool": "zzzz qqqq"})
     return {
         "listed": listed,
         "recovered_error": bool(recovered.is_error),
@@ -154,6 +155,8 @@ async def scenario_dynamic(session, client):
         "listed_after_call": listed_after_call,
         "loaded": json.loads(text_of(loaded)),
         "listed_after": listed_after,
+        "misspelt_error": bool(misspelt.is_error),
+        "misspelt_text": text_of(misspelt),
         "unknown_error": bool(unknown.is_error),
         "unknown_text": text_of(unknown),
     }

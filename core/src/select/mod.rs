@@ -59,6 +59,7 @@
 //! assert!(ranked.iter().all(|r| (0.0..=1.0).contains(&r.score)));
 //! ```
 
+pub mod distilled;
 pub mod eval;
 
 use std::collections::{BTreeMap, HashMap};
@@ -105,15 +106,24 @@ pub struct SelectOptions {
     /// How much a query's similarity to a tool's name counts beside its similarity to the whole
     /// tool (1), when a model embedded the names (default [`DEFAULT_NAME_SHARE`]: not at all).
     pub name_share: f32,
+    /// The weight of the similarity of the built-in distilled vectors ([`distilled`]) beside
+    /// the lexical weight, when no model's similarity is fused (default
+    /// [`DEFAULT_DISTILLED_WEIGHT`]; 0: words alone).
+    pub distilled_weight: f32,
 }
 
 /// The default `max_tools`.
 pub const DEFAULT_MAX_TOOLS: usize = 20;
-/// The default τ, calibrated on MetaTool's tune part with the default (words-only) ranker: at
-/// 0.1 the selected set holds a query's whole gold set about as often as the top 3 do (.53
-/// against .58) with 3.2 tools on average, where 0.2 admitted 0.6 tools (gold in .25). A query
-/// none of whose words any tool has scores 0 and selects nothing.
-pub const DEFAULT_THRESHOLD: f32 = 0.1;
+/// The default τ, for the default ranker (words fused with the distilled vectors at
+/// [`DEFAULT_DISTILLED_WEIGHT`]), calibrated on MetaTool's tune part: at 0.19 the selected set
+/// holds a query's whole gold set as often as the top 3 do (.633 against .637), with 3.4 tools
+/// on average (0.18: .661 with 4.3 tools; 0.2: .606 with 2.8). Nonsense ("zzzz qqqq",
+/// "lorem ipsum dolor") scores at most about 0.13 and selects nothing.
+pub const DEFAULT_THRESHOLD: f32 = 0.19;
+/// τ for BM25F alone (`distilled_weight = 0`), calibrated the same way: at 0.1 the selected set
+/// holds the whole gold set about as often as the top 3 do (.53 against .58) with 3.2 tools on
+/// average. A query none of whose words any tool has scores 0 and selects nothing.
+pub const DEFAULT_WORDS_THRESHOLD: f32 = 0.1;
 /// The default lexical weight.
 pub const DEFAULT_LEXICAL_WEIGHT: f32 = 1.0;
 /// The default embedding weight: 0, words alone. Fused with the built-in embedder (0.6 / 0.4),
@@ -141,6 +151,26 @@ pub const DEFAULT_MODEL_THRESHOLD: f32 = 0.17;
 /// be set (`[selector] name_share`) without embedding anything again.
 pub const DEFAULT_NAME_SHARE: f32 = 0.0;
 
+/// The default [`SelectOptions::distilled_weight`] beside a lexical weight of 1: the similarity
+/// of the built-in vectors distilled from all-MiniLM-L6-v2 ([`distilled`]), fused with words
+/// whenever no model's similarity is, and scaled by `1 − the best lexical score`. Chosen on
+/// MetaTool's tune part (all@5 .692 at 0.25, .698 at 0.35, .695 at 0.5, against .640 for words
+/// alone).
+pub const DEFAULT_DISTILLED_WEIGHT: f32 = 0.35;
+
+/// The default τ for a mix: [`DEFAULT_MODEL_THRESHOLD`] when a neural model's similarity is
+/// fused (`model_fused`), else [`DEFAULT_THRESHOLD`] with the distilled vectors
+/// (`distilled_weight` above 0) and [`DEFAULT_WORDS_THRESHOLD`] without them.
+pub fn default_threshold(model_fused: bool, distilled_weight: f32) -> f32 {
+    if model_fused {
+        DEFAULT_MODEL_THRESHOLD
+    } else if distilled_weight > 0.0 {
+        DEFAULT_THRESHOLD
+    } else {
+        DEFAULT_WORDS_THRESHOLD
+    }
+}
+
 impl Default for SelectOptions {
     fn default() -> Self {
         Self {
@@ -152,6 +182,7 @@ impl Default for SelectOptions {
             fusion: Fusion::default(),
             max_list_tokens: None,
             name_share: DEFAULT_NAME_SHARE,
+            distilled_weight: DEFAULT_DISTILLED_WEIGHT,
         }
     }
 }
@@ -570,6 +601,8 @@ pub struct SelectIndex {
     name_dense: Option<Dense>,
     status: EmbeddingStatus,
     embedder: LexicalEmbedder,
+    /// The tools' distilled vectors ([`distilled_text`]), when their weight is above 0.
+    distilled: Option<Dense>,
     follow_ups: Vec<Vec<(u32, f32)>>,
     /// Per tool: the tools that feed it or follow it, with the link's strength in (0, 1].
     companions: Vec<Vec<(u32, f32)>>,
@@ -627,6 +660,16 @@ impl SelectIndex {
                 (Some(dense), name_dense, status)
             }
         };
+        let distilled = (options.distilled_weight > 0.0).then(|| {
+            let table = distilled::DistilledVectors::get();
+            let vectors: HashMap<&str, Vec<f32>> = tools
+                .iter()
+                .map(|(name, spec)| (*name, table.embed(&distilled_text(name, spec))))
+                .collect();
+            Dense::new(distilled::DISTILLED_DIMENSION, &names, |name| {
+                vectors.get(name).map(Vec::as_slice)
+            })
+        });
         let core = resolve_core(&options.core, &names);
         let follow_ups = vec![Vec::new(); names.len()];
         let companions = vec![Vec::new(); names.len()];
@@ -643,6 +686,7 @@ impl SelectIndex {
             name_dense,
             status,
             embedder,
+            distilled,
             follow_ups,
             companions,
             has_companions: false,
@@ -1016,7 +1060,7 @@ impl SelectIndex {
                 }
                 self.fuse(&lexical, &cosine)
             }
-            _ => lexical,
+            _ => self.with_distilled(query, lexical),
         };
         let asks = asks_for_change(&words);
         if !asks {
@@ -1099,6 +1143,29 @@ impl SelectIndex {
         }
     }
 
+    /// Words fused with the built-in distilled vectors' similarity (a weighted sum, as
+    /// [`Fusion::Weighted`]), their weight scaled by `1 − best lexical score`; `lexical` as it
+    /// is when their weight is 0.
+    fn with_distilled(&self, query: &str, lexical: Vec<f32>) -> Vec<f32> {
+        let Some(dense) = &self.distilled else { return lexical };
+        // The more of the request's words the best tool has, the less the vectors count: where
+        // words match well they separate a catalog's siblings (twenty merge-request tools) better
+        // than a sum of word-piece vectors, whose differences there are mostly noise.
+        let best = lexical.iter().copied().fold(0.0f32, f32::max);
+        let wl = self.options.lexical_weight.max(0.0);
+        let wd = self.options.distilled_weight * (1.0 - best).max(0.0);
+        if wd <= 0.0 {
+            return lexical;
+        }
+        let mut cosine = vec![0.0f32; dense.tools];
+        dense.scores(&distilled::DistilledVectors::get().embed(query), &mut cosine);
+        lexical
+            .iter()
+            .zip(cosine)
+            .map(|(l, c)| (wl * l + wd * c.clamp(0.0, 1.0)) / (wl + wd))
+            .collect()
+    }
+
     fn fuse(&self, lexical: &[f32], cosine: &[f32]) -> Vec<f32> {
         let wl = self.options.lexical_weight.max(0.0);
         let we = self.options.embedding_weight.max(0.0);
@@ -1148,6 +1215,18 @@ impl SelectIndex {
 fn unit(v: &[f32]) -> Option<Vec<f32>> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     (norm > 0.0 && norm.is_finite()).then(|| v.iter().map(|x| x / norm).collect())
+}
+
+/// The text a tool's distilled vector is made from: its name's words, its description, and its
+/// input parameters (`path: description`, one a line).
+pub fn distilled_text(qualified: &str, spec: &ToolSpec) -> String {
+    let inputs = crate::enrich::embed::tool_texts(qualified, spec).inputs;
+    format!(
+        "{}: {}\n{}",
+        crate::enrich::embed::name_text(qualified),
+        spec.description.trim(),
+        inputs
+    )
 }
 
 /// Words that join two requests in one query ("the stock price *and* the latest news").

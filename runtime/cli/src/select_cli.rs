@@ -38,7 +38,7 @@ pub(crate) struct SelectArgs {
     /// Tools per ranking.
     #[arg(long, default_value_t = 10)]
     k: usize,
-    /// Rank on words only, without embedding similarity.
+    /// Rank on words only (BM25F), without embedding or distilled-vector similarity.
     #[arg(long)]
     lexical_only: bool,
     /// τ: the score a tool needs to be selected on its own merit (the selected-set line of
@@ -78,6 +78,10 @@ pub(crate) struct SelectArgs {
     /// whole tool's (1); default: `[selector] name_share`, else 0.
     #[arg(long, value_name = "W")]
     name_share: Option<f32>,
+    /// How much the built-in distilled vectors' similarity counts beside words when no model's
+    /// is fused; default: `[selector] distilled_weight`, else 0.35 (0: words alone).
+    #[arg(long, value_name = "W")]
+    distilled_weight: Option<f32>,
     /// Only the queries of one part of the set: `tune` those whose id ends in a number that is a
     /// multiple of 4 (`s8`, `m12`), `test` the others — the split the defaults were tuned on
     /// (MetaTool's `tune` part) and are reported on (its `test` part).
@@ -140,6 +144,9 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if let Some(share) = args.name_share {
         options.name_share = share;
     }
+    if let Some(w) = args.distilled_weight {
+        options.distilled_weight = w;
+    }
     let local = match &args.local_model {
         Some(dir) => {
             if configured.embedding_weight.is_none() {
@@ -157,18 +164,23 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     }
     if args.lexical_only {
         options.embedding_weight = 0.0;
+        options.distilled_weight = 0.0;
     }
     // τ for the mix in use: a file's tools meet a neural model only through --local-model.
     let neural = local.is_some()
         || args.tools.is_none()
             && quiver_runtime::selector::embeds_with_a_model(&host.config().config);
     let thresholds = if args.threshold.is_empty() {
-        vec![configured.effective_threshold(neural && options.embedding_weight > 0.0)]
+        vec![configured.effective_threshold(
+            neural && options.embedding_weight > 0.0,
+            options.distilled_weight,
+        )]
     } else {
         args.threshold.clone()
     };
     options.threshold = thresholds[0];
     let (max_tools, max_list_tokens) = (options.max_tools, options.max_list_tokens);
+    let distilled = options.distilled_weight > 0.0;
     // How the selected-set lines name the budget.
     let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
     let fusion = match args.fusion {
@@ -217,6 +229,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
             format!("fused: words and {} embeddings", model.model_id())
         }
         _ if selector.uses_embeddings() => "fused: words and embeddings".to_owned(),
+        _ if distilled => "words and distilled vectors".to_owned(),
         _ => "words only".to_owned(),
     };
     if let Some(query) = &args.query {

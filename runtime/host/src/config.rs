@@ -294,8 +294,8 @@ pub struct SelectorConfig {
     /// Tools listed at once in `dynamic` mode, CORE included; the most `find_tools` returns.
     pub max_tools: usize,
     /// Score below which the selector leaves a tool out (τ). Default:
-    /// [`quiver_core::select::DEFAULT_THRESHOLD`] on words alone,
-    /// [`quiver_core::select::DEFAULT_MODEL_THRESHOLD`] when a neural model's similarity is fused.
+    /// [`quiver_core::select::default_threshold`]: 0.2 for words and the distilled vectors,
+    /// 0.1 for words alone, 0.17 when a neural model's similarity is fused.
     pub threshold: Option<f32>,
     /// Tools always listed in `search` and `dynamic` mode (names or globs).
     pub core: Vec<String>,
@@ -317,6 +317,10 @@ pub struct SelectorConfig {
     /// similarity to the whole tool (1). Default
     /// [`quiver_core::select::DEFAULT_NAME_SHARE`] (0: the whole text alone).
     pub name_share: Option<f32>,
+    /// How much the built-in distilled vectors' similarity counts beside words when no model's
+    /// similarity is fused. Default [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`]; 0: words
+    /// alone.
+    pub distilled_weight: Option<f32>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -342,6 +346,7 @@ impl Default for SelectorConfig {
             query_timeout_ms: 1500,
             max_list_tokens: None,
             name_share: None,
+            distilled_weight: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,
@@ -372,14 +377,18 @@ pub enum EmbedderConfig {
 }
 
 impl SelectorConfig {
-    /// τ in effect: the configured one, else the default for words alone or, when a neural
-    /// model's similarity is fused (`fused`), for that mix.
-    pub fn effective_threshold(&self, fused: bool) -> f32 {
-        self.threshold.unwrap_or(if fused {
-            quiver_core::select::DEFAULT_MODEL_THRESHOLD
-        } else {
-            quiver_core::select::DEFAULT_THRESHOLD
-        })
+    /// τ in effect: the configured one, else the default for the mix in use — a neural
+    /// model's similarity fused (`fused`), else words with the distilled vectors at
+    /// `distilled_weight` (see [`quiver_core::select::default_threshold`]).
+    pub fn effective_threshold(&self, fused: bool, distilled_weight: f32) -> f32 {
+        self.threshold
+            .unwrap_or_else(|| quiver_core::select::default_threshold(fused, distilled_weight))
+    }
+
+    /// The distilled vectors' weight in effect: the configured one, else
+    /// [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`].
+    pub fn effective_distilled_weight(&self) -> f32 {
+        self.distilled_weight.unwrap_or(quiver_core::select::DEFAULT_DISTILLED_WEIGHT)
     }
 
     /// The embedding weight in effect: the configured one, else 0 with the built-in embedder and

@@ -66,6 +66,9 @@ pub struct SelectorOptions {
     /// How much a query's similarity to a tool's name counts beside the whole tool's (default
     /// 0, see [`quiver_core::select::DEFAULT_NAME_SHARE`]).
     pub name_share: f32,
+    /// How much the built-in distilled vectors' similarity counts beside words when no model's
+    /// is fused (default [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`]; 0: words alone).
+    pub distilled_weight: f32,
 }
 
 impl Default for SelectorOptions {
@@ -79,6 +82,7 @@ impl Default for SelectorOptions {
             embedding_weight: core.embedding_weight,
             max_list_tokens: core.max_list_tokens,
             name_share: core.name_share,
+            distilled_weight: core.distilled_weight,
         }
     }
 }
@@ -92,11 +96,15 @@ impl SelectorOptions {
         let embedding_weight = selector.effective_embedding_weight(model);
         Self {
             max_tools: selector.max_tools,
-            threshold: selector.effective_threshold(model && embedding_weight > 0.0),
+            threshold: selector.effective_threshold(
+                model && embedding_weight > 0.0,
+                selector.effective_distilled_weight(),
+            ),
             core: selector.core.clone(),
             embedding_weight,
             max_list_tokens: selector.max_list_tokens,
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
+            distilled_weight: selector.effective_distilled_weight(),
             ..Self::default()
         }
     }
@@ -346,6 +354,7 @@ impl Selector {
             fusion,
             max_list_tokens: options.max_list_tokens,
             name_share: options.name_share,
+            distilled_weight: options.distilled_weight,
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
