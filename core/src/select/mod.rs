@@ -13,6 +13,11 @@
 //!   so a synonym still matches when no embedding can be used; `pull request`/`merge request` in
 //!   a tool's text also read as `pr`/`mr`, and a few request verbs meet the verbs tool names use
 //!   ("file a bug" → create, "look up" → get, "move to Done" → transition).
+//! - **Distilled vectors** (the default's second signal): the cosine between the query's and each
+//!   tool's sum of word-piece vectors distilled from all-MiniLM-L6-v2 ([`distilled`]), built
+//!   into quiver, so a request that shares no word with its tool still finds it; fused with
+//!   words at [`SelectOptions::distilled_weight`] times one minus the best lexical score, and
+//!   only when no model's similarity is.
 //! - **Embeddings**: the cosine between the query and each tool's `tool` vector of the
 //!   `embeddings` artifact. When the artifact came from the built-in [`LexicalEmbedder`] (its
 //!   dimension), the index embeds the query itself; vectors of another model (a local neural
