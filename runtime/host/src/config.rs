@@ -294,7 +294,7 @@ pub struct SelectorConfig {
     /// Tools listed at once in `dynamic` mode, CORE included; the most `find_tools` returns.
     pub max_tools: usize,
     /// Score below which the selector leaves a tool out (τ). Default:
-    /// [`quiver_core::select::default_threshold`]: 0.2 for words and the distilled vectors,
+    /// [`quiver_core::select::default_threshold`]: 0.17 for words and the distilled vectors,
     /// 0.1 for words alone, 0.17 when a neural model's similarity is fused.
     pub threshold: Option<f32>,
     /// Tools always listed in `search` and `dynamic` mode (names or globs).
