@@ -1029,21 +1029,10 @@ async fn find_tools_answers_fit_the_token_budget_and_keep_the_best_hit() {
     };
     // The estimator of the README's figures, over each tool as the answer lists it.
     let tokens = |answer: &Value| -> Vec<u64> {
-        answer["tools"]
-            .as_array()
+        quiver_runtime::sources::parse_tools(answer)
             .unwrap()
             .iter()
-            .map(|t| {
-                let spec = quiver_core::ToolSpec {
-                    name: t["name"].as_str().unwrap().into(),
-                    group: None,
-                    description: t["description"].as_str().unwrap_or_default().into(),
-                    input_schema: t["inputSchema"].clone(),
-                    output_schema: None,
-                    sensitive_params: vec![],
-                };
-                quiver_core::select::listed_tokens(&spec.name, &spec)
-            })
+            .map(|spec| quiver_core::select::listed_tokens(&spec.name, spec))
             .collect()
     };
     let free = answer("").await;

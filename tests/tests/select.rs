@@ -246,40 +246,24 @@ fn tools_file_of_openai_functions_is_ranked_by_its_own_names() {
         "q.jsonl",
         "{\"id\": 1, \"query\": \"what is on my calendar tomorrow\"}\n{\"id\": 2, \"query\": \"mail the report to Ana\"}\n",
     );
-    let out = setup.run(&["select", "--tools", &tools, "--queries", &queries, "--k", "2"]);
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The two rankings (one JSON line per query) of a run with `extra` arguments; the run must
+    // succeed.
+    let rankings = |extra: &[&str]| -> (Vec<Value>, String) {
+        let mut args = vec!["select", "--tools", &tools, "--queries", &queries, "--k", "2"];
+        args.extend_from_slice(extra);
+        let out = setup.run(&args);
+        let (stdout, stderr) = texts(&out);
+        assert!(out.status.success(), "{stderr}");
+        (stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect(), stdout)
+    };
+    let (lines, stdout) = rankings(&[]);
     assert_eq!(lines[0]["ranked"][0], "listCalendarEvents", "names as written: {stdout}");
     // The distilled vectors meet `mail` and `email`, which share no word.
     assert_eq!(lines[1]["ranked"][0], "send_email", "{stdout}");
     // Words alone do not; the built-in embedder's n-grams do, when fused.
-    let words = setup.run(&[
-        "select",
-        "--tools",
-        &tools,
-        "--queries",
-        &queries,
-        "--k",
-        "2",
-        "--lexical-only",
-    ]);
-    let (stdout, _) = texts(&words);
-    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (lines, stdout) = rankings(&["--lexical-only"]);
     assert_eq!(lines[1]["ranked"], json!([]), "{stdout}");
-    let args = [
-        "select",
-        "--tools",
-        &tools,
-        "--queries",
-        &queries,
-        "--k",
-        "2",
-        "--embedding-weight",
-        "0.4",
-    ];
-    let (stdout, _) = texts(&setup.run(&args));
-    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (lines, stdout) = rankings(&["--embedding-weight", "0.4"]);
     assert_eq!(lines[1]["ranked"][0], "send_email", "n-grams meet `mail`/`email`: {stdout}");
 
     let bad = setup.write("bad.json", "{\"nothing\": []}");
@@ -616,15 +600,7 @@ fn distilled_word_pieces_are_the_models_own_tokenizers() {
     let tools: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("bfcl/tools.json")).unwrap())
             .unwrap();
-    for tool in tools["tools"].as_array().unwrap() {
-        let spec = quiver_core::ToolSpec {
-            name: tool["name"].as_str().unwrap().to_owned(),
-            group: None,
-            description: tool["description"].as_str().unwrap_or_default().to_owned(),
-            input_schema: tool["inputSchema"].clone(),
-            output_schema: None,
-            sensitive_params: vec![],
-        };
+    for spec in quiver_runtime::sources::parse_tools(&tools).unwrap() {
         texts.push(quiver_core::select::distilled_text(&spec.name, &spec));
     }
     for line in std::fs::read_to_string(data.join("bfcl/queries.jsonl")).unwrap().lines() {
