@@ -1116,7 +1116,9 @@ async fn find_tools_embeds_the_query_with_the_tools_model_and_says_when_it_could
     assert_eq!(found_names(&timed_out).first().map(String::as_str), Some("gitlab_retry_job"));
     let ranking = timed_out["ranking"].as_str().unwrap_or_default();
     assert!(
-        ranking.starts_with("ranked on words alone") && ranking.contains("within 300 ms"),
+        ranking
+            .starts_with("ranked without the embedding model, on words and the built-in vectors")
+            && ranking.contains("within 300 ms"),
         "{timed_out}"
     );
     // The next query does not wait for the model that just failed.

@@ -153,7 +153,7 @@ fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
         assert!(whole <= per_item, "whole sets are the stricter reading at {k}: {stdout}");
     }
     // Regression guards, below the measured figures over the five providers' 158 tools
-    // (0.79 / 0.88 / 0.98 whole at 3 / 5 / 10; words alone 0.79 / 0.90 / 0.98).
+    // (0.81 / 0.87 / 0.98 whole at 3 / 5 / 10; words alone 0.79 / 0.90 / 0.98).
     assert!(rows[1].1 >= 0.75 && rows[2].1 >= 0.85 && rows[3].1 >= 0.98, "{stdout}");
     assert!(stdout.contains("selected (τ 0.17, at most 20): whole gold set in"), "{stdout}");
     let words = setup.run(&["select", "--queries", &queries, "--gold", &gold, "--lexical-only"]);
@@ -190,22 +190,22 @@ fn recall_on_the_public_bfcl_set_holds() {
         stdout.starts_with("recall over 2351 queries (words and distilled vectors)"),
         "{stdout}"
     );
-    // Regression guards just below the measured .590/.786/.844/.904 (BM25F alone
+    // Regression guards just below the measured .587/.795/.857/.906 (BM25F alone
     // .570/.764/.836/.901; plain BM25 over names and descriptions .479/.678/.762/.848).
     let rows = recall_rows(&stdout);
     let whole: Vec<f64> = rows.iter().map(|r| r.1).collect();
     assert!(
-        whole[0] >= 0.58 && whole[1] >= 0.78 && whole[2] >= 0.835 && whole[3] >= 0.895,
+        whole[0] >= 0.58 && whole[1] >= 0.785 && whole[2] >= 0.85 && whole[3] >= 0.9,
         "{stdout}"
     );
-    // Under 500 tokens the selected set holds the gold set for .758 (BM25F alone .760; .677
+    // Under 500 tokens the selected set holds the gold set for .769 (BM25F alone .760; .677
     // when the budget's knapsack weighed raw scores).
     let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17")).unwrap();
     let held: f64 = selected
         .split_once("whole gold set in ")
         .and_then(|(_, rest)| rest.split(',').next()?.parse().ok())
         .unwrap();
-    assert!(held >= 0.74, "{selected}");
+    assert!(held >= 0.75, "{selected}");
     // BM25F alone, as the README's table gives it.
     let mut words = args.to_vec();
     words.push("--lexical-only");
@@ -421,13 +421,23 @@ fn companions_over_the_providers_catalog_feed_ids_not_scopes() {
         .collect();
     assert!(scopes.is_empty(), "{scopes:?}");
 
-    // Through the host's selector, a request naming the transcript finds the search that gets
-    // its id: the feeder rises, the hit stays first.
+    // Through the host's selector, a request naming the transcript: the hit stays first, the
+    // search that gets its id is in the set a model is shown, and the companion links never
+    // rank it lower than the words and vectors alone do (here its own score, .204, is above
+    // the lift, the hit's .302 times the link's strength).
+    let query = "action items from the last meeting with Acme";
     let selector = selector_for_host(&host, SelectorOptions::default()).unwrap();
-    let ranked = selector.rank("action items from the last meeting with Acme", &[], 5);
-    let names: Vec<&str> = ranked.iter().map(|r| r.name.as_str()).collect();
+    let without = Selector::new(&catalog, None, SelectorOptions::default());
+    let place = |selector: &Selector| {
+        let ranked = selector.rank(query, &[], catalog.len());
+        ranked.iter().position(|r| r.name == "fireflies.search_transcripts").unwrap()
+    };
+    let names: Vec<String> = selector.rank(query, &[], 5).into_iter().map(|r| r.name).collect();
     assert_eq!(names[0], "fireflies.get_transcript", "{names:?}");
-    assert!(names.contains(&"fireflies.search_transcripts"), "{names:?}");
+    let (lifted, alone) = (place(&selector), place(&without));
+    assert!(lifted <= alone && lifted < 6, "{lifted} with companions, {alone} without");
+    let shown = selector.select(query, &[]);
+    assert!(shown.contains(&"fireflies.search_transcripts".to_owned()), "{shown:?}");
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //! enrichment's HTTP endpoint through [`QueryEmbedder`], whose vectors the caller passes to
 //! [`Selector::rank_with`] / [`Selector::select_with`] ([`Selector::query_vector`] gets them,
 //! cached). An endpoint that fails or does not answer within `[selector] query_timeout_ms` leaves
-//! that query to words alone, and [`QueryVector::words_only`] says why, so an answer can say so.
+//! that query to words and the built-in distilled vectors, and [`QueryVector::without_model`]
+//! says why, so an answer can say so.
 //!
 //! ```no_run
 //! use quiver_runtime::selector::{selector_for_host, SelectorOptions};
@@ -139,19 +140,19 @@ pub struct Selector {
     query_embedder: Option<QueryEmbedder>,
 }
 
-/// A query's vector from the model of the tool vectors, or why the query is ranked on words
-/// alone.
+/// A query's vector from the model of the tool vectors, or why the query is ranked without it
+/// (on words and the built-in distilled vectors).
 #[derive(Debug, Clone, Default)]
 pub struct QueryVector {
     /// The vector; `None` when none is needed or none could be had.
     pub vector: Option<Arc<[f32]>>,
     /// Why a vector was needed and not had (the endpoint failed, timed out…).
-    pub words_only: Option<String>,
+    pub without_model: Option<String>,
 }
 
 /// Embeds queries with the model that embedded the tools, when that is not the built-in
 /// embedder: a local model, or an HTTP endpoint with a short timeout. Vectors are cached by query
-/// text; after an endpoint failure, queries go to words alone for a while instead of each waiting
+/// text; after an endpoint failure, queries go without it for a while instead of each waiting
 /// out the timeout.
 #[derive(Clone)]
 pub struct QueryEmbedder {
@@ -379,7 +380,7 @@ impl Selector {
 
     /// The vector of `query` that [`Selector::rank_with`] and [`Selector::select_with`] need:
     /// none when the embeddings are the built-in embedder's (or weigh nothing); else from the
-    /// query embedder, or why the query goes to words alone.
+    /// query embedder, or why the query goes without it.
     pub async fn query_vector(&self, query: &str) -> QueryVector {
         if !self.index.needs_query_vectors() {
             return QueryVector::default();
@@ -387,14 +388,14 @@ impl Selector {
         let Some(embedder) = &self.query_embedder else {
             return QueryVector {
                 vector: None,
-                words_only: Some("no model to embed the query with".into()),
+                without_model: Some("no model to embed the query with".into()),
             };
         };
         match embedder.embed(query).await {
-            Ok(vector) => QueryVector { vector: Some(vector), words_only: None },
+            Ok(vector) => QueryVector { vector: Some(vector), without_model: None },
             Err(e) => {
-                tracing::warn!("ranking a query on words alone: {e}");
-                QueryVector { vector: None, words_only: Some(e) }
+                tracing::warn!("ranking a query without the embedding model: {e}");
+                QueryVector { vector: None, without_model: Some(e) }
             }
         }
     }

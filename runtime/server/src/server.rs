@@ -332,7 +332,7 @@ impl QuiverServer {
     /// recent calls lifting their follow-ups and bundle siblings; for a request of several
     /// clauses, each clause's best tool among them (scored on the clause alone) though the whole
     /// request ranks it lower. `None` for the scores when no selector could be built (names
-    /// only). Also why the query was ranked on words alone when its embedding model failed.
+    /// only). Also why the query was ranked without its embedding model when that failed.
     async fn rank<'c>(
         &self,
         view: &View,
@@ -378,7 +378,7 @@ impl QuiverServer {
             }
             hits.push((tool, score));
         }
-        (hits, vector.words_only)
+        (hits, vector.without_model)
     }
 
     /// τ, as the selector applies it (the config's when no selector could be built).
@@ -507,9 +507,11 @@ impl QuiverServer {
             let note = "the bundle's tools; run one with call_tool(name, arguments)";
             return text_result(json!({ "tools": found, "note": note }).to_string());
         }
-        let (ranked, words_only) = self.rank(view, &catalog, query, k).await;
+        let (ranked, without_model) = self.rank(view, &catalog, query, k).await;
         // Said in the answer, not only logged: the model may rephrase in plainer words.
-        let ranking = words_only.map(|why| format!("ranked on words alone: {why}"));
+        let ranking = without_model.map(|why| {
+            format!("ranked without the embedding model, on words and the built-in vectors: {why}")
+        });
         let threshold = self.threshold().await;
         let fitting: Vec<&(&ExposedTool, Option<f32>)> =
             ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
@@ -562,7 +564,7 @@ impl QuiverServer {
         };
         let catalog = view.catalog(&self.inner);
         let bundles = catalog.bundles();
-        let mut words_only = None;
+        let mut without_model = None;
         let tools: Vec<String> = if let Some(bundle) = bundles.iter().find(|b| b.name == wanted) {
             bundle.tools.clone()
         } else if let Some(tool) = catalog.get(wanted) {
@@ -577,7 +579,7 @@ impl QuiverServer {
                 Some(selector) => {
                     let recent = view.session.recent_calls().await;
                     let vector = selector.query_vector(wanted).await;
-                    words_only = vector.words_only;
+                    without_model = vector.without_model;
                     selector
                         .select_with(wanted, vector.vector.as_deref(), &recent)
                         .into_iter()
@@ -622,8 +624,10 @@ impl QuiverServer {
         if !outcome.evicted.is_empty() {
             summary["unlisted_to_make_room"] = json!(mcp(&outcome.evicted));
         }
-        if let Some(why) = words_only {
-            summary["ranking"] = json!(format!("chosen on words alone: {why}"));
+        if let Some(why) = without_model {
+            summary["ranking"] = json!(format!(
+                "chosen without the embedding model, on words and the built-in vectors: {why}"
+            ));
         }
         if !outcome.left_out.is_empty() {
             summary["left_out"] = json!(mcp(&outcome.left_out));
