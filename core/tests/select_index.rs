@@ -697,6 +697,29 @@ fn distilled_vectors_find_a_tool_that_shares_no_word_with_the_request() {
 }
 
 #[test]
+fn distilled_vectors_find_both_tools_of_a_request_for_two_things() {
+    let tools = services();
+    let index = SelectIndex::new(
+        tools.iter().map(|(n, s)| (n.as_str(), s)),
+        None,
+        SelectOptions::default(),
+    );
+    for (request, wanted) in [
+        (
+            "how much is one Litecoin worth in dollars and will I need an umbrella in Oslo tomorrow",
+            ["FinanceTool", "WeatherTool"],
+        ),
+        ("something to watch on Netflix tonight, then the price of Litecoin", ["FinanceTool", "MediaTool"]),
+    ] {
+        // Neither thing drowns the other (each clause's similarity counts beside the whole
+        // request's; on MetaTool's two-tool requests that is where it shows).
+        let mut top: Vec<String> = index.rank(request, &[], 2).into_iter().map(|r| r.name).collect();
+        top.sort();
+        assert_eq!(top, wanted, "{request}");
+    }
+}
+
+#[test]
 fn nonsense_selects_nothing_at_the_default_threshold() {
     let tools = registry();
     let index = SelectIndex::new(
