@@ -165,11 +165,15 @@ fn embeddings(tools: &[(String, ToolSpec)]) -> EmbeddingsArtifact {
 fn index(options: SelectOptions, fused: bool) -> SelectIndex {
     let tools = registry();
     let artifact = embeddings(&tools);
-    SelectIndex::new(
-        tools.iter().map(|(n, s)| (n.as_str(), s)),
-        fused.then_some(&artifact),
-        options,
-    )
+    index_over(&tools, fused.then_some(&artifact), options)
+}
+
+fn index_over(
+    tools: &[(String, ToolSpec)],
+    embeddings: Option<&EmbeddingsArtifact>,
+    options: SelectOptions,
+) -> SelectIndex {
+    SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), embeddings, options)
 }
 
 /// BM25F alone, without the distilled vectors, at the τ calibrated for it.
@@ -676,11 +680,8 @@ fn services() -> Vec<(String, ToolSpec)> {
 #[test]
 fn distilled_vectors_find_a_tool_that_shares_no_word_with_the_request() {
     let tools = services();
-    let build = |options: SelectOptions| {
-        SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), None, options)
-    };
-    let words_alone = build(words_alone());
-    let default = build(SelectOptions::default());
+    let words_alone = index_over(&tools, None, words_alone());
+    let default = index_over(&tools, None, SelectOptions::default());
     for (request, tool) in [
         ("how much is one Litecoin worth in dollars", "FinanceTool"),
         ("will I need an umbrella in Oslo tomorrow", "WeatherTool"),
@@ -698,12 +699,7 @@ fn distilled_vectors_find_a_tool_that_shares_no_word_with_the_request() {
 
 #[test]
 fn distilled_vectors_find_both_tools_of_a_request_for_two_things() {
-    let tools = services();
-    let index = SelectIndex::new(
-        tools.iter().map(|(n, s)| (n.as_str(), s)),
-        None,
-        SelectOptions::default(),
-    );
+    let index = index_over(&services(), None, SelectOptions::default());
     for (request, wanted) in [
         (
             "how much is one Litecoin worth in dollars and will I need an umbrella in Oslo tomorrow",
@@ -713,7 +709,7 @@ fn distilled_vectors_find_both_tools_of_a_request_for_two_things() {
     ] {
         // Neither thing drowns the other (each clause's similarity counts beside the whole
         // request's; on MetaTool's two-tool requests that is where it shows).
-        let mut top: Vec<String> = index.rank(request, &[], 2).into_iter().map(|r| r.name).collect();
+        let mut top = top_names(&index, request, 2);
         top.sort();
         assert_eq!(top, wanted, "{request}");
     }
@@ -721,12 +717,7 @@ fn distilled_vectors_find_both_tools_of_a_request_for_two_things() {
 
 #[test]
 fn nonsense_selects_nothing_at_the_default_threshold() {
-    let tools = registry();
-    let index = SelectIndex::new(
-        tools.iter().map(|(n, s)| (n.as_str(), s)),
-        None,
-        SelectOptions::default(),
-    );
+    let index = index(SelectOptions::default(), false);
     for nonsense in ["zzzz qqqq", "lorem ipsum dolor sit amet", "asdfgh jkl"] {
         assert!(index.select(nonsense, &[]).is_empty(), "{nonsense}");
         let best = index.rank(nonsense, &[], 1);

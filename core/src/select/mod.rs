@@ -1053,19 +1053,7 @@ impl SelectIndex {
             (Some(dense), Some((whole, clauses))) => {
                 let cosine_of = |v: &[f32]| self.similarity(dense, v);
                 let mut cosine = cosine_of(whole);
-                if !clauses.is_empty() {
-                    // A request for two things sits between them in the model's space; each
-                    // clause sits on one. Half the whole, half the clause that fits best.
-                    let mut best_clause = vec![0.0f32; n];
-                    for clause in clauses {
-                        for (b, c) in best_clause.iter_mut().zip(cosine_of(clause)) {
-                            *b = b.max(c);
-                        }
-                    }
-                    for (c, b) in cosine.iter_mut().zip(&best_clause) {
-                        *c = (1.0 - CLAUSE_SHARE) * *c + CLAUSE_SHARE * b;
-                    }
-                }
+                mix_in_clauses(&mut cosine, clauses.iter().map(|clause| cosine_of(clause)));
                 self.fuse(&lexical, &cosine)
             }
             _ => self.with_distilled(query, lexical),
@@ -1167,24 +1155,13 @@ impl SelectIndex {
             return lexical;
         }
         let table = distilled::DistilledVectors::get();
-        let mut cosine = vec![0.0f32; dense.tools];
-        dense.scores(&table.embed(query), &mut cosine);
-        // As with a model: a request for two things sits between them; each clause sits on one.
-        let clauses = clauses(query);
-        if !clauses.is_empty() {
-            let mut best_clause = vec![0.0f32; dense.tools];
-            let mut clause_cosine = vec![0.0f32; dense.tools];
-            for clause in &clauses {
-                clause_cosine.fill(0.0);
-                dense.scores(&table.embed(clause), &mut clause_cosine);
-                for (b, c) in best_clause.iter_mut().zip(&clause_cosine) {
-                    *b = b.max(*c);
-                }
-            }
-            for (c, b) in cosine.iter_mut().zip(&best_clause) {
-                *c = (1.0 - CLAUSE_SHARE) * *c + CLAUSE_SHARE * b;
-            }
-        }
+        let cosine_of = |text: &str| {
+            let mut cosine = vec![0.0f32; dense.tools];
+            dense.scores(&table.embed(text), &mut cosine);
+            cosine
+        };
+        let mut cosine = cosine_of(query);
+        mix_in_clauses(&mut cosine, clauses(query).iter().map(|clause| cosine_of(clause)));
         lexical
             .iter()
             .zip(cosine)
@@ -1233,6 +1210,25 @@ impl SelectIndex {
         }
         if !recent.is_empty() {
             scores.iter_mut().for_each(|s| *s = s.min(1.0));
+        }
+    }
+}
+
+/// A request for two things sits between them in a vector space; each clause sits on one. So a
+/// tool's similarity becomes half the whole request's (`cosine`) and half the best of its
+/// clauses' (floored at 0); unchanged when there are no clauses.
+fn mix_in_clauses(cosine: &mut [f32], clause_cosines: impl IntoIterator<Item = Vec<f32>>) {
+    let mut best_clause = vec![0.0f32; cosine.len()];
+    let mut any = false;
+    for clause in clause_cosines {
+        any = true;
+        for (b, c) in best_clause.iter_mut().zip(clause) {
+            *b = b.max(c);
+        }
+    }
+    if any {
+        for (c, b) in cosine.iter_mut().zip(&best_clause) {
+            *c = (1.0 - CLAUSE_SHARE) * *c + CLAUSE_SHARE * b;
         }
     }
 }
