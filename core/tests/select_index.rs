@@ -725,3 +725,48 @@ fn nonsense_selects_nothing_at_the_default_threshold() {
     }
     assert!(!index.select("list the open pull requests", &[]).is_empty());
 }
+
+/// With a model's vectors, the default fusion counts each signal in its own standard deviations
+/// over the catalog and never lets the model outweigh words: past the words' weight a larger
+/// model weight changes nothing, and a tool that only the model points at (none of the
+/// request's words) scores at most half, where a fixed weighted sum gives it nearly all. With no
+/// word of the request in any tool, the model alone ranks.
+#[test]
+fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
+    let tools = registry();
+    let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
+    let one_hot = |name: &str| {
+        let mut v = vec![0.0f32; names.len()];
+        v[names.iter().position(|n| n.as_str() == name).unwrap()] = 1.0;
+        v
+    };
+    let foreign: EmbeddingsArtifact = names
+        .iter()
+        .map(|n| {
+            let embedding =
+                ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None, name: None };
+            ((*n).clone(), embedding)
+        })
+        .collect();
+    let index_with = |fusion: Fusion, embedding_weight: f32| {
+        let options = SelectOptions { embedding_weight, threshold: 0.0, fusion, ..words_alone() };
+        SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options)
+    };
+    let model_says = one_hot("jira.get_issue");
+    let ranking = |index: &SelectIndex, query: &str| {
+        index.rank_with(query, Some(&model_says), &[], names.len())
+    };
+    let query = "list merge requests";
+    let capped = ranking(&index_with(Fusion::default(), 100.0), query);
+    assert_eq!(capped, ranking(&index_with(Fusion::default(), 1000.0), query));
+    let score = |ranked: &[Ranked], name: &str| {
+        ranked.iter().find(|r| r.name == name).map_or(0.0, |r| r.score)
+    };
+    assert!(score(&capped, "jira.get_issue") <= 0.5, "{capped:?}");
+    assert!(score(&capped, "gitlab.list_merge_requests") > 0.25, "{capped:?}");
+    let weighted = ranking(&index_with(Fusion::Weighted, 100.0), query);
+    assert_eq!(weighted[0].name, "jira.get_issue");
+    assert!(weighted[0].score > 0.95, "{weighted:?}");
+    let wordless = ranking(&index_with(Fusion::default(), 3.0), "zzzz qqqq");
+    assert_eq!(wordless[0].name, "jira.get_issue", "{wordless:?}");
+}

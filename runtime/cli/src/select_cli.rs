@@ -52,7 +52,7 @@ pub(crate) struct SelectArgs {
     #[arg(long, value_name = "W")]
     embedding_weight: Option<f32>,
     /// How lexical and embedding scores are combined.
-    #[arg(long, value_enum, default_value = "weighted")]
+    #[arg(long, value_enum, default_value = "standardized")]
     fusion: FusionArg,
     /// The most tokens the selected tools' listings may cost together (the selected-set line of
     /// --gold); default: `[selector] max_list_tokens`.
@@ -60,7 +60,7 @@ pub(crate) struct SelectArgs {
     max_list_tokens: Option<u64>,
     /// Embed tools and queries with the sentence embedder in this model directory (config.json,
     /// model.safetensors, tokenizer.json), as `[selector.embedder] type = "local"` does; fused
-    /// with words at `[selector] embedding_weight` (default 1).
+    /// with words at `[selector] embedding_weight` (default 3).
     #[arg(long, value_name = "DIR")]
     local_model: Option<PathBuf>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
@@ -117,7 +117,10 @@ fn part_of(id: &serde_json::Value) -> PartArg {
 /// `--fusion` values.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub(crate) enum FusionArg {
-    /// A weighted sum of the normalised scores.
+    /// Each score in its own standard deviations over the catalog (z-score fusion), the model
+    /// never outweighing words.
+    Standardized,
+    /// A weighted sum of the normalised scores, the weights fixed.
     Weighted,
     /// Reciprocal-rank fusion.
     Rrf,
@@ -184,6 +187,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     // How the selected-set lines name the budget.
     let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
     let fusion = match args.fusion {
+        FusionArg::Standardized => Fusion::Standardized,
         FusionArg::Weighted => Fusion::Weighted,
         FusionArg::Rrf => Fusion::ReciprocalRank,
     };
@@ -221,8 +225,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         None if args.local_model.is_some() => {
             bail!("--local-model needs --tools FILE; for the host's tools set [selector.embedder]")
         }
-        None if matches!(fusion, Fusion::Weighted) => selector_for_host(host, options)?,
-        None => bail!("--fusion rrf needs --tools FILE; the host's selector fuses by weight"),
+        None if fusion == Fusion::default() => selector_for_host(host, options)?,
+        None => bail!(
+            "--fusion weighted and rrf need --tools FILE; the host's selector fuses by standard deviations"
+        ),
     };
     let mode = match selector.query_embedder() {
         Some(model) if selector.uses_embeddings() => {

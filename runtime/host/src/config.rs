@@ -295,12 +295,14 @@ pub struct SelectorConfig {
     pub max_tools: usize,
     /// Score below which the selector leaves a tool out (τ). Default:
     /// [`quiver_core::select::default_threshold`]: 0.17 for words and the distilled vectors,
-    /// 0.1 for words alone, 0.17 when a neural model's similarity is fused.
+    /// 0.1 for words alone, 0.12 when a neural model's similarity is fused.
     pub threshold: Option<f32>,
     /// Tools always listed in `search` and `dynamic` mode (names or globs).
     pub core: Vec<String>,
-    /// How much embedding similarity counts beside words (the lexical score weighs 1). Default:
-    /// 0 (words alone) with the built-in embedder, which measurably does not help;
+    /// How much embedding similarity counts beside words (the lexical score weighs 1), in
+    /// standard deviations of each over the catalog, never more than words (see
+    /// [`quiver_core::select::Fusion::Standardized`]). Default: 0 (words alone) with the
+    /// built-in embedder, which measurably does not help;
     /// [`quiver_core::select::DEFAULT_MODEL_EMBEDDING_WEIGHT`] when a neural model embeds the
     /// tools (`[selector.embedder]` local, or an `lm` on the embeddings enrichment).
     pub embedding_weight: Option<f32>,
