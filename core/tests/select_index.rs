@@ -770,3 +770,36 @@ fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
     let wordless = ranking(&index_with(Fusion::default(), 3.0), "zzzz qqqq");
     assert_eq!(wordless[0].name, "jira.get_issue", "{wordless:?}");
 }
+
+/// A query that a model's similarity was to be fused into but that comes without the model's
+/// vector (its endpoint failed) is ranked on words and the distilled vectors, and held to their
+/// τ, not to the model's.
+#[test]
+fn a_query_without_the_models_vector_is_held_to_the_words_threshold() {
+    let tools = registry();
+    let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
+    let foreign: EmbeddingsArtifact = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut tool = vec![0.0f32; names.len()];
+            tool[i] = 1.0;
+            ((*n).clone(), ToolEmbedding { tool, inputs: vec![], outputs: None, name: None })
+        })
+        .collect();
+    let options = SelectOptions {
+        embedding_weight: 3.0,
+        threshold: 0.0,
+        threshold_without_model: 0.99,
+        ..SelectOptions::default()
+    };
+    let index =
+        SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options)
+            .external_embeddings();
+    let vector = vec![1.0f32 / (names.len() as f32).sqrt(); names.len()];
+    assert_eq!(index.threshold_for(Some(&vector)), 0.0);
+    assert_eq!(index.threshold_for(None), 0.99);
+    assert!(!index.select_with("list merge requests", Some(&vector), &[]).is_empty());
+    let without = index.select_with("list merge requests", None, &[]);
+    assert!(without.is_empty(), "{without:?}");
+}

@@ -105,6 +105,11 @@ pub struct SelectOptions {
     pub max_tools: usize,
     /// τ: the fused score a tool needs to be selected on its own merit.
     pub threshold: f32,
+    /// τ for a query that a model's similarity was to be fused into but that has no vector from
+    /// the model (an HTTP endpoint failed or timed out): it is then ranked on words and the
+    /// distilled vectors, whose scores [`SelectOptions::threshold`] was not calibrated for
+    /// (default [`DEFAULT_THRESHOLD`]).
+    pub threshold_without_model: f32,
     /// Tools always selected: qualified names or globs (`github.get_*`).
     pub core: Vec<String>,
     /// The weight of the lexical (BM25) score.
@@ -202,6 +207,7 @@ impl Default for SelectOptions {
         Self {
             max_tools: DEFAULT_MAX_TOOLS,
             threshold: DEFAULT_THRESHOLD,
+            threshold_without_model: DEFAULT_THRESHOLD,
             core: Vec::new(),
             lexical_weight: DEFAULT_LEXICAL_WEIGHT,
             embedding_weight: DEFAULT_EMBEDDING_WEIGHT,
@@ -802,6 +808,18 @@ impl SelectIndex {
         self
     }
 
+    /// τ for a query with `vector` (see [`SelectIndex::rank_with`]):
+    /// [`SelectOptions::threshold_without_model`] when a model's similarity is fused but
+    /// `vector` holds none, else [`SelectOptions::threshold`].
+    pub fn threshold_for(&self, vector: Option<&[f32]>) -> f32 {
+        let has_vector = self.vector_parts(vector).first().is_some_and(|v| unit(v).is_some());
+        if self.needs_query_vectors() && !has_vector {
+            self.options.threshold_without_model
+        } else {
+            self.options.threshold
+        }
+    }
+
     /// Whether embeddings take part in scoring, and why not when they do not.
     pub fn embedding_status(&self) -> EmbeddingStatus {
         self.status
@@ -874,14 +892,14 @@ impl SelectIndex {
         recent: &[String],
     ) -> Vec<String> {
         let scores = self.scores_with(query, vector, recent);
+        let threshold = self.threshold_for(vector);
         let cap = self.options.max_tools.max(self.core.len());
         let mut chosen: Vec<usize> = self.core.iter().map(|&i| i as usize).collect();
         let mut taken = vec![false; self.names.len()];
         chosen.iter().for_each(|&i| taken[i] = true);
         // Only the tools at or above τ are sorted: the rest never get in on their own.
-        let mut above: Vec<usize> = (0..scores.len())
-            .filter(|&i| scores[i] > 0.0 && scores[i] >= self.options.threshold)
-            .collect();
+        let mut above: Vec<usize> =
+            (0..scores.len()).filter(|&i| scores[i] > 0.0 && scores[i] >= threshold).collect();
         above.sort_unstable_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         for &i in &above {
             if chosen.len() >= cap {
@@ -964,7 +982,9 @@ impl SelectIndex {
             }
             let scores = self.scores_with(clause, clause_vector, recent);
             if let Some(&i) = top(&scores, 1).first() {
-                if scores[i] >= self.options.threshold && bests.iter().all(|&(b, _)| b != i) {
+                if scores[i] >= self.threshold_for(clause_vector)
+                    && bests.iter().all(|&(b, _)| b != i)
+                {
                     bests.push((i, scores[i]));
                 }
             }
@@ -1084,7 +1104,7 @@ impl SelectIndex {
                 }
             }
         }
-        self.lift_companions(asks, &mut fused);
+        self.lift_companions(asks, self.threshold_for(vector), &mut fused);
         self.boost_recent(recent, &mut fused);
         fused
     }
@@ -1092,7 +1112,7 @@ impl SelectIndex {
     /// Lifts the companions of the strong hits (see [`SelectIndex::with_companions`]); a
     /// companion that writes is damped like any write the query did not ask for. Lifts are read
     /// from the scores before any lift, so they do not chain.
-    fn lift_companions(&self, asks_for_change: bool, scores: &mut [f32]) {
+    fn lift_companions(&self, asks_for_change: bool, threshold: f32, scores: &mut [f32]) {
         if !self.has_companions {
             return;
         }
@@ -1105,7 +1125,7 @@ impl SelectIndex {
         if best <= 0.0 {
             return;
         }
-        let floor = (best * EXPANSION_SHARE).max(self.options.threshold);
+        let floor = (best * EXPANSION_SHARE).max(threshold);
         let mut lifts: Vec<(usize, f32)> = Vec::new();
         for (hit, &score) in scores.iter().enumerate() {
             if score < floor {

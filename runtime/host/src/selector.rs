@@ -53,6 +53,10 @@ pub struct SelectorOptions {
     /// τ: the score in [0, 1] a tool needs to be selected on its own merit (default
     /// [`quiver_core::select::DEFAULT_THRESHOLD`], tuned on quiver's evaluation set).
     pub threshold: f32,
+    /// τ for a query ranked without the model its similarity was to come from (an HTTP endpoint
+    /// failed): the configured τ when one is, else the default for words and the distilled
+    /// vectors (see [`quiver_core::select::SelectOptions::threshold_without_model`]).
+    pub threshold_without_model: f32,
     /// Tools always selected: qualified names (`github.get_issue`), MCP names or globs
     /// (`github.get_*`).
     pub core: Vec<String>,
@@ -78,6 +82,7 @@ impl Default for SelectorOptions {
         Self {
             max_tools: core.max_tools,
             threshold: core.threshold,
+            threshold_without_model: core.threshold_without_model,
             core: core.core,
             lexical_weight: core.lexical_weight,
             embedding_weight: core.embedding_weight,
@@ -101,6 +106,8 @@ impl SelectorOptions {
                 model && embedding_weight > 0.0,
                 selector.effective_distilled_weight(),
             ),
+            threshold_without_model: selector
+                .effective_threshold(false, selector.effective_distilled_weight()),
             core: selector.core.clone(),
             embedding_weight,
             max_list_tokens: selector.max_list_tokens,
@@ -349,6 +356,7 @@ impl Selector {
         let options = SelectOptions {
             max_tools: options.max_tools,
             threshold: options.threshold,
+            threshold_without_model: options.threshold_without_model,
             core: options.core,
             lexical_weight: options.lexical_weight,
             embedding_weight: options.embedding_weight,
@@ -491,6 +499,11 @@ impl Selector {
     /// τ: the score a tool needs to be selected on its own merit.
     pub fn threshold(&self) -> f32 {
         self.index.options().threshold
+    }
+
+    /// τ for a query ranked without the model (see [`QueryVector::without_model`]).
+    pub fn threshold_without_model(&self) -> f32 {
+        self.index.options().threshold_without_model
     }
 
     /// The tools to show this turn: CORE ∪ the best-ranked at or above τ, then the bundles of

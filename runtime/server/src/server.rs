@@ -508,11 +508,16 @@ impl QuiverServer {
             return text_result(json!({ "tools": found, "note": note }).to_string());
         }
         let (ranked, without_model) = self.rank(view, &catalog, query, k).await;
+        // Ranked without the model, the scores are words' and the distilled vectors', and so is
+        // the τ they are held to.
+        let threshold = match (&without_model, self.selector().await) {
+            (Some(_), Some(selector)) => selector.threshold_without_model(),
+            _ => self.threshold().await,
+        };
         // Said in the answer, not only logged: the model may rephrase in plainer words.
         let ranking = without_model.map(|why| {
             format!("ranked without the embedding model, on words and the built-in vectors: {why}")
         });
-        let threshold = self.threshold().await;
         let fitting: Vec<&(&ExposedTool, Option<f32>)> =
             ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
         // Under `max_list_tokens`, the answer keeps the most value its listings can afford.
