@@ -51,7 +51,7 @@ pub struct SelectorOptions {
     /// The most tools [`Selector::select`] returns (default 20); CORE tools are kept beyond it.
     pub max_tools: usize,
     /// τ: the score in [0, 1] a tool needs to be selected on its own merit (default
-    /// [`quiver_core::select::DEFAULT_THRESHOLD`], tuned on quiver's evaluation set).
+    /// [`quiver_core::select::default_threshold`], calibrated on MetaTool's tune part).
     pub threshold: f32,
     /// τ for a query ranked without the model its similarity was to come from (an HTTP endpoint
     /// failed): the configured τ when one is, else the default for words and the distilled
