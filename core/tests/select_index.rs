@@ -185,6 +185,30 @@ fn words_alone() -> SelectOptions {
     }
 }
 
+/// A toy model of another dimension over `names`: each tool's vector is one-hot at its own
+/// position, so a query vector naming a tool ([`one_hot`]) lifts it alone.
+fn one_hot_model(names: &[&String]) -> EmbeddingsArtifact {
+    names
+        .iter()
+        .map(|n| {
+            let embedding = ToolEmbedding {
+                tool: one_hot(names, n),
+                inputs: vec![],
+                outputs: None,
+                name: None,
+            };
+            ((*n).clone(), embedding)
+        })
+        .collect()
+}
+
+/// The vector over `names` that is 1 at `name` and 0 elsewhere.
+fn one_hot(names: &[&String], name: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; names.len()];
+    v[names.iter().position(|n| n.as_str() == name).unwrap()] = 1.0;
+    v
+}
+
 fn top_names(index: &SelectIndex, query: &str, k: usize) -> Vec<String> {
     index.rank(query, &[], k).into_iter().map(|r| r.name).collect()
 }
@@ -302,31 +326,15 @@ fn vectors_of_another_model_fall_back_to_words() {
 #[test]
 fn vectors_of_another_model_fuse_with_the_query_vector_of_that_model() {
     let tools = registry();
-    // A toy model: each tool a one-hot vector, so a query vector naming a tool lifts it alone.
     let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
-    let one_hot = |i: usize| {
-        let mut v = vec![0.0f32; names.len()];
-        v[i] = 1.0;
-        v
-    };
-    let foreign: EmbeddingsArtifact = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            (
-                (*n).clone(),
-                ToolEmbedding { tool: one_hot(i), inputs: vec![], outputs: None, name: None },
-            )
-        })
-        .collect();
+    let foreign = one_hot_model(&names);
     let options = SelectOptions { embedding_weight: 0.5, ..SelectOptions::default() };
     let idx = SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options);
     assert!(idx.needs_query_vectors());
-    let target = names.iter().position(|n| n.as_str() == "jira.get_issue").unwrap();
     let words = idx.rank("open MRs", &[], 3);
     assert_ne!(words[0].name, "jira.get_issue", "{words:?}");
     // An unnormalised vector works as well: the index normalises it.
-    let query: Vec<f32> = one_hot(target).iter().map(|x| x * 7.0).collect();
+    let query: Vec<f32> = one_hot(&names, "jira.get_issue").iter().map(|x| x * 7.0).collect();
     let fused = idx.rank_with("open MRs", Some(&query), &[], 3);
     assert!(fused.iter().any(|r| r.name == "jira.get_issue"), "{fused:?}");
     let selected = idx.select_with("open MRs", Some(&query), &[]);
@@ -345,20 +353,7 @@ fn a_request_for_two_things_finds_both_through_its_clauses() {
 
     let tools = registry();
     let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
-    let one_hot = |name: &str| {
-        let mut v = vec![0.0f32; names.len()];
-        v[names.iter().position(|n| n.as_str() == name).unwrap()] = 1.0;
-        v
-    };
-    let foreign: EmbeddingsArtifact = names
-        .iter()
-        .map(|n| {
-            (
-                (*n).clone(),
-                ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None, name: None },
-            )
-        })
-        .collect();
+    let foreign = one_hot_model(&names);
     let options = SelectOptions {
         lexical_weight: 0.0,
         embedding_weight: 1.0,
@@ -371,7 +366,8 @@ fn a_request_for_two_things_finds_both_through_its_clauses() {
     assert_eq!(query_texts(query), [query, "zz yy", "xx ww"]);
     let whole = vec![0.1f32; names.len()];
     let vectors: Vec<f32> =
-        [whole.clone(), one_hot("jira.get_issue"), one_hot("github.get_job_logs")].concat();
+        [whole.clone(), one_hot(&names, "jira.get_issue"), one_hot(&names, "github.get_job_logs")]
+            .concat();
     let top: Vec<String> =
         idx.rank_with(query, Some(&vectors), &[], 2).into_iter().map(|r| r.name).collect();
     assert_eq!(top.len(), 2);
@@ -735,24 +731,12 @@ fn nonsense_selects_nothing_at_the_default_threshold() {
 fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
     let tools = registry();
     let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
-    let one_hot = |name: &str| {
-        let mut v = vec![0.0f32; names.len()];
-        v[names.iter().position(|n| n.as_str() == name).unwrap()] = 1.0;
-        v
-    };
-    let foreign: EmbeddingsArtifact = names
-        .iter()
-        .map(|n| {
-            let embedding =
-                ToolEmbedding { tool: one_hot(n), inputs: vec![], outputs: None, name: None };
-            ((*n).clone(), embedding)
-        })
-        .collect();
+    let foreign = one_hot_model(&names);
     let index_with = |fusion: Fusion, embedding_weight: f32| {
         let options = SelectOptions { embedding_weight, threshold: 0.0, fusion, ..words_alone() };
         SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), Some(&foreign), options)
     };
-    let model_says = one_hot("jira.get_issue");
+    let model_says = one_hot(&names, "jira.get_issue");
     let ranking = |index: &SelectIndex, query: &str| {
         index.rank_with(query, Some(&model_says), &[], names.len())
     };
@@ -778,15 +762,7 @@ fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
 fn a_query_without_the_models_vector_is_held_to_the_words_threshold() {
     let tools = registry();
     let names: Vec<&String> = tools.iter().map(|(n, _)| n).collect();
-    let foreign: EmbeddingsArtifact = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let mut tool = vec![0.0f32; names.len()];
-            tool[i] = 1.0;
-            ((*n).clone(), ToolEmbedding { tool, inputs: vec![], outputs: None, name: None })
-        })
-        .collect();
+    let foreign = one_hot_model(&names);
     let options = SelectOptions {
         embedding_weight: 3.0,
         threshold: 0.0,

@@ -170,15 +170,34 @@ fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
     assert!(recall_rows(&stdout)[3].1 >= 0.95, "{stdout}");
 }
 
+/// The tools file, queries and gold sets of the public set in `tests/data/<dir>`.
+fn public_set(dir: &str) -> (String, String, String) {
+    let file = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data")
+            .join(dir)
+            .join(name)
+            .display()
+            .to_string()
+    };
+    (file("tools.json"), file("queries.jsonl"), file("gold.jsonl"))
+}
+
+/// How often the selected set held the whole gold set, from a `selected (τ …)` line of
+/// `quiver select --gold`.
+fn gold_held(selected: &str) -> f64 {
+    selected
+        .split_once("whole gold set in ")
+        .and_then(|(_, rest)| rest.split(',').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no share in {selected}"))
+}
+
 /// The public BFCL set (tests/data/bfcl: 1 287 functions with schemas, 2 351 questions), which
 /// no default was tuned on: words alone, and what a token budget keeps.
 #[test]
 fn recall_on_the_public_bfcl_set_holds() {
     let setup = Setup::new(&[], "");
-    let file = |name: &str| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bfcl").join(name).display().to_string()
-    };
-    let (tools, queries, gold) = (file("tools.json"), file("queries.jsonl"), file("gold.jsonl"));
+    let (tools, queries, gold) = public_set("bfcl");
     let args = ["select", "--tools", &tools, "--queries", &queries, "--gold", &gold];
     let mut with_budget = args.to_vec();
     with_budget.extend_from_slice(&["--max-list-tokens", "500"]);
@@ -201,11 +220,7 @@ fn recall_on_the_public_bfcl_set_holds() {
     // Under 500 tokens the selected set holds the gold set for .770 (BM25F alone .760; .677
     // when the budget's knapsack weighed raw scores).
     let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17")).unwrap();
-    let held: f64 = selected
-        .split_once("whole gold set in ")
-        .and_then(|(_, rest)| rest.split(',').next()?.parse().ok())
-        .unwrap();
-    assert!(held >= 0.75, "{selected}");
+    assert!(gold_held(selected) >= 0.75, "{selected}");
     // BM25F alone, as the README's table gives it.
     let mut words = args.to_vec();
     words.push("--lexical-only");
@@ -220,11 +235,7 @@ fn recall_on_the_public_bfcl_set_holds() {
 #[test]
 fn recall_on_the_public_toolbench_set_holds() {
     let setup = Setup::new(&[], "");
-    let file = |name: &str| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/toolbench").join(name);
-        path.display().to_string()
-    };
-    let (tools, queries, gold) = (file("tools.json"), file("queries.jsonl"), file("gold.jsonl"));
+    let (tools, queries, gold) = public_set("toolbench");
     let out = setup.run(&["select", "--tools", &tools, "--queries", &queries, "--gold", &gold]);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
@@ -244,11 +255,7 @@ fn recall_on_the_public_toolbench_set_holds() {
     // endpoint's siblings share the part of its name before the dot) — holds the whole gold set
     // more often than the top 10 does (measured .762 at 17.5 tools).
     let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17")).unwrap();
-    let held: f64 = selected
-        .split_once("whole gold set in ")
-        .and_then(|(_, rest)| rest.split(',').next()?.parse().ok())
-        .unwrap();
-    assert!(held > whole[3], "{stdout}");
+    assert!(gold_held(selected) > whole[3], "{stdout}");
 }
 
 #[test]
