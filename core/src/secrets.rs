@@ -24,6 +24,7 @@
 
 use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use serde_json::Value;
 
 /// What a masked value is replaced with.
 pub const MASK: &str = "***";
@@ -132,6 +133,70 @@ impl SecretMask {
             out = replace_needle(&out, needle);
         }
         out
+    }
+
+    /// Masks `value` in place: every string and object key as [`SecretMask::mask`] masks text,
+    /// and the whole string value of any entry named like a credential header
+    /// (`{"authorization": "Bearer …"}`, `{"cookie": ["a", "b"]}`). The tree is walked rather
+    /// than its serialised text masked, so the value keeps its shape whatever a mask replaces.
+    ///
+    /// ```
+    /// use quiver_core::secrets::SecretMask;
+    /// use serde_json::json;
+    ///
+    /// let mask = SecretMask::for_credential(Some("s3cr3t-api-token"), None);
+    /// let mut answer = json!({
+    ///     "body": "you sent s3cr3t-api-token",
+    ///     "headers": {"Authorization": "token s3cr3t-api-token", "Accept": "*/*"},
+    /// });
+    /// mask.mask_json(&mut answer);
+    /// assert_eq!(answer, json!({
+    ///     "body": "you sent ***",
+    ///     "headers": {"Authorization": "***", "Accept": "*/*"},
+    /// }));
+    /// ```
+    pub fn mask_json(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => self.mask_in_place(text),
+            Value::Array(items) => items.iter_mut().for_each(|item| self.mask_json(item)),
+            Value::Object(map) => {
+                if map.keys().any(|key| self.mask(key) != *key) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(key, value)| (self.mask(&key), value))
+                        .collect();
+                }
+                for (key, value) in map.iter_mut() {
+                    if is_credential_header(key) {
+                        mask_whole_strings(value);
+                    }
+                    self.mask_json(value);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// [`SecretMask::mask`] on `text`, which is replaced only when something was masked.
+    fn mask_in_place(&self, text: &mut String) {
+        let masked = self.mask(text);
+        if masked != *text {
+            *text = masked;
+        }
+    }
+}
+
+/// Whether `name` is a header whose value is a credential, in any case.
+fn is_credential_header(name: &str) -> bool {
+    CREDENTIAL_HEADERS.iter().any(|header| header.eq_ignore_ascii_case(name))
+}
+
+/// A credential header's value masked whole: a non-empty string, or each string of a list.
+fn mask_whole_strings(value: &mut Value) {
+    match value {
+        Value::String(text) if !text.is_empty() => *text = MASK.to_owned(),
+        Value::Array(items) => items.iter_mut().for_each(mask_whole_strings),
+        _ => {}
     }
 }
 
@@ -318,6 +383,38 @@ mod tests {
         assert_eq!(masked("abc", None, text), "***: label ***, abcdef and xabc");
         // A real token is masked even inside a longer run.
         assert_eq!(masked("ghp_0123456789", None, "xghp_0123456789y"), "x***y");
+    }
+
+    #[test]
+    fn json_answers_are_masked_in_every_string_key_and_credential_header() {
+        let token = "ghp_0123456789abcdef";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("me:{token}"));
+        let mask = SecretMask::for_credential(Some(token), Some("me"));
+        let mut answer = serde_json::json!({
+            "title": format!("echo {token}"),
+            "body": format!("request was:\nAuthorization: Basic {b64}\nAccept: */*"),
+            "nested": [{"note": format!("Basic {b64}")}, 7, null, true],
+            token: "a key that is the token",
+            "headers": {"Cookie": ["session=1", "other=2"], "PRIVATE-TOKEN": "anything"},
+            "authorization": {"scheme": "bearer", "value": format!("{token}")},
+        });
+        mask.mask_json(&mut answer);
+        assert_eq!(
+            answer,
+            serde_json::json!({
+                "title": "echo ***",
+                "body": "request was:\nAuthorization: ***\nAccept: */*",
+                "nested": [{"note": "Basic ***"}, 7, null, true],
+                "***": "a key that is the token",
+                "headers": {"Cookie": ["***", "***"], "PRIVATE-TOKEN": "***"},
+                "authorization": {"scheme": "bearer", "value": "***"},
+            })
+        );
+        // Nothing to mask: the same value, down to the order of its keys.
+        let mut plain = serde_json::json!({"b": "text", "a": [1, "authorization failed"]});
+        let before = plain.clone();
+        mask.mask_json(&mut plain);
+        assert_eq!(plain, before);
     }
 
     #[test]

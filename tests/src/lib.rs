@@ -282,6 +282,30 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// Every key the server holds with its whole value, one `key: value` text per key, whatever
+    /// its type (strings, hashes, lists, sets, sorted sets, streams), for tests that search what
+    /// was stored.
+    pub fn dump(&self) -> Vec<String> {
+        let keys = self.cli(&["--scan"]);
+        keys.lines()
+            .filter(|k| !k.is_empty())
+            .map(|key| {
+                let value = match self.cli(&["TYPE", key]).trim() {
+                    "string" => self.cli(&["GET", key]),
+                    "hash" => self.cli(&["HGETALL", key]),
+                    "list" => self.cli(&["LRANGE", key, "0", "-1"]),
+                    "set" => self.cli(&["SMEMBERS", key]),
+                    "zset" => self.cli(&["ZRANGE", key, "0", "-1", "WITHSCORES"]),
+                    "stream" => self.cli(&["XRANGE", key, "-", "+"]),
+                    other => format!("(a {other} value)"),
+                };
+                format!("{key}: {value}")
+            })
+            .collect()
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();

@@ -917,8 +917,7 @@ impl Host {
                 is_error = result.is_error,
                 "done"
             );
-            // A server quiver does not control may echo a credential even in a success.
-            return scrub_error(scrub_result(result));
+            return scrub_result(result);
         }
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let (tool_for_thread, flag, session) =
@@ -1016,9 +1015,8 @@ fn call_provider(
         }
         RResult::RErr(e) => ToolResult::error(ToolErrorKind::Internal, logging::scrub(e.as_str())),
     };
-    // A provider should mask what a server echoed, but the host does not rely on it: an error
-    // never carries a credential it knows, in any encoding.
-    let result = scrub_error(result);
+    // A provider should mask what a server echoed, but the host does not rely on it.
+    let result = scrub_result(result);
     tracing::info!(
         tool = %tool.name,
         call = %call_id,
@@ -1029,34 +1027,29 @@ fn call_provider(
     result
 }
 
-/// `result` with its text and structured value scrubbed of every registered credential.
+/// `result` scrubbed of every registered credential in every encoding, and of every echoed
+/// credential header: its text, its structured value and its metadata, success or error; an error
+/// also cut to [`MAX_ERROR_BYTES`] per text (an argument quoted back whole — a 10 MB `owner` —
+/// must not come back whole).
+///
+/// Every call's result passes here once, plugin or upstream, before anything else sees it: a
+/// service answer that quotes the request (an issue body echoing its headers, a debug endpoint,
+/// a proxy page) would otherwise hand the credential to the cache, the shared state, telemetry,
+/// the log and every caller who runs on it.
 fn scrub_result(mut result: ToolResult) -> ToolResult {
     for content in &mut result.content {
         if let quiver_core::tool::Content::Text { text } = content {
             *text = logging::scrub(text);
-        }
-    }
-    if let Some(structured) = result.structured.take() {
-        let text = logging::scrub(&structured.to_string());
-        result.structured = Some(serde_json::from_str(&text).unwrap_or(Value::Null));
-    }
-    result
-}
-
-/// An error result scrubbed as [`scrub_result`] does and cut to [`MAX_ERROR_BYTES`] per text
-/// (an argument quoted back whole — a 10 MB `owner` — must not come back whole); successes
-/// unchanged.
-fn scrub_error(result: ToolResult) -> ToolResult {
-    if !result.is_error {
-        return result;
-    }
-    let mut result = scrub_result(result);
-    for content in &mut result.content {
-        if let quiver_core::tool::Content::Text { text } = content {
-            if text.len() > MAX_ERROR_BYTES {
+            if result.is_error && text.len() > MAX_ERROR_BYTES {
                 *text = cut_middle(text, MAX_ERROR_BYTES);
             }
         }
+    }
+    if let Some(structured) = result.structured.as_mut() {
+        logging::scrub_json(structured);
+    }
+    for value in result.metadata.values_mut() {
+        logging::scrub_json(value);
     }
     result
 }

@@ -44,6 +44,16 @@ pub fn scrub(text: &str) -> String {
     }
 }
 
+/// [`scrub`] for a JSON value, in place: every string and key, and the whole value of any entry
+/// named like a credential header; the value keeps its shape.
+pub fn scrub_json(value: &mut Value) {
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    match secrets.as_ref() {
+        Some(mask) => mask.mask_json(value),
+        None => SecretMask::default().mask_json(value),
+    }
+}
+
 /// Installs the stderr subscriber. `RUST_LOG` wins; otherwise `default` (`warn` for the CLI).
 pub fn init(default: LevelFilter) {
     let filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
