@@ -619,6 +619,65 @@ async fn tls_serves_https_with_the_configured_certificate() {
     assert!(plain.is_err(), "an unknown issuer is refused");
 }
 
+/// `TCP_NODELAY` of each connection `served` accepted and still holds, read inside its process.
+fn accepted_nodelay(served: &Served) -> Vec<bool> {
+    let port = served.url.rsplit(':').next().unwrap().to_owned();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/accepted_sockets.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(served.child.id().to_string())
+        .arg(port)
+        .output()
+        .expect("run python3");
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_on_a_kept_alive_connection_go_out_without_delay_over_http_and_https() {
+    // Without TCP_NODELAY on the accepted socket, every answer on a connection the client keeps
+    // open waits for the client's delayed acknowledgement: ~40 ms a call.
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tls");
+    let (key, entry) = new_user_key("alice", "");
+    let https = format!(
+        "[serve.http]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n",
+        tls.join("server.pem").display(),
+        tls.join("server.key").display()
+    );
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.join("ca.pem")).unwrap()).unwrap();
+    for tls_section in ["", https.as_str()] {
+        let served = Served::start(&format!("{tls_section}{entry}"));
+        // One connection, kept alive between calls.
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca.clone())
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            let answer = client
+                .post(format!("{}/mcp", served.url))
+                .bearer_auth(&key)
+                .header("accept", "application/json, text/event-stream")
+                .json(&initialize_request())
+                .send()
+                .await
+                .unwrap();
+            assert!(answer.status().is_success(), "{}", answer.status());
+            answer.bytes().await.unwrap();
+        }
+        let nodelay = accepted_nodelay(&served);
+        assert!(!nodelay.is_empty(), "{}: the kept-alive connection is open", served.url);
+        assert!(
+            nodelay.iter().all(|&on| on),
+            "{}: TCP_NODELAY per connection {nodelay:?}",
+            served.url
+        );
+        drop(client);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_serves_2026_07_28_clients_too() {
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};

@@ -420,11 +420,8 @@ async fn run_successful_case(case: &Case) -> Run {
     let (bob, bob_entry) = new_user_key("bob", "");
     let (alice, alice_entry) =
         new_user_key("alice", &format!("tokens = {{ {provider} = \"ALICE_TOKEN\" }}\n"));
-    let base_url = if provider == "fireflies" {
-        format!("{}/graphql", server.uri())
-    } else {
-        server.uri()
-    };
+    let base_url =
+        if provider == "fireflies" { format!("{}/graphql", server.uri()) } else { server.uri() };
     std::fs::write(
         dir.path().join("quiver.toml"),
         format!(

@@ -591,6 +591,61 @@ async fn a_streamable_http_upstream_with_a_bearer_token_that_never_shows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_read_only_hint_never_lets_a_write_run_under_read_only() {
+    require_python_sdk();
+    let args = json!({"name": "octocat/Hello-World"});
+    // The upstream's word alone: a deletion stays a write, hidden and refused.
+    let gateway = Gateway::new(&faults("normal", ""), "[selector]\nread_only = true\n");
+    let client = gateway.serve("all").await;
+    let listed = names(&client).await;
+    assert!(!listed.iter().any(|n| n == "faults_delete_repository"), "{listed:?}");
+    let refused = text(&call(&client, "faults_delete_repository", args.clone()).await);
+    assert!(refused.contains("is refused: it can change things"), "{refused}");
+    assert!(!refused.contains("deleted"), "the write ran: {refused}");
+    client.cancel().await.unwrap();
+    // The operator's word: it runs.
+    let gateway = Gateway::new(
+        &faults("normal", ""),
+        "[selector]\nread_only = true\n\
+         [tools.\"faults.delete_repository\"]\nside_effect_class = \"read_only\"\n",
+    );
+    let client = gateway.serve("all").await;
+    let ran = text(&call(&client, "faults_delete_repository", args).await);
+    assert!(ran.contains("deleted octocat/Hello-World"), "{ran}");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn a_refused_bearer_that_the_upstream_quotes_never_shows_in_the_default_log() {
+    // The server's 401 page quotes the token it got; the MCP client library logs that page at
+    // ERROR, which the default level shows.
+    require_python_sdk();
+    const WRONG: &str = "wrong-upstream-bearer-77d1e0aa";
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpFaults::start(state.path(), "the-right-bearer-0000");
+    let gateway = Gateway::new(
+        &format!(
+            "[[upstreams]]\nname = \"denied\"\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+             bearer_env = \"WRONG_TOKEN\"\n",
+            server.port
+        ),
+        "",
+    );
+    let mut command = Command::new(quiver_bin());
+    command
+        .args(gateway.args(&["tools", "list"]))
+        .current_dir(gateway.dir.path())
+        .envs(gateway.env())
+        .env("WRONG_TOKEN", WRONG)
+        .env_remove("RUST_LOG");
+    let out = command.output().expect("run quiver");
+    let (stdout, stderr) = texts(&out);
+    assert!(stderr.contains("you sent"), "the server's page reached the log: {stderr}");
+    assert!(!stderr.contains(WRONG), "the refused token shows in the log:\n{stderr}");
+    assert!(!stdout.contains(WRONG), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enrichments_and_tune_see_upstream_tools() {
     require_npx();
     let gateway = Gateway::new(&reference_upstreams(), "");

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use abi_stable::std_types::{RResult, RStr};
 use quiver_core::defaults::prior_for;
 use quiver_core::value_model::{resolve, LayerSource, ResolvedValueModel, ValueModelLayer};
-use quiver_core::{FollowUpLink, ToolContext, ToolErrorKind, ToolName, ToolResult, ToolSpec};
+use quiver_core::{
+    FollowUpLink, SideEffectClass, ToolContext, ToolErrorKind, ToolName, ToolResult, ToolSpec,
+};
 use quiver_plugin_abi::ProviderBox;
 use serde_json::{Map, Value};
 
@@ -745,12 +747,48 @@ impl Host {
     /// server quiver does not control: they may set the class shown and valued, but the tool is
     /// pre-fetched only when the user's config says it is `pure` or `read_only`.
     pub fn value_model(&self, tool: &RegisteredTool) -> ResolvedValueModel {
+        self.resolve_value_model(tool, true)
+    }
+
+    /// The side-effect class policy decides by — `[selector] read_only`, a user's `read_only`,
+    /// pre-fetch eligibility. A plugin's is its effective class: quiver's own providers are
+    /// trusted. An upstream's annotations are what a server quiver does not control says about
+    /// itself, so they never grant a privilege: its class is what the built-in priors (by verb)
+    /// and the operator's `[tools."…"]` layers say, and its hints may only make it stricter (a
+    /// `readOnlyHint: false` or `destructiveHint: true` makes it `mutates_external`). A
+    /// `delete_repository` declaring `readOnlyHint: true` stays a write unless a user layer says
+    /// otherwise.
+    pub fn policy_class(&self, tool: &RegisteredTool) -> SideEffectClass {
+        let ToolOrigin::Upstream { annotations, .. } = &tool.origin else {
+            return self.value_model(tool).model.side_effect_class;
+        };
+        let trusted = self.resolve_value_model(tool, false);
+        let user_says_class = matches!(
+            trusted.provenance.get("side_effect_class"),
+            Some(LayerSource::UserWildcard | LayerSource::UserGlob(_) | LayerSource::UserExact(_))
+        );
+        if user_says_class {
+            return trusted.model.side_effect_class;
+        }
+        let hint =
+            |key: &str| annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_bool);
+        if hint("readOnlyHint") == Some(false) || hint("destructiveHint") == Some(true) {
+            if trusted.model.side_effect_class.is_speculatable() {
+                return SideEffectClass::MutatesExternal;
+            }
+        }
+        trusted.model.side_effect_class
+    }
+
+    /// [`Host::value_model`], with an upstream's annotations as its provider layer or without.
+    fn resolve_value_model(&self, tool: &RegisteredTool, with_hints: bool) -> ResolvedValueModel {
         let (rule, prior) = prior_for(&tool.name.tool);
         let provider = match &tool.origin {
             ToolOrigin::Plugin(provider) => provider.value_model(&tool.name.tool),
-            ToolOrigin::Upstream { annotations, .. } => {
+            ToolOrigin::Upstream { annotations, .. } if with_hints => {
                 crate::upstream::annotation_layer(annotations.as_ref())
             }
+            ToolOrigin::Upstream { .. } => None,
         };
         let qualified = tool.name.to_string();
         let mut layers: Vec<(LayerSource, &ValueModelLayer)> =

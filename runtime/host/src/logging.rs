@@ -55,14 +55,53 @@ pub fn scrub_json(value: &mut Value) {
 }
 
 /// Installs the stderr subscriber. `RUST_LOG` wins; otherwise `default` (`warn` for the CLI).
+/// Every line, the libraries' too (rmcp's, reqwest's, hyper's), is scrubbed as a whole before it
+/// is written: a library that logs a server's 401 body echoing the request's header, or its own
+/// request, cannot show a token.
 pub fn init(default: LevelFilter) {
     let filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(ScrubbedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(true)
         .try_init();
+}
+
+/// Makes a [`ScrubbedLine`] per event.
+struct ScrubbedStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbedStderr {
+    type Writer = ScrubbedLine;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbedLine(Vec::new())
+    }
+}
+
+/// One formatted event, held until it is complete, then scrubbed and written to stderr at once
+/// (a token split across two writes would escape a per-write scrub).
+struct ScrubbedLine(Vec<u8>);
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let line = scrub(&String::from_utf8_lossy(&self.0));
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }
 }
 
 /// The sink handed to plugins: their lines arrive as `quiver::plugin` events, scrubbed.

@@ -42,8 +42,10 @@ pub struct ExposedTool {
     pub input_schema: Value,
     /// The provider's output schema for clients, relaxed (see [`relax_output_schema`]).
     pub output_schema: Option<Value>,
-    /// From the effective value model.
+    /// From the effective value model: what clients are shown.
     pub class: SideEffectClass,
+    /// What policy decides by ([`Host::policy_class`]): an upstream's hints never loosen it.
+    pub policy_class: SideEffectClass,
     /// Why it is not served, if it is not.
     pub refusal: Option<Refusal>,
     /// Whether a call must carry `"_confirm": true`.
@@ -104,6 +106,7 @@ impl Catalog {
             let qualified = tool.name.to_string();
             let model = host.value_model(&tool).model;
             let class = model.side_effect_class;
+            let policy_class = host.policy_class(&tool);
             tools.push(ExposedTool {
                 mcp_name: String::new(),
                 provider: tool.name.provider.clone(),
@@ -119,15 +122,26 @@ impl Catalog {
                     (None, None) => None,
                 },
                 class,
+                policy_class,
                 refusal: None,
                 confirm: false,
                 qualified,
             });
         }
-        let names: Vec<ToolName> = host.tools().iter().map(|t| t.name.clone()).collect();
+        let names: Vec<(ToolName, NameOwner)> = host
+            .tools()
+            .iter()
+            .map(|t| {
+                let owner = match t.origin {
+                    quiver_runtime::registry::ToolOrigin::Plugin(_) => NameOwner::Plugin,
+                    quiver_runtime::registry::ToolOrigin::Upstream { .. } => NameOwner::Upstream,
+                };
+                (t.name.clone(), owner)
+            })
+            .collect();
         for (tool, name) in tools.iter_mut().zip(unique_mcp_names(&names)) {
             tool.mcp_name = name;
-            tool.refusal = policy.refusal(&tool.qualified, &tool.mcp_name, tool.class);
+            tool.refusal = policy.refusal(&tool.qualified, &tool.mcp_name, tool.policy_class);
             tool.confirm = policy.needs_confirm(&tool.qualified, &tool.mcp_name);
             if tool.confirm {
                 add_confirm_property(&mut tool.input_schema);
@@ -244,27 +258,87 @@ impl Catalog {
     }
 }
 
+/// Where a tool comes from, which decides who keeps a name two tools would share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NameOwner {
+    /// A plugin of this host: keeps its name against any upstream.
+    Plugin,
+    /// An upstream MCP server, which quiver does not control: renamed when its name is taken.
+    Upstream,
+}
+
+/// Names quiver's own tools have in the modes that list them; no provider tool gets one.
+pub const RESERVED_NAMES: [&str; 3] =
+    [crate::modes::FIND_TOOLS, crate::modes::CALL_TOOL, crate::modes::LOAD_TOOLS];
+
 /// MCP names for `names`, in order: `provider_tool` with characters outside `[a-zA-Z0-9_-]`
 /// as `_`. A name longer than 64 characters, or one that two tools would share, is cut and
 /// given a hash suffix of the qualified name, so it stays the same from run to run.
-pub fn unique_mcp_names(names: &[ToolName]) -> Vec<String> {
-    let plain: Vec<String> = names.iter().map(ToolName::mcp_name_untruncated).collect();
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for name in &plain {
-        *seen.entry(name).or_default() += 1;
+///
+/// Names the operator relies on cannot be taken: quiver's own tools ([`RESERVED_NAMES`]) and the
+/// plugins' keep theirs, and an upstream tool whose name is one of them (an upstream `github_get`
+/// with a tool `issue` against the plugin's `github_get_issue`; upstreams `call` and `find` with
+/// `tool` and `tools`) is the one renamed, with a warning naming it. Every name is unique.
+pub fn unique_mcp_names(names: &[(ToolName, NameOwner)]) -> Vec<String> {
+    let plain: Vec<String> = names.iter().map(|(n, _)| n.mcp_name_untruncated()).collect();
+    let mut count: HashMap<(&str, NameOwner), usize> = HashMap::new();
+    for (name, (_, owner)) in plain.iter().zip(names) {
+        *count.entry((name.as_str(), *owner)).or_default() += 1;
     }
-    names
-        .iter()
-        .zip(&plain)
-        .map(|(name, plain)| {
-            if plain.len() <= MAX_NAME_LEN && !plain.is_empty() && seen[plain.as_str()] == 1 {
-                return plain.clone();
+    let mut taken: std::collections::HashSet<String> =
+        RESERVED_NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let mut out = vec![String::new(); names.len()];
+    // Plugins first, so an upstream never takes a plugin's name whatever the order.
+    for pass in [NameOwner::Plugin, NameOwner::Upstream] {
+        for (i, ((name, owner), plain)) in names.iter().zip(&plain).enumerate() {
+            if *owner != pass {
+                continue;
             }
-            let hash = format!("{:016x}", fnv1a(name.to_string().as_bytes()));
-            let keep = plain.len().min(MAX_NAME_LEN - 9);
-            format!("{}_{}", &plain[..keep], &hash[..8])
-        })
-        .collect()
+            let fits = plain.len() <= MAX_NAME_LEN && !plain.is_empty();
+            let clash = taken.contains(plain.as_str());
+            let chosen = if fits && !clash && count[&(plain.as_str(), pass)] == 1 {
+                plain.clone()
+            } else {
+                let renamed = hashed_name(name, plain, &taken);
+                if clash {
+                    warn_renamed(name, plain, &renamed);
+                }
+                renamed
+            };
+            taken.insert(chosen.clone());
+            out[i] = chosen;
+        }
+    }
+    out
+}
+
+/// `plain` cut to leave room for a hash of the qualified name; salted until it is free.
+fn hashed_name(name: &ToolName, plain: &str, taken: &std::collections::HashSet<String>) -> String {
+    let keep = plain.len().min(MAX_NAME_LEN - 9);
+    let mut salt = String::new();
+    loop {
+        let hash = format!("{:016x}", fnv1a(format!("{name}{salt}").as_bytes()));
+        let candidate = format!("{}_{}", &plain[..keep], &hash[..8]);
+        if !taken.contains(&candidate) {
+            return candidate;
+        }
+        salt.push('#');
+    }
+}
+
+/// Says once per process that a tool lost its plain name, and to whom.
+fn warn_renamed(name: &ToolName, plain: &str, renamed: &str) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.iter().any(|w| w == plain) {
+        return;
+    }
+    warned.push(plain.to_owned());
+    let owner = if RESERVED_NAMES.contains(&plain) { "quiver's own tool" } else { "a plugin tool" };
+    tracing::warn!(
+        "`{name}` would be listed as `{plain}`, the name of {owner}; it is listed as \
+         `{renamed}` (rename the upstream in [[upstreams]] name to choose another)"
+    );
 }
 
 /// Stable across runs and platforms (the std hasher promises neither).
@@ -361,11 +435,11 @@ mod tests {
     #[test]
     fn names_are_valid_and_long_ones_get_a_stable_hash_suffix() {
         let long = "x".repeat(80);
-        let names = vec![
+        let names = plugins(vec![
             ToolName::new("github", "get_issue"),
             ToolName::new("my.corp", "get x"),
             ToolName::new("jira", &long),
-        ];
+        ]);
         let mcp = unique_mcp_names(&names);
         assert_eq!(mcp[0], "github_get_issue");
         assert_eq!(mcp[1], "my_corp_get_x");
@@ -378,10 +452,38 @@ mod tests {
 
     #[test]
     fn two_tools_that_would_share_a_name_get_distinct_ones() {
-        let names = vec![ToolName::new("a.b", "c"), ToolName::new("a_b", "c")];
+        let names = plugins(vec![ToolName::new("a.b", "c"), ToolName::new("a_b", "c")]);
         let mcp = unique_mcp_names(&names);
         assert_ne!(mcp[0], mcp[1]);
         assert!(mcp.iter().all(|n| n.starts_with("a_b_c_")), "{mcp:?}");
+    }
+
+    fn plugins(names: Vec<ToolName>) -> Vec<(ToolName, NameOwner)> {
+        names.into_iter().map(|n| (n, NameOwner::Plugin)).collect()
+    }
+
+    #[test]
+    fn an_upstream_never_takes_a_plugins_name_or_quivers_own() {
+        let names = vec![
+            // Listed before the plugin's tool: order must not decide.
+            (ToolName::new("github_get", "issue"), NameOwner::Upstream),
+            (ToolName::new("github", "get_issue"), NameOwner::Plugin),
+            (ToolName::new("call", "tool"), NameOwner::Upstream),
+            (ToolName::new("find", "tools"), NameOwner::Upstream),
+            (ToolName::new("load", "tools"), NameOwner::Upstream),
+            (ToolName::new("fs", "read_file"), NameOwner::Upstream),
+        ];
+        let mcp = unique_mcp_names(&names);
+        assert_eq!(mcp[1], "github_get_issue", "the plugin keeps its name");
+        assert!(mcp[0].starts_with("github_get_issue_") && mcp[0].len() == 25, "{}", mcp[0]);
+        for (i, own) in [(2, "call_tool"), (3, "find_tools"), (4, "load_tools")] {
+            assert_ne!(mcp[i], own);
+            assert!(mcp[i].starts_with(&format!("{own}_")), "{}", mcp[i]);
+        }
+        assert_eq!(mcp[5], "fs_read_file", "names nobody else has stay plain");
+        assert_eq!(unique_mcp_names(&names), mcp, "the same on every run");
+        let unique: std::collections::HashSet<&String> = mcp.iter().collect();
+        assert_eq!(unique.len(), mcp.len(), "{mcp:?}");
     }
 
     #[test]

@@ -212,6 +212,14 @@ pub async fn serve_http(
             tracing::info!("serving MCP over Streamable HTTP at http://{addr}{MCP_PATH}");
             eprintln!("quiver: serving MCP at http://{addr}{MCP_PATH}");
             let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+            use axum::serve::ListenerExt as _;
+            // Without TCP_NODELAY, a client that keeps its connection open (the normal case)
+            // waits for the kernel's delayed acknowledgement on every answer: ~40 ms a call.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!("cannot set TCP_NODELAY on an accepted connection: {e}");
+                }
+            });
             let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
                 shutdown.await;
                 let _ = stopping_tx.send(());
@@ -272,7 +280,11 @@ async fn serve_tls(
     });
     tracing::info!("serving MCP over Streamable HTTP at https://{addr}{MCP_PATH}");
     eprintln!("quiver: serving MCP at https://{addr}{MCP_PATH}");
-    axum_server::from_tcp_rustls(listener, tls)?
+    // TCP_NODELAY on every accepted socket, before the handshake, as on the plain path.
+    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
+        .acceptor(axum_server::accept::NoDelayAcceptor::new());
+    axum_server::from_tcp(listener)?
+        .acceptor(acceptor)
         .handle(handle)
         .serve(app.into_make_service())
         .await?;

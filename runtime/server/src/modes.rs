@@ -237,6 +237,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             class: SideEffectClass::ReadOnly,
+            policy_class: SideEffectClass::ReadOnly,
             refusal: None,
             confirm: false,
         }

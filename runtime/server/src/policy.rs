@@ -50,7 +50,8 @@ impl Refusal {
             ),
             Refusal::ReadOnly => format!(
                 "`{qualified}` is refused: it can change things and [selector] read_only = true; \
-                 set read_only = false to use it"
+                 set read_only = false to use it, or, if it only reads, say so in the config with \
+                 [tools.\"{qualified}\"] side_effect_class = \"read_only\""
             ),
             Refusal::ForUser => format!(
                 "`{qualified}` is not available to you: your user entry on this server \
