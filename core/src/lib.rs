@@ -29,6 +29,8 @@
 //!   evaluation set.
 //! - [`secrets`]: credentials masked in every form they travel in (raw, base64 of
 //!   `user:token`, percent-encoded) and echoed credential headers masked whole.
+//! - [`terminal`]: text from outside (an upstream's stderr, descriptions, reasons) with its
+//!   control, bidi and invisible characters shown as `\u{…}`, for human reports.
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
 //!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
 //!   with a reason for every candidate left out.
@@ -63,6 +65,7 @@ pub mod secrets;
 pub mod select;
 pub mod session_cache;
 pub mod telemetry;
+pub mod terminal;
 pub mod tool;
 pub mod value_model;
 

@@ -615,6 +615,64 @@ async fn an_upstreams_read_only_hint_never_lets_a_write_run_under_read_only() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_it() {
+    require_python_sdk();
+    let upstreams = format!(
+        "{}{}",
+        faults("normal", ""),
+        faults("exit-noisy", "").replace("name = \"faults\"", "name = \"noisy\"")
+    );
+    let gateway = Gateway::new(&upstreams, "");
+    let obeyed = |text: &str| text.contains('\x1b') || text.contains('\x07');
+    // The operator's reports: the stderr tail is theirs, shown, its escapes never obeyed.
+    let (_, plugins, log) = gateway.run(&["plugins"]);
+    assert!(plugins.contains("failed    upstream noisy"), "{plugins}\n{log}");
+    assert!(plugins.contains("DB_PASSWORD"), "the operator sees what it printed: {plugins}");
+    assert!(plugins.contains("\\u{1b}]52;c;"), "shown escaped: {plugins}");
+    for command in [
+        &["plugins"][..],
+        &["doctor"],
+        &["tools", "list"],
+        &["tools", "show", "faults.title_trick"],
+    ] {
+        let (_, stdout, stderr) = gateway.run(command);
+        assert!(!obeyed(&stdout), "{command:?} printed a raw escape: {stdout:?}");
+        assert!(!obeyed(&stderr), "{command:?} logged a raw escape: {stderr:?}");
+    }
+    let (_, shown, _) = gateway.run(&["tools", "show", "faults.title_trick"]);
+    assert!(shown.contains("Reads a note.\\u{1b}]0;owned"), "{shown}");
+    // What the model reads: that it is down, not what it printed.
+    let client = gateway.serve("all").await;
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("noisy: unavailable"), "{instructions}");
+    let down = text(&call(&client, "noisy_echo", json!({"text": "x"})).await);
+    assert!(down.contains("upstream `noisy` is unavailable"), "{down}");
+    for text in [&instructions, &down] {
+        assert!(!text.contains("hunter2") && !text.contains("DB_PASSWORD"), "{text}");
+        assert!(!obeyed(text), "{text:?}");
+    }
+    client.cancel().await.unwrap();
+    // What anyone reaching the port reads.
+    let port = free_port();
+    let mut server = Command::new(quiver_bin());
+    server
+        .args(gateway.args(&["serve", "--http", &format!("127.0.0.1:{port}")]))
+        .current_dir(gateway.dir.path())
+        .envs(gateway.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut server = server.spawn().expect("spawn quiver serve --http");
+    quiver_tests::wait_until_listening(port, "quiver serve --http");
+    let ready = reqwest::get(format!("http://127.0.0.1:{port}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let body = ready.text().await.unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(body.contains("upstream noisy: failed"), "{body}");
+    assert!(!body.contains("hunter2") && !body.contains("DB_PASSWORD") && !obeyed(&body), "{body}");
+}
+
 #[test]
 fn a_refused_bearer_that_the_upstream_quotes_never_shows_in_the_default_log() {
     // The server's 401 page quotes the token it got; the MCP client library logs that page at

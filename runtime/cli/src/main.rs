@@ -17,6 +17,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
+use quiver_core::terminal::for_terminal;
 use quiver_runtime::config::LoadedConfig;
 use quiver_runtime::host::describe;
 use quiver_runtime::upstream::UpstreamState;
@@ -304,6 +305,12 @@ fn print_upstreams(host: &Host) -> usize {
     for report in host.upstream_reports() {
         let name = &report.name;
         let transport = &report.transport;
+        // What the server printed before it stopped: for the operator, never obeyed.
+        let stderr = report
+            .stderr_tail
+            .as_deref()
+            .map(|tail| format!("; its stderr ended with: {}", one_line(tail)))
+            .unwrap_or_default();
         match &report.state {
             UpstreamState::Ready => println!(
                 "ready     upstream {name}: {transport}, {} tools (protocol {})",
@@ -316,11 +323,17 @@ fn print_upstreams(host: &Host) -> usize {
             UpstreamState::Starting => println!("starting  upstream {name}: {transport}"),
             UpstreamState::Failed { reason } => {
                 failed += 1;
-                println!("failed    upstream {name}: {transport}: {reason}")
+                println!("failed    upstream {name}: {transport}: {}{stderr}", one_line(reason))
             }
         }
     }
     failed
+}
+
+/// Text from outside (an upstream's names, descriptions, reasons, stderr) on one line, its
+/// control characters shown, never obeyed by the terminal.
+fn one_line(text: &str) -> String {
+    for_terminal(text, false).into_owned()
 }
 
 fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
@@ -341,7 +354,7 @@ fn plugins(host: &Host) -> anyhow::Result<ExitCode> {
             PluginStatus::NotConfigured { provider, hint } => {
                 println!("not configured  {file}: {provider}: {hint}")
             }
-            PluginStatus::Failed { reason } => println!("failed    {file}: {reason}"),
+            PluginStatus::Failed { reason } => println!("failed    {file}: {}", one_line(reason)),
         }
     }
     let failed_upstreams = print_upstreams(host);
@@ -389,14 +402,19 @@ fn tools_list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
-            let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
-            let group = t.spec.group.clone().unwrap_or_else(|| "-".to_owned());
-            [t.name.to_string(), group, effect, summary]
+            let summary = t.spec.description.lines().next().unwrap_or_default();
+            let group = t.spec.group.as_deref().unwrap_or("-");
+            [one_line(&t.name.to_string()), one_line(group), effect, one_line(summary)]
         })
         .chain(host.static_tools().iter().map(|t| {
-            let summary = t.spec.description.lines().next().unwrap_or_default().to_owned();
-            let group = t.spec.group.clone().unwrap_or_else(|| "-".to_owned());
-            [t.name.to_string(), group, "described only".to_owned(), summary]
+            let summary = t.spec.description.lines().next().unwrap_or_default();
+            let group = t.spec.group.as_deref().unwrap_or("-");
+            [
+                one_line(&t.name.to_string()),
+                one_line(group),
+                "described only".into(),
+                one_line(summary),
+            ]
         }))
         .collect();
     if rows.is_empty() {
@@ -430,10 +448,10 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{}  (MCP name {})", tool.name, tool.name.mcp_name());
-    println!("  {}", tool.spec.description);
+    println!("{}  (MCP name {})", one_line(&tool.name.to_string()), tool.name.mcp_name());
+    println!("  {}", for_terminal(&tool.spec.description, true));
     if let Some(group) = &tool.spec.group {
-        println!("  group: {group}");
+        println!("  group: {}", one_line(group));
     }
     println!("  served by: {}", tool.served_by());
     println!();
@@ -897,7 +915,7 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
             }
             PluginStatus::Failed { reason } => {
                 problems += 1;
-                println!("plugin {file}: failed — {reason}");
+                println!("plugin {file}: failed — {}", one_line(reason));
             }
         }
     }

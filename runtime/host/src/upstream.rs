@@ -188,6 +188,18 @@ impl std::fmt::Display for UpstreamState {
     }
 }
 
+impl UpstreamState {
+    /// Where it stands, for those who are not the operator (the model, reading the server's
+    /// instructions or a tool's error; anyone reaching `/readyz`): a failure without its reason,
+    /// which may quote what the server printed or answered, pointing to quiver's log.
+    pub fn public(&self) -> String {
+        match self {
+            UpstreamState::Failed { .. } => "failed; the reason is in quiver's log".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// One upstream as `quiver plugins`, `doctor` and the server's instructions show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamReport {
@@ -203,7 +215,13 @@ pub struct UpstreamReport {
     pub protocol: Option<String>,
     /// How many times it was restarted.
     pub restarts: u32,
+    /// The last lines it wrote to stderr before its last failure (masked, control characters
+    /// shown as `\u{…}`), for the operator's reports only (`plugins`, `doctor`).
+    pub stderr_tail: Option<String>,
 }
+
+/// How long a failure waits for the rest of a child's stderr when the stream has not ended.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 /// A tool an upstream serves, as the registry sees it.
 #[derive(Debug, Clone)]
@@ -237,6 +255,10 @@ struct Live {
     pgid: Option<u32>,
     /// The last lines of the child's stderr (masked), for failure reasons.
     stderr_tail: std::collections::VecDeque<String>,
+    /// Those lines as they were when it last failed.
+    last_stderr: Option<String>,
+    /// Closed when the child's stderr reaches its end (the process is gone).
+    stderr_closed: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// One supervised upstream client.
@@ -265,6 +287,8 @@ impl Upstream {
                 restarts: 0,
                 pgid: None,
                 stderr_tail: std::collections::VecDeque::new(),
+                last_stderr: None,
+                stderr_closed: None,
             }),
             progress: Mutex::new(HashMap::new()),
             relist: Notify::new(),
@@ -299,6 +323,7 @@ impl Upstream {
             tools: live.tools.len(),
             protocol: live.protocol.clone(),
             restarts: live.restarts,
+            stderr_tail: live.last_stderr.clone(),
         }
     }
 
@@ -504,11 +529,17 @@ impl Upstream {
         self.live().stderr_tail.clear();
         if let Some(stderr) = stderr {
             let upstream = Arc::downgrade(self);
+            let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+            self.live().stderr_closed = Some(closed_rx);
             tokio::spawn(async move {
+                // Dropped at the end of the stream, which tells `with_stderr_tail` it has it all.
+                let _closed = closed_tx;
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     let Some(upstream) = upstream.upgrade() else { return };
-                    let line = logging::scrub(&line);
+                    // Shown as `\u{1b}` wherever it goes: a terminal must not obey it.
+                    let line = quiver_core::terminal::for_terminal(&logging::scrub(&line), false)
+                        .into_owned();
                     tracing::debug!(target: "quiver::upstream", upstream = %upstream.config.name, "{line}");
                     let mut live = upstream.live();
                     if live.stderr_tail.len() == STDERR_TAIL_LINES {
@@ -604,17 +635,24 @@ impl Upstream {
         "the server exited or closed its connection; restarting".into()
     }
 
-    /// `reason` with the last lines the server wrote to stderr, which usually say why it
-    /// stopped (a missing package, a bad argument).
+    /// Keeps the last lines the server wrote to stderr, which usually say why it stopped (a
+    /// missing package, a bad argument), for the operator: in the log and in `plugins` and
+    /// `doctor`. Never in `reason`, which the server's instructions and `/readyz` may show:
+    /// what a server prints can hold its own secrets (`DB_PASSWORD=…`).
     async fn with_stderr_tail(&self, reason: String) -> String {
-        // The reader may still be draining the pipe of a process that just exited.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let tail: Vec<String> = self.live().stderr_tail.drain(..).collect();
-        if tail.is_empty() {
-            reason
-        } else {
-            format!("{reason}; its stderr ended with: {}", tail.join(" | "))
+        // The reader may still be draining the pipe of a process that just exited: wait for the
+        // end of the stream, within a bound for a child that is still alive.
+        let closed = self.live().stderr_closed.take();
+        if let Some(closed) = closed {
+            let _ = tokio::time::timeout(STDERR_DRAIN, closed).await;
         }
+        let mut live = self.live();
+        let tail: Vec<String> = live.stderr_tail.drain(..).collect();
+        live.last_stderr = (!tail.is_empty()).then(|| tail.join(" | "));
+        if let Some(tail) = &live.last_stderr {
+            tracing::warn!(upstream = %self.config.name, "its stderr ended with: {tail}");
+        }
+        reason
     }
 
     /// Kills the child's process group, if there is one.

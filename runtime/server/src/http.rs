@@ -464,7 +464,9 @@ async fn readyz(State(state): State<AppState>) -> Response {
     for report in state.host.upstream_reports() {
         match &report.state {
             UpstreamState::Ready | UpstreamState::Disabled => {}
-            other => problems.push(format!("upstream {}: {other}", report.name)),
+            // Open to anyone who reaches the port: no reason, which may quote what the
+            // upstream printed or answered.
+            other => problems.push(format!("upstream {}: {}", report.name, other.public())),
         }
     }
     let shared = state.host.state().probe().await;

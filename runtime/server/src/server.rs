@@ -126,7 +126,7 @@ impl QuiverServer {
             .upstream_reports()
             .into_iter()
             .filter(|r| matches!(r.state, quiver_runtime::upstream::UpstreamState::Failed { .. }))
-            .map(|r| format!("- {}: unavailable ({})", r.name, r.state))
+            .map(|r| format!("- {}: unavailable ({})", r.name, r.state.public()))
             .collect();
         if !down.is_empty() {
             instructions
@@ -659,7 +659,8 @@ impl QuiverServer {
             if let Some(report) = self.down_upstream(name) {
                 return error_result(format!(
                     "upstream `{}` is unavailable ({}); its tools return once it restarts",
-                    report.name, report.state
+                    report.name,
+                    report.state.public()
                 ))
                 .into();
             }
