@@ -346,11 +346,9 @@ fn signed(
     jsonwebtoken::encode(&header, &claims, &key).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
-    require_python_sdk();
-    let github = fake_github().await;
-    // The issuer publishes its metadata and keys; quiver finds the keys from the metadata.
+/// An OAuth authorization server: its metadata and keys (quiver finds the keys from the
+/// metadata).
+async fn oauth_issuer() -> MockServer {
     let issuer = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/.well-known/oauth-authorization-server"))
@@ -367,6 +365,48 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
         .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(jwks, "application/json"))
         .mount(&issuer)
         .await;
+    issuer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth_subject_is_never_the_api_key_user_of_the_same_name() {
+    require_python_sdk();
+    let github = fake_github().await;
+    let issuer = oauth_issuer().await;
+    const AUDIENCE: &str = "http://quiver.test/mcp";
+    let (carol, entry) = new_user_key("carol", "read_only = true\nrequests_per_minute = 1\n");
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n\
+         [serve.http.oauth]\nissuer = \"{}\"\naudience = \"{AUDIENCE}\"\n{entry}",
+        github.uri(),
+        issuer.uri()
+    ));
+    // The API-key user carol spends her one request a minute.
+    assert_eq!(initialize_status(&served.url, &carol).await, 200);
+    assert_eq!(initialize_status(&served.url, &carol).await, 429);
+    // A token whose subject is "carol" has no entry: it is not her. Its own rate limit, the
+    // global policy rather than her read_only, its own name in telemetry.
+    let token = token(&issuer.uri(), AUDIENCE, "carol", 300, false);
+    assert_eq!(initialize_status(&served.url, &token).await, 200, "carol's budget is hers");
+    let seen = served.client(&token, "auto", json!([[GET_ISSUE, issue()]])).await;
+    assert_eq!(seen["calls"][0]["is_error"], false, "{seen}");
+    let tools: Vec<&str> =
+        seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&CREATE_ISSUE), "carol's read_only is hers: {tools:?}");
+    let users: Vec<String> = served
+        .telemetry()
+        .iter()
+        .filter(|e| e["kind"] == "call")
+        .filter_map(|e| e["user"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(users, ["oauth:carol"], "telemetry names the subject, not the user");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
+    require_python_sdk();
+    let github = fake_github().await;
+    let issuer = oauth_issuer().await;
     const AUDIENCE: &str = "http://quiver.test/mcp";
     let served = Served::start(&format!(
         "[providers.github]\nbase_url = \"{}\"\n\
@@ -617,6 +657,112 @@ async fn tls_serves_https_with_the_configured_certificate() {
     // A client that does not trust the test CA refuses the connection: it really is TLS.
     let plain = reqwest::Client::new().get(format!("{}/healthz", served.url)).send().await;
     assert!(plain.is_err(), "an unknown issuer is refused");
+}
+
+/// Waits until the text of `log` holds `needle` at least `count` times (the server logged what
+/// the test waits for); panics with the log after 30 s.
+fn wait_for_log(log: &Path, needle: &str, count: usize) -> String {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            return text;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never logged {needle:?}:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The names `tools/list` gives a new client with `key` (a client may keep a list for its
+/// `ttlMs`).
+async fn listed(url: &str, key: &str) -> Vec<String> {
+    let client = rmcp_http_client(url, key, true).await;
+    let names = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string());
+    let names = names.collect();
+    client.cancel().await.unwrap();
+    names
+}
+
+/// The status of a raw `initialize` POST with `key`.
+async fn initialize_status(url: &str, key: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{url}/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize_request())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_never_loosens_by_accident_and_tightens_at_once() {
+    let github = fake_github().await;
+    // Where an edited base_url would send the server's token.
+    let elsewhere = MockServer::start().await;
+    let (alice, alice_entry) = new_user_key("alice", "");
+    let (bob, bob_entry) = new_user_key("bob", "");
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("quiver.toml");
+    let config = |base_url: &str, selector: &str, users: &str| {
+        format!("[providers.github]\nbase_url = \"{base_url}\"\n[selector]\n{selector}{users}")
+    };
+    let strict = "read_only = true\ndeny = [\"github.list_*\"]\n";
+    let both = format!("{alice_entry}{bob_entry}");
+    std::fs::write(&file, config(&github.uri(), strict, &both)).unwrap();
+    let log = dir.path().join("serve.log");
+    let (mut command, port) = serve_http_command(dir.path(), plugins.path());
+    let mut child = command
+        .env("GITHUB_TOKEN", "ghp_reloadTestToken0000000000001")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("spawn quiver serve --http");
+    wait_until_listening(port, "quiver serve --http");
+    let url = format!("http://127.0.0.1:{port}");
+    let strict_list = listed(&url, &alice).await;
+    assert!(strict_list.contains(&GET_ISSUE.to_owned()), "{strict_list:?}");
+    assert!(!strict_list.iter().any(|n| n == CREATE_ISSUE || n == "github_list_issues"));
+
+    // An editor's empty write: refused like a file that does not parse; nothing loosens.
+    std::fs::write(&file, "\n  \n").unwrap();
+    wait_for_log(&log, "is empty; the running config stays in effect", 1);
+    assert_eq!(listed(&url, &alice).await, strict_list, "read_only and deny still hold");
+
+    // A new base_url and read_only dropped: the token still goes where it went; what loosened is
+    // said at WARN, tool by tool.
+    let relaxed = "deny = [\"github.list_*\"]\n";
+    std::fs::write(&file, config(&elsewhere.uri(), relaxed, &both)).unwrap();
+    // The last of what a reload logs: the tools it serves again.
+    let text = wait_for_log(&log, "the reload serves every caller", 1);
+    assert!(
+        text.contains(
+            "[providers.github] base_url changed; that takes effect when quiver restarts"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("the reload loosened: [selector] read_only true -> false"), "{text}");
+    assert!(text.contains("github.create_issue"), "the tools served again are named: {text}");
+    assert!(listed(&url, &alice).await.contains(&CREATE_ISSUE.to_owned()), "the loosening applies");
+    let client = rmcp_http_client(&url, &alice, true).await;
+    let params = rmcp::model::CallToolRequestParams::new(GET_ISSUE)
+        .with_arguments(issue().as_object().unwrap().clone());
+    let read = client.call_tool(params).await.unwrap();
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    assert!(elsewhere.received_requests().await.unwrap().is_empty(), "the token went elsewhere");
+    assert!(!github.received_requests().await.unwrap().is_empty());
+
+    // Revocation: bob's entry removed, his key refused from the next request on.
+    assert_eq!(initialize_status(&url, &bob).await, 200);
+    std::fs::write(&file, config(&elsewhere.uri(), relaxed, &alice_entry)).unwrap();
+    wait_for_log(&log, "config reloaded", 2);
+    assert_eq!(initialize_status(&url, &bob).await, 401, "a removed key stops working at once");
+    assert_eq!(initialize_status(&url, &alice).await, 200);
+    client.cancel().await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `TCP_NODELAY` of each connection `served` accepted and still holds, read inside its process.

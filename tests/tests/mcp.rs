@@ -459,7 +459,9 @@ async fn a_2026_07_28_client_is_asked_through_an_input_required_result() {
 
 /// `quiver serve` follows its config file: a bad new file is reported and the running config
 /// kept; a good one changes the selector policy from the next call and re-creates a provider
-/// whose section changed; SIGHUP reloads too (and does not end the server).
+/// whose section changed — but keeps where it sends its token until a restart; SIGHUP reloads
+/// too (and does not end the server). The test waits for what the server logs, never for a
+/// fixed time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad() {
     use tokio::io::AsyncReadExt;
@@ -482,7 +484,38 @@ async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad(
         .spawn()
         .unwrap();
     let pid = transport.id().expect("the server's pid");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let mut stderr = stderr.unwrap();
+    let reader = {
+        let log = std::sync::Arc::clone(&log);
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                log.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    // Until the server has logged `needle` `count` times.
+    let logged = |needle: &'static str, count: usize| {
+        let log = std::sync::Arc::clone(&log);
+        async move {
+            let started = std::time::Instant::now();
+            loop {
+                let text = log.lock().unwrap().clone();
+                if text.matches(needle).count() >= count {
+                    return text;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "never logged {needle:?}:\n{text}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
     let client = ().serve(transport).await.expect("initialize");
     // `_fresh` asks GitHub every time, so each call shows which server answered.
     async fn get(
@@ -505,39 +538,42 @@ async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad(
 
     // A broken file: reported, and the running config keeps serving.
     std::fs::write(&config, "[providers.github\nbase_url = ").unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    logged("config not reloaded (the file changed)", 1).await;
     assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false));
     assert_eq!(issue_requests(&first).await, 2, "still the first server");
 
-    // A good one: GitHub's section changed (another base_url) and a tool is denied.
-    let changed =
-        original.replace(&first.uri(), &second.uri()) + "deny = [\"github.list_issues\"]\n";
+    // A good one: GitHub's section changed (another base_url, another timeout) and a tool is
+    // denied. The provider is re-created with the new timeout; its base_url waits for a restart.
+    let section = format!("[providers.github]\nbase_url = \"{}\"\n", first.uri());
+    let changed = original.replace(
+        &section,
+        &format!("[providers.github]\nbase_url = \"{}\"\ntimeout_s = 20\n", second.uri()),
+    ) + "deny = [\"github.list_issues\"]\n";
+    assert_ne!(changed, original + "deny = [\"github.list_issues\"]\n");
     std::fs::write(&config, changed).unwrap();
-    let mut moved = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let _ = get(&client, GET_ISSUE).await;
-        if issue_requests(&second).await > 0 {
-            moved = true;
-            break;
-        }
-    }
-    assert!(moved, "the provider was re-created with the new base_url");
+    let text = logged("config reloaded (the file changed)", 1).await;
+    assert!(
+        text.contains(
+            "[providers.github] base_url changed; that takes effect when quiver restarts"
+        ),
+        "{text}"
+    );
+    assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false));
+    assert_eq!(issue_requests(&first).await, 3, "the token still goes to the first server");
+    assert_eq!(issue_requests(&second).await, 0);
     let denied = get(&client, "github_list_issues").await;
     assert_eq!(denied.is_error, Some(true), "{denied:?}");
 
     // SIGHUP reloads (the same file: nothing changes) and the server keeps serving.
     let hup = Command::new("kill").args(["-HUP", &pid.to_string()]).status().unwrap();
     assert!(hup.success());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    logged("config reloaded (SIGHUP)", 1).await;
     assert_eq!(get(&client, GET_ISSUE).await.is_error, Some(false), "alive after SIGHUP");
     client.cancel().await.unwrap();
-    let mut log = String::new();
-    let _ = stderr.read_to_string(&mut log).await;
-    assert!(log.contains("config not reloaded (the file changed)"), "{log}");
+    let _ = reader.await;
+    let log = log.lock().unwrap().clone();
     assert!(log.contains("the running config stays in effect"), "{log}");
     assert!(log.contains("provider `github` re-created from its changed section"), "{log}");
-    assert!(log.contains("config reloaded (SIGHUP)"), "{log}");
 }
 
 /// Starts `quiver serve` under rmcp's client.

@@ -705,6 +705,23 @@ fn check_users(http: &HttpServeConfig) -> Result<(), String> {
         if !seen.insert(user.name.as_str()) {
             return Err(format!("two [[serve.http.users]] are named `{}`", user.name));
         }
+        if user.name.contains(':') {
+            // `oauth:SUBJECT` names an OAuth subject without an entry: no API-key user may take
+            // that name, and no subject an API-key user's.
+            return Err(format!(
+                "[[serve.http.users]] `{}`: a name may not contain `:` (quiver calls an OAuth \
+                 subject without an entry `oauth:SUBJECT`); rename it",
+                user.name
+            ));
+        }
+        if let Some(subject) = &user.subject {
+            let twice = http.users.iter().filter(|u| u.subject.as_ref() == Some(subject)).count();
+            if twice > 1 {
+                return Err(format!(
+                    "two [[serve.http.users]] name the OAuth subject `{subject}`; keep one"
+                ));
+            }
+        }
         if user.subject.is_some() {
             if !user.key_sha256.is_empty() {
                 return Err(format!(

@@ -127,6 +127,9 @@ impl ProviderHandle {
 pub struct Host {
     /// Swapped whole by [`Host::reload`]; readers take the one in effect when they ask.
     config: std::sync::RwLock<Arc<LoadedConfig>>,
+    /// The config quiver started with: where providers send their tokens
+    /// ([`RESTART_ONLY_PROVIDER_KEYS`]) is read from it, whatever a reload says.
+    started: Arc<LoadedConfig>,
     /// Counts reloads, so the server knows when to rebuild what it derived from the config.
     generation: std::sync::atomic::AtomicU64,
     plugins_dir: PathBuf,
@@ -222,6 +225,7 @@ impl Host {
             .enabled
             .then(|| TelemetrySink::new(&config.config.telemetry.directory(), &replica));
         let mut host = Self {
+            started: Arc::new(config.clone()),
             config: std::sync::RwLock::new(Arc::new(config)),
             generation: std::sync::atomic::AtomicU64::new(0),
             plugins_dir,
@@ -510,7 +514,7 @@ impl Host {
                  whoever runs it to set it"
             ));
         }
-        let mut section = self.config().provider_settings(provider, *accepts_ca_file);
+        let mut section = self.running_settings(&self.config(), provider, *accepts_ca_file);
         section.token_env = Some(token_env.to_owned());
         // The caller's variable, never a token written in the shared config.
         section.settings.remove("token");
@@ -521,6 +525,28 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, Arc::clone(&handle));
         Ok(handle)
+    }
+
+    /// `[providers.NAME]` of `config` as a provider is created from it now: every key from
+    /// `config`, except where it sends its token ([`RESTART_ONLY_PROVIDER_KEYS`] and
+    /// `token_env`), which stays as quiver started with it. A reload — or an editor's empty
+    /// write — must not send the server's token to another host.
+    fn running_settings(
+        &self,
+        config: &LoadedConfig,
+        name: &str,
+        accepts_ca_file: bool,
+    ) -> ProviderConfig {
+        let started = self.started.provider_settings(name, accepts_ca_file);
+        let mut section = config.provider_settings(name, accepts_ca_file);
+        for key in RESTART_ONLY_PROVIDER_KEYS {
+            match started.settings.get(*key) {
+                Some(value) => section.settings.insert((*key).to_owned(), value.clone()),
+                None => section.settings.remove(*key),
+            };
+        }
+        section.token_env = started.token_env;
+        section
     }
 
     /// Problems in `[providers.NAME]` sections found when the providers started (a key the
@@ -644,8 +670,17 @@ impl Host {
         let mut report = Vec::new();
         let mut replace = Vec::new();
         for (name, (_, module, accepts_ca_file)) in &self.modules {
-            let before = old.provider_settings(name, *accepts_ca_file);
-            let after = new.provider_settings(name, *accepts_ca_file);
+            let before = self.running_settings(&old, name, *accepts_ca_file);
+            let after = self.running_settings(&new, name, *accepts_ca_file);
+            let held =
+                restart_only_changes(&before, &new.provider_settings(name, *accepts_ca_file));
+            if !held.is_empty() {
+                report.push(format!(
+                    "[providers.{name}] {} changed; that takes effect when quiver restarts (where \
+                     a provider sends its token changes only then)",
+                    held.join(", ")
+                ));
+            }
             if before == after {
                 continue;
             }
@@ -695,7 +730,16 @@ impl Host {
                 format!("{:?}", old.config.upstreams) != format!("{:?}", new.config.upstreams),
             ),
             ("[state]", format!("{:?}", old.config.state) != format!("{:?}", new.config.state)),
-            ("[serve]", format!("{:?}", old.config.serve) != format!("{:?}", new.config.serve)),
+            // Users, their keys and their policy apply at once (a removed key stops working
+            // with the next request); the rest of [serve] at restart.
+            ("[serve]", {
+                let without_users = |c: &LoadedConfig| {
+                    let mut serve = c.config.serve.clone();
+                    serve.http.users.clear();
+                    format!("{serve:?}")
+                };
+                without_users(&old) != without_users(&new)
+            }),
             (
                 "[telemetry]",
                 format!("{:?}", old.config.telemetry) != format!("{:?}", new.config.telemetry),
@@ -1005,6 +1049,24 @@ impl Host {
             None => ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name)),
         }
     }
+}
+
+/// `[providers.NAME]` keys that say where a provider sends its credentials, or which
+/// credentials: they change only at restart.
+pub const RESTART_ONLY_PROVIDER_KEYS: &[&str] =
+    &["base_url", "token", "email", "username", "user", "auth", "deployment", "ca_file"];
+
+/// The restart-only keys (and `token_env`) that differ between the running `before` and `after`.
+fn restart_only_changes(before: &ProviderConfig, after: &ProviderConfig) -> Vec<String> {
+    let mut changed: Vec<String> = RESTART_ONLY_PROVIDER_KEYS
+        .iter()
+        .filter(|key| before.settings.get(**key) != after.settings.get(**key))
+        .map(|key| (*key).to_owned())
+        .collect();
+    if before.token_env != after.token_env {
+        changed.push("token_env".into());
+    }
+    changed
 }
 
 /// One call across the plugin boundary, logged with its arguments previewed and secrets masked.

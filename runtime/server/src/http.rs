@@ -100,13 +100,60 @@ impl Users {
     }
 }
 
+/// Who may call under the config in effect: rebuilt after a reload, so a removed entry or key
+/// stops working with the next request and a new one works at once.
+struct Auth {
+    host: Arc<Host>,
+    /// No users and no OAuth when quiver started (loopback only): everyone is `local`. Fixed at
+    /// start, so a reload that removes every user refuses everyone rather than opening the door.
+    open: bool,
+    /// (config generation, API-key users, entries that give an OAuth subject its name, policy
+    /// and credentials).
+    current: std::sync::Mutex<(u64, Arc<Users>, Arc<Vec<HttpUser>>)>,
+}
+
+impl Auth {
+    fn new(host: Arc<Host>, open: bool) -> anyhow::Result<Self> {
+        let users = &host.config().config.serve.http.users;
+        let current = (host.generation(), Arc::new(Users::new(users)?), Arc::new(subjects(users)));
+        Ok(Self { host, open, current: std::sync::Mutex::new(current) })
+    }
+
+    /// The users and subject entries of the config in effect.
+    fn current(&self) -> (Arc<Users>, Arc<Vec<HttpUser>>) {
+        let generation = self.host.generation();
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.0 != generation {
+            let users = &self.host.config().config.serve.http.users;
+            match Users::new(users) {
+                Ok(api_keys) => {
+                    *current = (generation, Arc::new(api_keys), Arc::new(subjects(users)));
+                }
+                Err(e) => {
+                    // The config check refuses such a file; should one pass, nobody gets in on
+                    // an entry that may have been meant to go.
+                    tracing::error!(
+                        "reloaded [[serve.http.users]] unusable ({e}); refusing API keys"
+                    );
+                    *current =
+                        (generation, Arc::new(Users { users: Vec::new() }), Arc::new(Vec::new()));
+                }
+            }
+        }
+        (Arc::clone(&current.1), Arc::clone(&current.2))
+    }
+}
+
+/// The entries that name an OAuth subject.
+fn subjects(users: &[HttpUser]) -> Vec<HttpUser> {
+    users.iter().filter(|u| u.subject.is_some()).cloned().collect()
+}
+
 #[derive(Clone)]
 struct AppState {
     host: Arc<Host>,
-    users: Arc<Users>,
+    auth: Arc<Auth>,
     oauth: Option<Arc<crate::oauth::OAuth>>,
-    /// Entries that give an OAuth subject its name, policy and credentials.
-    subjects: Arc<Vec<HttpUser>>,
     allowed_origins: Arc<Vec<String>>,
     limits: Arc<Limits>,
     server: QuiverServer,
@@ -181,9 +228,8 @@ pub async fn serve_http(
     );
     let state = AppState {
         host: Arc::clone(&host),
-        users,
+        auth: Arc::new(Auth::new(Arc::clone(&host), users.is_open() && oauth.is_none())?),
         oauth,
-        subjects: Arc::new(config.users.iter().filter(|u| u.subject.is_some()).cloned().collect()),
         allowed_origins: Arc::new(config.allowed_origins.clone()),
         limits: Arc::new(Limits {
             default: config.requests_per_minute,
@@ -326,23 +372,27 @@ fn is_loopback_origin(origin: &str) -> bool {
 
 /// Layer 2: the caller's API key, turned into an [`Identity`] the MCP handler reads.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let identity = if state.users.is_open() && state.oauth.is_none() {
+    let (users, subjects) = state.auth.current();
+    let identity = if state.auth.open && users.is_open() {
         Identity { name: "local".into(), user: None }
     } else {
         let key = bearer(request.headers());
-        let by_key = key.and_then(|key| state.users.authenticate(key));
+        let by_key = key.and_then(|key| users.authenticate(key));
         match (by_key, key, &state.oauth) {
             (Some(user), _, _) => Identity { name: user.name.clone(), user: Some(user.clone()) },
             // Not an API key: an access token of the authorization server, if one is set.
             (None, Some(token), Some(oauth)) if token.matches('.').count() == 2 => {
                 match oauth.verify(token).await {
                     Ok(subject) => {
-                        let entry = state
-                            .subjects
+                        let entry = subjects
                             .iter()
                             .find(|u| u.subject.as_deref() == Some(subject.as_str()));
+                        // A subject without an entry is `oauth:SUBJECT`, never the API-key user
+                        // who happens to have its name (names may not contain `:`): its own rate
+                        // limit, recent calls, fail-fast counters and telemetry name.
                         Identity {
-                            name: entry.map_or(subject.clone(), |u| u.name.clone()),
+                            name: entry
+                                .map_or_else(|| format!("oauth:{subject}"), |u| u.name.clone()),
                             user: entry.cloned(),
                         }
                     }

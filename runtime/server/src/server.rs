@@ -911,11 +911,18 @@ impl View {
         if policy.0 != generation {
             match Policy::new(&inner.host.config().config.selector) {
                 Ok(base) => {
-                    let narrowed = match &self.user {
-                        Some(user) => base.narrowed_by(user).unwrap_or_else(|e| {
+                    // The caller's entry as the reloaded config has it: a narrower policy
+                    // applies at once, and an entry that is gone serves nothing.
+                    let config = inner.host.config();
+                    let entry = self.user.as_ref().map(|user| {
+                        config.config.serve.http.users.iter().find(|u| u.name == user.name)
+                    });
+                    let narrowed = match entry {
+                        Some(Some(user)) => base.narrowed_by(user).unwrap_or_else(|e| {
                             tracing::warn!(user = %user.name, "{e}; refusing every tool to this user");
                             Policy::refuse_all()
                         }),
+                        Some(None) => Policy::refuse_all(),
                         None => base,
                     };
                     *policy = (generation, narrowed);
