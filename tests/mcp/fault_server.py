@@ -4,8 +4,8 @@ Run by tests/tests/upstreams.rs as an `[[upstreams]]` command: `python3 fault_se
 STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything), `slow-start`
 (sleeps 5 s before serving), `exit-noisy` (prints a secret and terminal escape sequences to
 stderr, then exits), or `http PORT`: Streamable HTTP on 127.0.0.1:PORT at `/mcp`,
-answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `pid-<pid>` on start, and `cancelled` when a call
-of `slow` is cancelled, so the test can check what reached the server.
+answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `pid-<pid>` on start, `slow-started` when a call of
+`slow` begins, and `cancelled` when a call of `slow` is cancelled, so the test can check what reached the server.
 
 Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
 `crash` (the process exits mid-call), `hang` (never answers), `huge` (a result of `mb`
@@ -51,6 +51,9 @@ def echo(text: str) -> str:
 @server.tool()
 async def slow(seconds: int, ctx: Context) -> str:
     """Sleeps for `seconds`, reporting progress every second."""
+    # Tells a test the call is running here, so it never has to guess with a fixed wait.
+    with open(os.path.join(STATE, "slow-started"), "w") as f:
+        f.write("started")
     try:
         for i in range(seconds):
             await ctx.report_progress(i + 1, seconds, f"step {i + 1} of {seconds}")

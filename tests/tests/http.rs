@@ -502,10 +502,20 @@ impl rmcp::ClientHandler for Progress {
     }
 }
 
+/// Waits until `path` exists (what the test waits for has happened); panics after 30 s.
+fn wait_for_file(path: &Path) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn fault_upstream(state: &Path) -> String {
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/fault_server.py");
     format!(
-        "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\nargs = [\"{}\", \"normal\", \"{}\"]\n",
+        "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\nargs = [\"{}\", \"normal\", \"{}\"]\n\
+         start_timeout_s = 180\n",
         server.display(),
         state.display()
     )
@@ -535,6 +545,7 @@ async fn progress_and_cancellation_cross_http_on_both_revisions() {
 
         let marker = state.path().join("cancelled");
         let _ = std::fs::remove_file(&marker);
+        let _ = std::fs::remove_file(state.path().join("slow-started"));
         let handle = client
             .peer()
             .send_cancellable_request(
@@ -543,7 +554,7 @@ async fn progress_and_cancellation_cross_http_on_both_revisions() {
             )
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        wait_for_file(&state.path().join("slow-started"));
         handle.cancel(Some("changed my mind".into())).await.unwrap();
         let started = Instant::now();
         while !marker.exists() && started.elapsed() < Duration::from_secs(10) {
@@ -566,7 +577,7 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits() {
             .with_arguments(json!({"seconds": 3}).as_object().unwrap().clone());
         client.call_tool(params).await
     });
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    wait_for_file(&state.path().join("slow-started"));
     let pid = served.child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let result = call.await.unwrap().expect("the call in flight is answered");

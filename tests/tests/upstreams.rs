@@ -140,17 +140,25 @@ fn fault_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/fault_server.py")
 }
 
+/// How long the tests let an upstream take to start: quiver serves only after each upstream's
+/// first attempt, so a generous bound is a wait for readiness, not a fixed delay — a loaded
+/// machine (node and npx starting beside a build) must not fail a test.
+const READY_WITHIN_S: &str = "start_timeout_s = 180";
+
 fn reference_upstreams() -> String {
     format!(
         "[[upstreams]]\nname = \"everything\"\ncommand = \"npx\"\nargs = [\"-y\", \"{EVERYTHING}\"]\n\
-         [[upstreams]]\nname = \"fs\"\ncommand = \"npx\"\nargs = [\"-y\", \"{FILESYSTEM}\", \"{{files}}\"]\n"
+         {READY_WITHIN_S}\n\
+         [[upstreams]]\nname = \"fs\"\ncommand = \"npx\"\nargs = [\"-y\", \"{FILESYSTEM}\", \"{{files}}\"]\n\
+         {READY_WITHIN_S}\n"
     )
 }
 
 fn faults(mode: &str, extra: &str) -> String {
+    let ready = if extra.contains("start_timeout_s") { "" } else { READY_WITHIN_S };
     format!(
         "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\n\
-         args = [\"{{faults}}\", \"{mode}\", \"{{state}}\"]\n{extra}\n"
+         args = [\"{{faults}}\", \"{mode}\", \"{{state}}\"]\n{ready}\n{extra}\n"
     )
 }
 
@@ -356,7 +364,11 @@ async fn a_cancelled_call_is_cancelled_upstream() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = gateway.path("state/slow-started");
+    assert!(
+        eventually(Duration::from_secs(30), || started.exists()).await,
+        "the call reached the upstream's tool"
+    );
     handle.cancel(Some("the user changed their mind".into())).await.unwrap();
     let marker = gateway.path("state/cancelled");
     assert!(
@@ -383,13 +395,14 @@ async fn a_crashing_upstream_is_reported_restarted_and_leaves_no_process() {
         text(&crashed)
     );
     // Restarted with backoff: the same tool name answers again.
+    let started = Instant::now();
     let mut echoed = String::new();
-    for _ in 0..40 {
+    while started.elapsed() < Duration::from_secs(60) {
         echoed = text(&call(&client, "faults_echo", json!({"text": "back"})).await);
         if echoed.contains("back") {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(echoed.contains("back"), "restarted: {echoed}");
 
