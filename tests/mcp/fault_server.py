@@ -9,7 +9,7 @@ answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `
 
 Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
 `crash` (the process exits mid-call), `hang` (never answers), `huge` (a result of `mb`
-megabytes), `grow` (adds the tool `added` and says the tool list changed), `pid` (the server's
+megabytes), `grow` (adds the tool `added` and says the tool list changed), `storm` (says so `times` times), `pid` (the server's
 process id), `delete_repository` (a write that declares `readOnlyHint: true`).
 """
 
@@ -95,6 +95,14 @@ async def grow(ctx: Context) -> str:
     server.add_tool(added, name="added")
     await ctx.notify_tools_changed()
     return "grown"
+
+
+@server.tool()
+async def storm(times: int, ctx: Context) -> str:
+    """Says the tool list changed `times` times in a row."""
+    for _ in range(times):
+        await ctx.notify_tools_changed()
+    return f"sent {times}"
 
 
 @server.tool()

@@ -776,6 +776,84 @@ async fn a_reload_never_loosens_by_accident_and_tightens_at_once() {
     let _ = child.wait();
 }
 
+/// A raw HTTP/1.1 request on a new connection: the status line and the rest, as sent back.
+fn raw_http(port: u16, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_answers_as_the_spec_says_and_shows_nothing_to_strangers() {
+    let (key, entry) = new_user_key("alice", "");
+    let metrics_port = quiver_tests::free_port();
+    let served = Served::start(&format!(
+        "[serve.http]\npublic_url = \"https://quiver.example/mcp\"\n\
+         metrics_listen = \"127.0.0.1:{metrics_port}\"\n{entry}"
+    ));
+    let http = reqwest::Client::new();
+    let post = |body: String, key: Option<&str>| {
+        let mut request = http
+            .post(format!("{}/mcp", served.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        request.send()
+    };
+    // Not one JSON-RPC message: 400 with the JSON-RPC error, as on stdio.
+    for (body, code) in [
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ".to_owned(), -32700),
+        (json!([initialize_request(), initialize_request()]).to_string(), -32600),
+        (json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}).to_string(), -32600),
+    ] {
+        let answer = post(body.clone(), Some(&key)).await.unwrap();
+        assert_eq!(answer.status(), 400, "{body}");
+        let text = answer.text().await.unwrap();
+        let error: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{body}: {e}: {text}"));
+        assert_eq!(error["error"]["code"], code, "{body}: {error}");
+        assert_eq!(error["jsonrpc"], "2.0");
+    }
+    // The metadata and the challenge name the configured URL, whatever Host a request claims.
+    let forged = http
+        .get(format!("{}/.well-known/oauth-protected-resource", served.url))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    let metadata: Value = forged.json().await.unwrap();
+    assert_eq!(metadata["resource"], "https://quiver.example/mcp", "{metadata}");
+    let refused = post(initialize_request().to_string(), None).await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"https://quiver.example/.well-known/oauth-protected-resource\""
+    );
+    // An empty Host passes no rebinding check.
+    let port: u16 = served.url.rsplit(':').next().unwrap().parse().unwrap();
+    let empty = raw_http(port, "GET /healthz HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n");
+    assert!(empty.starts_with("HTTP/1.1 400"), "{empty}");
+    // /metrics names users and tools: a key on the main address, or the metrics address.
+    let anonymous = http.get(format!("{}/metrics", served.url)).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let with_key =
+        http.get(format!("{}/metrics", served.url)).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(with_key.status(), 200);
+    assert!(with_key.text().await.unwrap().contains("quiver_"));
+    let scraped = http.get(format!("http://127.0.0.1:{metrics_port}/metrics")).send().await;
+    let scraped = scraped.unwrap();
+    assert_eq!(scraped.status(), 200);
+    assert!(scraped.text().await.unwrap().contains("quiver_"));
+}
+
 /// `TCP_NODELAY` of each connection `served` accepted and still holds, read inside its process.
 fn accepted_nodelay(served: &Served) -> Vec<bool> {
     let port = served.url.rsplit(':').next().unwrap().to_owned();

@@ -686,6 +686,38 @@ async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_i
     assert!(!body.contains("hunter2") && !body.contains("DB_PASSWORD") && !obeyed(&body), "{body}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_storm_makes_a_line_not_thousands() {
+    require_python_sdk();
+    let gateway = Gateway::new(&faults("normal", ""), "");
+    let mut command = tokio::process::Command::new(quiver_bin());
+    command
+        .args(gateway.args(&["serve", "--mode", "all"]))
+        .current_dir(gateway.dir.path())
+        .envs(gateway.env())
+        .env("RUST_LOG", "info");
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn quiver serve");
+    let mut stderr = stderr.unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
+    let client = Seen::default().serve(transport).await.expect("initialize");
+    let sent = call(&client, "faults_storm", json!({"times": 2000})).await;
+    assert!(text(&sent).contains("sent 2000"), "{}", text(&sent));
+    // Still serving, with its tools listed again.
+    let echo = call(&client, "faults_echo", json!({"text": "calm"})).await;
+    assert!(text(&echo).contains("calm"));
+    client.cancel().await.unwrap();
+    let log = log.await.unwrap();
+    let lines = log.lines().filter(|l| l.contains("tool list changed")).count();
+    assert!((1..=3).contains(&lines), "{lines} lines for 2000 notifications:\n{log}");
+}
+
 #[test]
 fn a_refused_bearer_that_the_upstream_quotes_never_shows_in_the_default_log() {
     // The server's 401 page quotes the token it got; the MCP client library logs that page at

@@ -211,6 +211,14 @@ pub struct HttpServeConfig {
     pub users: Vec<HttpUser>,
     /// `[serve.http.oauth]`: accept access tokens of an OAuth 2.1 authorization server.
     pub oauth: Option<OAuthConfig>,
+    /// The URL clients reach `/mcp` by (`https://quiver.internal/mcp`), named in the RFC 9728
+    /// metadata and in `WWW-Authenticate`; default: `[serve.http.oauth] audience`, else the
+    /// listen address with the scheme it serves. Never taken from a request's `Host`.
+    pub public_url: Option<String>,
+    /// A second address serving `/metrics` alone, without authentication, for a scraper on an
+    /// internal network (`127.0.0.1:9464`). On the main address, `/metrics` needs a user's key
+    /// or token whenever users or OAuth are configured.
+    pub metrics_listen: Option<String>,
 }
 
 /// `[serve.http.oauth]`: quiver as an OAuth 2.1 resource server (the MCP authorization spec).
@@ -245,6 +253,8 @@ impl Default for HttpServeConfig {
             tls_key: None,
             users: Vec::new(),
             oauth: None,
+            public_url: None,
+            metrics_listen: None,
         }
     }
 }

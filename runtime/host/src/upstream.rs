@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quiver_core::{Content, ToolErrorKind, ToolName, ToolResult, ToolSpec};
 use rmcp::model::{
@@ -220,6 +220,9 @@ pub struct UpstreamReport {
     pub stderr_tail: Option<String>,
 }
 
+/// At most one log line per this long for an upstream's `tools/list_changed` notifications.
+const LIST_CHANGED_LOG_EVERY: Duration = Duration::from_secs(10);
+
 /// How long a failure waits for the rest of a child's stderr when the stream has not ended.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
@@ -267,6 +270,8 @@ pub struct Upstream {
     live: Mutex<Live>,
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
     relist: Notify,
+    /// When a `list_changed` line was last logged, and the notifications since.
+    list_changed_log: Mutex<(Option<Instant>, u64)>,
     /// Set after the first start attempt ends (ready or failed), for [`Upstreams::start`].
     first_attempt: watch::Sender<bool>,
     stop: AtomicBool,
@@ -292,6 +297,7 @@ impl Upstream {
             }),
             progress: Mutex::new(HashMap::new()),
             relist: Notify::new(),
+            list_changed_log: Mutex::new((None, 0)),
             first_attempt: watch::channel(false).0,
             stop: AtomicBool::new(false),
             stopped: Notify::new(),
@@ -617,9 +623,7 @@ impl Upstream {
                 }
                 changed = next_change => {
                     if changed {
-                        if let Err(e) = self.list(&peer).await {
-                            tracing::warn!(upstream = %self.config.name, "{e}");
-                        }
+                        self.list_changed();
                     } else {
                         subscription = None;
                     }
@@ -633,6 +637,35 @@ impl Upstream {
             }
         }
         "the server exited or closed its connection; restarting".into()
+    }
+
+    /// The server says its tools changed (a notification, or an event of its listen stream):
+    /// list them again — once for a burst, since `relist` holds one permit — and say so in the
+    /// log at most once per [`LIST_CHANGED_LOG_EVERY`], with how many came since. A server may
+    /// send thousands.
+    fn list_changed(&self) {
+        let seen = {
+            let mut log = self.list_changed_log.lock().unwrap_or_else(|e| e.into_inner());
+            log.1 += 1;
+            if log.0.is_none_or(|at| at.elapsed() >= LIST_CHANGED_LOG_EVERY) {
+                let seen = log.1;
+                *log = (Some(Instant::now()), 0);
+                Some(seen)
+            } else {
+                None
+            }
+        };
+        match seen {
+            Some(1) => {
+                tracing::info!(upstream = %self.config.name, "tool list changed; listing again")
+            }
+            Some(n) => tracing::info!(
+                upstream = %self.config.name,
+                "tool list changed {n} times since the last line; listing again"
+            ),
+            None => {}
+        }
+        self.relist.notify_one();
     }
 
     /// Keeps the last lines the server wrote to stderr, which usually say why it stopped (a
@@ -916,8 +949,7 @@ impl ClientHandler for UpstreamHandler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(upstream) = self.upstream.upgrade() {
-            tracing::info!(upstream = %upstream.config.name, "tool list changed; listing again");
-            upstream.relist.notify_one();
+            upstream.list_changed();
         }
     }
 

@@ -156,6 +156,8 @@ struct AppState {
     oauth: Option<Arc<crate::oauth::OAuth>>,
     allowed_origins: Arc<Vec<String>>,
     limits: Arc<Limits>,
+    /// The URL of `/mcp` the metadata and challenges name.
+    resource_url: Arc<String>,
     server: QuiverServer,
 }
 
@@ -226,7 +228,14 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );
+    let scheme = if config.tls_cert.is_some() { "https" } else { "http" };
+    let resource_url = config
+        .public_url
+        .clone()
+        .or_else(|| config.oauth.as_ref().map(|o| o.audience.clone()))
+        .unwrap_or_else(|| format!("{scheme}://{addr}{MCP_PATH}"));
     let state = AppState {
+        resource_url: Arc::new(resource_url),
         host: Arc::clone(&host),
         auth: Arc::new(Auth::new(Arc::clone(&host), users.is_open() && oauth.is_none())?),
         oauth,
@@ -240,11 +249,16 @@ pub async fn serve_http(
     let _ = crate::metrics::handle();
     let guarded = Router::new()
         .route_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn(check_json_rpc))
+        // User names and per-tool counts are not for whoever reaches the port.
+        .route("/metrics", get(metrics_text))
         .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
+    if let Some(metrics_listen) = &config.metrics_listen {
+        serve_metrics(metrics_listen, state.clone()).await?;
+    }
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
         .merge(guarded)
         .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
@@ -337,8 +351,98 @@ async fn serve_tls(
     Ok(())
 }
 
+/// `/metrics` alone on `[serve.http] metrics_listen`, open, for a scraper on an internal
+/// network; runs until the process ends.
+async fn serve_metrics(listen: &str, state: AppState) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
+        anyhow::anyhow!("cannot listen on {listen} ([serve.http] metrics_listen): {e}")
+    })?;
+    let app = Router::new().route("/metrics", get(metrics_text)).with_state(state);
+    tracing::info!("serving /metrics at http://{}/metrics", listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the metrics listener stopped: {e}");
+        }
+    });
+    Ok(())
+}
+
+/// The longest request body `/mcp` reads (rmcp's own limit).
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the JSON-RPC layer of Streamable HTTP answers to a POST that is not one JSON-RPC
+/// message: `400` with the JSON-RPC error, as stdio answers it (rmcp would say `415` in plain
+/// text): -32700 for a body that is not JSON, -32600 for a batch or something that is not a
+/// JSON-RPC 2.0 message, -32602 for a request whose parameters do not fit its method.
+async fn check_json_rpc(request: Request, next: Next) -> Response {
+    let is_json =
+        request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(
+            |v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"),
+        );
+    if request.method() != axum::http::Method::POST || !is_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {MAX_BODY_BYTES} bytes"),
+            )
+                .into_response()
+        }
+    };
+    if let Some(error) = json_rpc_error(&bytes) {
+        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+/// The JSON-RPC error answering `body`, or `None` when it is one message rmcp can read.
+fn json_rpc_error(body: &[u8]) -> Option<serde_json::Value> {
+    let error = |id: serde_json::Value, code: i64, message: String| {
+        Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+    };
+    let value: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(value) => value,
+        Err(e) => return error(serde_json::Value::Null, -32700, format!("Parse error: {e}")),
+    };
+    let Some(message) = value.as_object() else {
+        let what = if value.is_array() {
+            "a batch; send one message per request (batches were removed in 2025-06-18)"
+        } else {
+            "not a JSON-RPC message object"
+        };
+        return error(serde_json::Value::Null, -32600, format!("Invalid Request: {what}"));
+    };
+    let id = message.get("id").cloned().unwrap_or(serde_json::Value::Null);
+    let id_ok = matches!(id, serde_json::Value::String(_) | serde_json::Value::Number(_))
+        || !message.contains_key("id");
+    if message.get("jsonrpc").and_then(serde_json::Value::as_str) != Some("2.0") || !id_ok {
+        let id = if id_ok { id } else { serde_json::Value::Null };
+        return error(id, -32600, "Invalid Request: not a JSON-RPC 2.0 message".into());
+    }
+    match serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(value.clone()) {
+        Ok(_) => None,
+        Err(e) if message.get("method").is_some_and(serde_json::Value::is_string) => {
+            error(id, -32602, format!("Invalid params: {e}"))
+        }
+        Err(e) => error(id, -32600, format!("Invalid Request: {e}")),
+    }
+}
+
 /// Layer 1: a browser's `Origin` must be allowed (DNS rebinding); non-browser requests pass.
+/// A request without a `Host`, or with an empty one, is refused: no allowed host can match it.
 async fn check_origin(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    if host.trim().is_empty() {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "a request needs a Host header naming this server"})),
+        )
+            .into_response();
+    }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         let allowed = if state.allowed_origins.is_empty() {
@@ -378,6 +482,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
     } else {
         let key = bearer(request.headers());
         let by_key = key.and_then(|key| users.authenticate(key));
+        let challenge = |had_key: bool| unauthorized(&state.resource_url, had_key);
         match (by_key, key, &state.oauth) {
             (Some(user), _, _) => Identity { name: user.name.clone(), user: Some(user.clone()) },
             // Not an API key: an access token of the authorization server, if one is set.
@@ -398,11 +503,11 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
                     }
                     Err(reason) => {
                         tracing::info!("refused an access token: {reason}");
-                        return unauthorized(request.headers(), true);
+                        return challenge(true);
                     }
                 }
             }
-            _ => return unauthorized(request.headers(), key.is_some()),
+            _ => return challenge(key.is_some()),
         }
     };
     if let Err(wait) = state.limits.check(&identity) {
@@ -447,9 +552,8 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// 401 with the pointer to this server's protected-resource metadata (RFC 9728).
-fn unauthorized(headers: &HeaderMap, had_key: bool) -> Response {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
-    let metadata = format!("http://{host}{RESOURCE_METADATA_PATH}");
+fn unauthorized(resource_url: &str, had_key: bool) -> Response {
+    let metadata = metadata_url(resource_url);
     let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
     let message = if had_key {
         "the API key or access token is not valid for this server"
@@ -464,18 +568,22 @@ fn unauthorized(headers: &HeaderMap, had_key: bool) -> Response {
 }
 
 /// RFC 9728 metadata: this resource, its authorization server, and how to present a token.
-async fn resource_metadata(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Json<serde_json::Value> {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+async fn resource_metadata(State(state): State<AppState>) -> Json<serde_json::Value> {
     let servers: Vec<&str> = state.oauth.as_deref().map(|o| o.issuer()).into_iter().collect();
     Json(json!({
-        "resource": format!("http://{host}{MCP_PATH}"),
+        "resource": state.resource_url.as_str(),
         "authorization_servers": servers,
         "bearer_methods_supported": ["header"],
         "resource_name": "quiver",
     }))
+}
+
+/// The RFC 9728 metadata URL of the resource `resource_url`: its origin and the well-known path.
+fn metadata_url(resource_url: &str) -> String {
+    match url::Url::parse(resource_url) {
+        Ok(url) => format!("{}{RESOURCE_METADATA_PATH}", url.origin().ascii_serialization()),
+        Err(_) => format!("{}{RESOURCE_METADATA_PATH}", resource_url.trim_end_matches(MCP_PATH)),
+    }
 }
 
 /// HTTP sessions' metadata in the host's shared state, so any replica can continue a session.
