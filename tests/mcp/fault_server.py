@@ -2,14 +2,15 @@
 
 Run by tests/tests/upstreams.rs as an `[[upstreams]]` command: `python3 fault_server.py MODE
 STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything), `slow-start`
-(sleeps 5 s before serving), `exit-noisy` (prints a secret and terminal escape sequences to
+(sleeps 5 s before serving), `flood` (also lists 3 000 tools and one with a 2 MB
+description), `exit-noisy` (prints a secret and terminal escape sequences to
 stderr, then exits), or `http PORT`: Streamable HTTP on 127.0.0.1:PORT at `/mcp`,
 answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `pid-<pid>` on start, `slow-started` when a call of
 `slow` begins, and `cancelled` when a call of `slow` is cancelled, so the test can check what reached the server.
 
 Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
 `crash` (the process exits mid-call), `hang` (never answers), `huge` (a result of `mb`
-megabytes), `grow` (adds the tool `added` and says the tool list changed), `storm` (says so `times` times), `pid` (the server's
+megabytes), `grow` (adds the tool `added` and says the tool list changed), `storm` (says so `times` times), `blocks` (`count` text blocks of `kb` KB), `pid` (the server's
 process id), `delete_repository` (a write that declares `readOnlyHint: true`).
 """
 
@@ -103,6 +104,26 @@ async def storm(times: int, ctx: Context) -> str:
     for _ in range(times):
         await ctx.notify_tools_changed()
     return f"sent {times}"
+
+
+@server.tool()
+def blocks(count: int, kb: int) -> list[str]:
+    """Returns `count` text blocks of `kb` kilobytes each."""
+    return ["z" * (kb * 1024) for _ in range(count)]
+
+
+if MODE == "flood":
+    # A catalogue no client should have to read whole: thousands of tools, one with a
+    # 2 MB description.
+    def make(i: int):
+        def flooded() -> str:
+            return str(i)
+
+        return flooded
+
+    server.add_tool(make(-1), name="wordy", description="word " * (400 * 1024))
+    for i in range(3000):
+        server.add_tool(make(i), name=f"flood_{i:05}", description=f"Flood tool {i}.")
 
 
 @server.tool()

@@ -687,6 +687,36 @@ async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_upstream_answer_or_catalogue_can_flood_the_client() {
+    require_python_sdk();
+    let gateway = Gateway::new(&faults("flood", ""), "");
+    let client = gateway.serve("all").await;
+    // 3 000 tools and a 2 MB description: capped per upstream, named in the log.
+    let tools = client.list_all_tools().await.unwrap();
+    let list_bytes = serde_json::to_string(&tools).unwrap().len();
+    let flooded = tools.iter().filter(|t| t.name.starts_with("faults_flood_")).count();
+    let wordy = tools.iter().find(|t| t.name == "faults_wordy").expect("the wordy tool is listed");
+    let description = wordy.description.as_deref().unwrap_or_default();
+    eprintln!(
+        "an upstream listing 3 001 tools, one with a 2 MB description: {} tools, {} KB listed",
+        tools.len(),
+        list_bytes / 1024
+    );
+    assert!(tools.len() <= 500 && flooded > 0, "{} tools listed", tools.len());
+    assert!(list_bytes < 512 * 1024, "{list_bytes} bytes listed");
+    assert!(description.ends_with("[description cut by quiver]"), "{}", &description[..80]);
+    assert!(description.len() < 2100, "{} bytes of description", description.len());
+    // 40 blocks of 150 KB (6 MB, in a frame under the MCP library's 16 MiB): the answer is
+    // capped as a whole, not block by block.
+    let answer = call(&client, "faults_blocks", json!({"count": 40, "kb": 150})).await;
+    let answer_bytes = serde_json::to_string(&answer).unwrap().len();
+    eprintln!("40 blocks of 150 KB reach the client as {} KB", answer_bytes / 1024);
+    assert!(answer_bytes < 300 * 1024, "{answer_bytes} bytes reached the client");
+    assert!(text(&answer).contains("more block(s) left out"), "says what it left out");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_storm_makes_a_line_not_thousands() {
     require_python_sdk();
     let gateway = Gateway::new(&faults("normal", ""), "");

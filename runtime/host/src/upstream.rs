@@ -88,11 +88,39 @@ pub struct UpstreamConfig {
     /// `false` keeps it configured but not started.
     #[serde(default = "default_true")]
     pub enabled: bool,
+    /// The most tools it may list (500); past it, the rest are left out with a warning, so no
+    /// upstream can flood the catalogue every client reads.
+    #[serde(default = "default_max_tools")]
+    pub max_tools: usize,
+    /// The longest tool description kept, in characters (2 000); a longer one is cut, saying so.
+    #[serde(default = "default_max_description_chars")]
+    pub max_description_chars: usize,
+    /// The most its tool definitions may take in all, in KB of JSON (256): tools past it are
+    /// left out with a warning (a client that reads the list in one message, the official
+    /// Python SDK's 1 MB event, fails whole when one upstream's list is too large).
+    #[serde(default = "default_max_list_kb")]
+    pub max_list_kb: usize,
 }
 
 fn default_timeout_s() -> u64 {
     60
 }
+
+fn default_max_tools() -> usize {
+    500
+}
+
+fn default_max_description_chars() -> usize {
+    2000
+}
+
+fn default_max_list_kb() -> usize {
+    256
+}
+
+/// The largest input and output schemas of an upstream tool kept, together, in bytes of JSON: a
+/// tool whose schemas are larger is left out, with a warning naming it.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 
 fn default_start_timeout_s() -> u64 {
     DEFAULT_START_TIMEOUT.as_secs()
@@ -564,18 +592,55 @@ impl Upstream {
             .list_all_tools()
             .await
             .map_err(|e| format!("tools/list failed: {}", logging::scrub(&e.to_string())))?;
-        let mut tools = Vec::with_capacity(listed.len());
-        for tool in listed {
+        let mut tools = Vec::with_capacity(listed.len().min(self.config.max_tools));
+        let (upstream, max_tools) = (&self.config.name, self.config.max_tools);
+        if listed.len() > max_tools {
+            tracing::warn!(
+                upstream = %upstream,
+                "lists {} tools; serving the first {max_tools} (max_tools in its [[upstreams]] \
+                 entry) so it cannot flood the catalogue of every client",
+                listed.len()
+            );
+        }
+        let mut cut_descriptions = 0;
+        let (mut list_bytes, mut over_budget) = (0usize, 0usize);
+        for tool in listed.into_iter().take(max_tools) {
             let json = serde_json::to_value(&tool).unwrap_or(Value::Null);
             let name = tool.name.to_string();
             if name.is_empty() || name.contains('.') {
-                tracing::warn!(upstream = %self.config.name, "skipping tool `{name}`: names are non-empty and have no dots");
+                tracing::warn!(upstream = %upstream, "skipping tool `{name}`: names are non-empty and have no dots");
                 continue;
             }
+            let schema_bytes = ["inputSchema", "outputSchema"]
+                .iter()
+                .filter_map(|key| json.get(*key))
+                .map(|schema| schema.to_string().len())
+                .sum::<usize>();
+            if schema_bytes > MAX_SCHEMA_BYTES {
+                tracing::warn!(
+                    upstream = %upstream,
+                    "skipping tool `{name}`: its schema is {} KB, over {} KB",
+                    schema_bytes / 1024,
+                    MAX_SCHEMA_BYTES / 1024
+                );
+                continue;
+            }
+            let mut description = tool.description.as_deref().unwrap_or_default().to_owned();
+            if description.chars().count() > self.config.max_description_chars {
+                description = description.chars().take(self.config.max_description_chars).collect();
+                description.push_str(" … [description cut by quiver]");
+                cut_descriptions += 1;
+            }
+            let size = schema_bytes + description.len() + name.len();
+            if list_bytes + size > self.config.max_list_kb * 1024 {
+                over_budget += 1;
+                continue;
+            }
+            list_bytes += size;
             let spec = ToolSpec {
                 name: name.clone(),
                 group: None,
-                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                description,
                 input_schema: json
                     .get("inputSchema")
                     .cloned()
@@ -588,6 +653,22 @@ impl Upstream {
                 spec,
                 annotations: json.get("annotations").cloned(),
             });
+        }
+        if over_budget > 0 {
+            tracing::warn!(
+                upstream = %upstream,
+                "{over_budget} tool(s) left out: its list is over {} KB (max_list_kb in its \
+                 [[upstreams]] entry)",
+                self.config.max_list_kb
+            );
+        }
+        if cut_descriptions > 0 {
+            tracing::warn!(
+                upstream = %upstream,
+                "{cut_descriptions} tool description(s) longer than {} characters were cut \
+                 (max_description_chars in its [[upstreams]] entry)",
+                self.config.max_description_chars
+            );
         }
         tools.sort_by(|a, b| a.name.tool.cmp(&b.name.tool));
         self.live().tools = tools;
@@ -833,24 +914,53 @@ async fn send_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
 /// answers with megabytes must not fill the client's context.
 pub const MAX_RESULT_TEXT: usize = 256 * 1024;
 
-/// `result` with each text block cut to [`MAX_RESULT_TEXT`] bytes (on a character boundary),
-/// saying how much was left out; a structured value too large to keep is dropped likewise.
+/// `result` with its text cut to [`MAX_RESULT_TEXT`] bytes in all — the whole answer, not each
+/// block, so 60 blocks of 250 KB do not reach the client as 15 MB — on a character boundary,
+/// the blocks past the budget left out, saying how much; a structured value too large to keep
+/// is dropped likewise.
 fn cap_text(mut result: ToolResult) -> ToolResult {
-    let mut cut = false;
-    for content in &mut result.content {
-        let Content::Text { text } = content else { continue };
-        if text.len() > MAX_RESULT_TEXT {
-            let mut end = MAX_RESULT_TEXT;
+    let mut budget = MAX_RESULT_TEXT;
+    let (mut left_bytes, mut left_blocks) = (0usize, 0usize);
+    let mut kept = Vec::with_capacity(result.content.len());
+    for content in std::mem::take(&mut result.content) {
+        let Content::Text { mut text } = content else {
+            kept.push(content);
+            continue;
+        };
+        if budget == 0 {
+            left_bytes += text.len();
+            left_blocks += 1;
+            continue;
+        }
+        if text.len() > budget {
+            let mut end = budget;
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
-            let left = text.len() - end;
+            left_bytes += text.len() - end;
             text.truncate(end);
-            text.push_str(&format!(
-                "\n… [cut by quiver: {} KB more; ask the tool for less, e.g. a page or a range]",
-                left / 1024
-            ));
-            cut = true;
+        }
+        budget -= text.len();
+        kept.push(Content::Text { text });
+    }
+    result.content = kept;
+    let mut cut = left_bytes > 0;
+    if cut {
+        let blocks = if left_blocks > 0 {
+            format!(" ({left_blocks} more block(s) left out)")
+        } else {
+            String::new()
+        };
+        let note = format!(
+            "\n… [cut by quiver: {} KB more{blocks}; ask the tool for less, e.g. a page or a range]",
+            left_bytes / 1024
+        );
+        match result.content.iter_mut().rev().find_map(|c| match c {
+            Content::Text { text } => Some(text),
+            _ => None,
+        }) {
+            Some(text) => text.push_str(&note),
+            None => result.content.push(Content::Text { text: note }),
         }
     }
     if result.structured.as_ref().is_some_and(|v| v.to_string().len() > MAX_RESULT_TEXT) {
@@ -1132,6 +1242,23 @@ mod tests {
         );
         assert!(annotation_layer(Some(&json!({"title": "x"}))).is_none());
         assert!(annotation_layer(None).is_none());
+    }
+
+    #[test]
+    fn many_blocks_are_capped_as_a_whole() {
+        let block = || Content::Text { text: "y".repeat(250 * 1024) };
+        let result = cap_text(ToolResult {
+            content: (0..60).map(|_| block()).collect(),
+            ..ToolResult::default()
+        });
+        let total: usize = result.text_content().len();
+        assert!(total < MAX_RESULT_TEXT + 300, "{total} bytes of 15 MB kept");
+        assert_eq!(result.content.len(), 2, "one whole block and the start of the next");
+        assert!(
+            result.text_content().contains("(58 more block(s) left out)"),
+            "{}",
+            &result.text_content()[total - 200..]
+        );
     }
 
     #[test]

@@ -961,6 +961,10 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
 /// other. A tool with an output schema always gets structured content — clients check for it.
 /// Successful results carry their (projected) data, repeats included; a result without a
 /// structured value (a provider that sent only text) carries its text as `{"quiver_note": …}`.
+/// The longest text a `quiver_note` repeats in `structuredContent` when a result has no
+/// structured value of its own.
+const MAX_NOTE_BYTES: usize = 4096;
+
 fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
     let text = result.text_content();
     let content: Vec<Value> = result
@@ -979,6 +983,14 @@ fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
     if tool.output_schema.is_some() && !result.is_error {
         out["structuredContent"] = match result.structured {
             Some(value @ Value::Object(_)) => value,
+            // A note, not a second copy of a long text: the answer is capped as a whole.
+            _ if text.len() > MAX_NOTE_BYTES => {
+                let mut end = MAX_NOTE_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                json!({ "quiver_note": format!("{}… (the whole text is in `content`)", &text[..end]) })
+            }
             _ => json!({ "quiver_note": text }),
         };
     }
