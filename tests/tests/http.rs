@@ -302,8 +302,9 @@ async fn a_user_past_their_rate_limit_gets_429_and_metrics_count_what_happened()
     assert_eq!(statuses, [200, 200, 429], "the third request in a minute is refused");
     assert!(retry_after.is_some_and(|s| (1..=60).contains(&s)), "{retry_after:?}");
 
-    let metrics =
-        http.get(format!("{}/metrics", served.url)).send().await.unwrap().text().await.unwrap();
+    // /metrics names users and tools: it takes a key like /mcp.
+    let metrics = http.get(format!("{}/metrics", served.url)).bearer_auth(&alice).send().await;
+    let metrics = metrics.unwrap().text().await.unwrap();
     for line in [
         "quiver_calls_total{tool=\"github.get_issue\",outcome=\"ok\"} 1",
         "quiver_calls_total{tool=\"github.get_issue\",outcome=\"cached\"} 1",
@@ -852,6 +853,79 @@ async fn http_answers_as_the_spec_says_and_shows_nothing_to_strangers() {
     let scraped = scraped.unwrap();
     assert_eq!(scraped.status(), 200);
     assert!(scraped.text().await.unwrap().contains("quiver_"));
+}
+
+/// The resident memory of process `pid`, in KB.
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_and_piled_up_sessions_cannot_lock_the_server_out() {
+    use std::io::Read;
+    let (alice, alice_entry) = new_user_key("alice", "");
+    let (bob, bob_entry) = new_user_key("bob", "");
+    let served = Served::start(&format!(
+        "[serve.http]\nmax_connections = 50\nheader_timeout_s = 2\nmax_sessions = 5\n\
+         max_sessions_per_user = 3\n{alice_entry}{bob_entry}"
+    ));
+    let port: u16 = served.url.rsplit(':').next().unwrap().parse().unwrap();
+    let before_kb = rss_kb(served.child.id());
+    // 300 connections that never send a request, no key needed to open them.
+    let mut idle: Vec<std::net::TcpStream> =
+        (0..300).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let flooded_kb = rss_kb(served.child.id());
+    // /healthz is answered: at once when a slot is free, else once idle ones are closed.
+    let started = Instant::now();
+    let http = reqwest::Client::new();
+    loop {
+        let health = http.get(format!("{}/healthz", served.url)).send().await;
+        if health.is_ok_and(|h| h.status() == 200) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "/healthz locked out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answered_after = started.elapsed();
+    // Every idle connection is closed by the server: past the cap at once, the rest when their
+    // head does not come.
+    for stream in &mut idle {
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 16];
+        match stream.read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("an idle connection was kept open: {other:?}"),
+        }
+    }
+    let closed_after = started.elapsed();
+    eprintln!(
+        "300 idle connections (max_connections 50, header_timeout_s 2): /healthz answered after \
+         {answered_after:?}, all closed after {closed_after:?}; RSS {before_kb} KB -> {flooded_kb} KB"
+    );
+    // Sessions: three for alice, then her fourth is refused; bob's two fill the server.
+    for (key, expected) in [(&alice, 200), (&alice, 200), (&alice, 200), (&alice, 429)] {
+        assert_eq!(initialize_status(&served.url, key).await, expected);
+    }
+    for (key, expected) in [(&bob, 200), (&bob, 200), (&bob, 503)] {
+        assert_eq!(initialize_status(&served.url, key).await, expected);
+    }
+    let metrics = http.get(format!("{}/metrics", served.url)).bearer_auth(&alice).send().await;
+    let metrics = metrics.unwrap().text().await.unwrap();
+    let count = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+    };
+    assert!(count("quiver_http_connections_refused_total") >= 250.0, "{metrics}");
+    assert!(count("quiver_http_connections_timed_out_total") >= 1.0, "{metrics}");
+    assert_eq!(count("quiver_http_sessions_refused_total{limit=\"per_user\"}"), 1.0);
+    assert_eq!(count("quiver_http_sessions_refused_total{limit=\"total\"}"), 1.0);
 }
 
 /// `TCP_NODELAY` of each connection `served` accepted and still holds, read inside its process.

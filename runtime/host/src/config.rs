@@ -219,6 +219,16 @@ pub struct HttpServeConfig {
     /// internal network (`127.0.0.1:9464`). On the main address, `/metrics` needs a user's key
     /// or token whenever users or OAuth are configured.
     pub metrics_listen: Option<String>,
+    /// The most connections open at once; past it a new one is closed at once (default: three
+    /// quarters of the process's descriptor limit, at most 1 024).
+    pub max_connections: Option<usize>,
+    /// How long a connection may take to send a request head, or finish its TLS handshake,
+    /// in seconds — the first one and each after an answer, so idle connections close too.
+    pub header_timeout_s: u64,
+    /// The most 2025-11-25 sessions open at once on this replica.
+    pub max_sessions: usize,
+    /// The most 2025-11-25 sessions one user may hold open.
+    pub max_sessions_per_user: usize,
 }
 
 /// `[serve.http.oauth]`: quiver as an OAuth 2.1 resource server (the MCP authorization spec).
@@ -255,6 +265,10 @@ impl Default for HttpServeConfig {
             oauth: None,
             public_url: None,
             metrics_listen: None,
+            max_connections: None,
+            header_timeout_s: 10,
+            max_sessions: 1000,
+            max_sessions_per_user: 100,
         }
     }
 }

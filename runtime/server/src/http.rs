@@ -158,6 +158,8 @@ struct AppState {
     limits: Arc<Limits>,
     /// The URL of `/mcp` the metadata and challenges name.
     resource_url: Arc<String>,
+    /// The 2025-11-25 sessions open, and whose they are.
+    sessions: Arc<SessionLimits>,
     server: QuiverServer,
 }
 
@@ -223,9 +225,10 @@ pub async fn serve_http(
     mcp_config.allowed_hosts.push(addr.ip().to_string());
     let cancel = mcp_config.cancellation_token.clone();
     let factory = server.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(factory.connection()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         mcp_config,
     );
     let scheme = if config.tls_cert.is_some() { "https" } else { "http" };
@@ -235,6 +238,12 @@ pub async fn serve_http(
         .or_else(|| config.oauth.as_ref().map(|o| o.audience.clone()))
         .unwrap_or_else(|| format!("{scheme}://{addr}{MCP_PATH}"));
     let state = AppState {
+        sessions: Arc::new(SessionLimits {
+            manager: sessions,
+            owners: std::sync::Mutex::new(std::collections::HashMap::new()),
+            max_total: config.max_sessions,
+            max_per_user: config.max_sessions_per_user,
+        }),
         resource_url: Arc::new(resource_url),
         host: Arc::clone(&host),
         auth: Arc::new(Auth::new(Arc::clone(&host), users.is_open() && oauth.is_none())?),
@@ -249,7 +258,7 @@ pub async fn serve_http(
     let _ = crate::metrics::handle();
     let guarded = Router::new()
         .route_service(MCP_PATH, mcp)
-        .layer(axum::middleware::from_fn(check_json_rpc))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), check_json_rpc))
         // User names and per-tool counts are not for whoever reaches the port.
         .route("/metrics", get(metrics_text))
         .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
@@ -264,91 +273,96 @@ pub async fn serve_http(
         .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
         .with_state(state);
     let drain = Duration::from_secs(config.drain_timeout_s);
-    match (&config.tls_cert, &config.tls_key) {
-        (Some(cert), Some(key)) => {
-            serve_tls(listener, app, cert, key, drain, shutdown, move || cancel.cancel()).await?;
-        }
-        (None, None) => {
-            tracing::info!("serving MCP over Streamable HTTP at http://{addr}{MCP_PATH}");
-            eprintln!("quiver: serving MCP at http://{addr}{MCP_PATH}");
-            let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-            use axum::serve::ListenerExt as _;
-            // Without TCP_NODELAY, a client that keeps its connection open (the normal case)
-            // waits for the kernel's delayed acknowledgement on every answer: ~40 ms a call.
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("cannot set TCP_NODELAY on an accepted connection: {e}");
-                }
-            });
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stopping_tx.send(());
-            });
-            let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-            tokio::select! {
-                served = &mut serve => served?,
-                _ = stopping_rx => {
-                    // No new requests; in-flight calls get `drain` to finish, then open streams
-                    // close.
-                    tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
-                    if tokio::time::timeout(drain, &mut serve).await.is_err() {
-                        tracing::warn!("in-flight requests still running after {} s; closing", drain.as_secs());
-                    }
-                    cancel.cancel();
-                }
-            }
-        }
+    let limits = crate::listener::ConnectionLimits {
+        max_connections: config
+            .max_connections
+            .unwrap_or_else(crate::listener::default_max_connections)
+            .max(1),
+        header_timeout: Duration::from_secs(config.header_timeout_s.max(1)),
+    };
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_config(cert, key).await?),
+        (None, None) => None,
         _ => anyhow::bail!(
             "[serve.http] needs both tls_cert and tls_key (PEM files) to serve HTTPS, or neither"
         ),
-    }
+    };
+    tracing::info!(
+        max_connections = limits.max_connections,
+        "serving MCP over Streamable HTTP at {scheme}://{addr}{MCP_PATH}"
+    );
+    eprintln!("quiver: serving MCP at {scheme}://{addr}{MCP_PATH}");
+    crate::listener::serve(listener, app, tls, limits, drain, shutdown, move || cancel.cancel())
+        .await;
     server.shutdown().await;
     Ok(())
 }
 
-/// HTTPS with the certificate chain and key in `cert` and `key` (PEM), through rustls with ring;
-/// on `shutdown`, no new connections and `drain` for the ones in flight.
-async fn serve_tls(
-    listener: tokio::net::TcpListener,
-    app: Router,
+/// The TLS config of the certificate chain and key in `cert` and `key` (PEM), through rustls
+/// with ring.
+async fn tls_config(
     cert: &std::path::Path,
     key: &std::path::Path,
-    drain: Duration,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    close_streams: impl FnOnce() + Send + 'static,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     quiver_runtime::upstream::install_crypto_provider();
     let tls =
         axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key).await.map_err(|e| {
             anyhow::anyhow!(
-            "cannot use tls_cert {} and tls_key {}: {e}; both must be PEM files (a certificate \
-             chain and its private key)",
-            cert.display(),
-            key.display()
-        )
+                "cannot use tls_cert {} and tls_key {}: {e}; both must be PEM files (a \
+                 certificate chain and its private key)",
+                cert.display(),
+                key.display()
+            )
         })?;
-    let addr = listener.local_addr()?;
-    let listener = listener.into_std()?;
-    let handle = axum_server::Handle::new();
-    let stopper = handle.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        tracing::info!("stopping: in-flight requests have {} s", drain.as_secs());
-        stopper.graceful_shutdown(Some(drain));
-        tokio::time::sleep(drain).await;
-        close_streams();
-    });
-    tracing::info!("serving MCP over Streamable HTTP at https://{addr}{MCP_PATH}");
-    eprintln!("quiver: serving MCP at https://{addr}{MCP_PATH}");
-    // TCP_NODELAY on every accepted socket, before the handshake, as on the plain path.
-    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
-        .acceptor(axum_server::accept::NoDelayAcceptor::new());
-    axum_server::from_tcp(listener)?
-        .acceptor(acceptor)
-        .handle(handle)
-        .serve(app.into_make_service())
-        .await?;
-    Ok(())
+    Ok(tls.get_inner())
+}
+
+/// The 2025-11-25 sessions rmcp holds, whose they are, and the caps on them.
+struct SessionLimits {
+    manager: Arc<LocalSessionManager>,
+    /// Session ids by the user who opened them (pruned of ended ones when counted).
+    owners: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+    max_total: usize,
+    max_per_user: usize,
+}
+
+impl SessionLimits {
+    /// Why a new session of `user` is refused now, if it is: (status, message, limit).
+    async fn refusal(&self, user: &str) -> Option<(StatusCode, String, &'static str)> {
+        let open: std::collections::HashSet<String> =
+            self.manager.sessions.read().await.keys().map(|id| id.to_string()).collect();
+        crate::metrics::sessions(open.len());
+        if open.len() >= self.max_total {
+            return Some((
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "this server holds its most sessions ({}, max_sessions); retry later, or use \
+                     protocol 2026-07-28, which needs none",
+                    self.max_total
+                ),
+                "total",
+            ));
+        }
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = owners.entry(user.to_owned()).or_default();
+        mine.retain(|id| open.contains(id));
+        (mine.len() >= self.max_per_user).then(|| {
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "`{user}` holds {} sessions (max_sessions_per_user); end one (DELETE with its \
+                     Mcp-Session-Id) or use protocol 2026-07-28, which needs none",
+                    mine.len()
+                ),
+                "per_user",
+            )
+        })
+    }
+
+    fn opened(&self, user: &str, id: &str) {
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.entry(user.to_owned()).or_default().push(id.to_owned());
+    }
 }
 
 /// `/metrics` alone on `[serve.http] metrics_listen`, open, for a scraper on an internal
@@ -374,7 +388,7 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// message: `400` with the JSON-RPC error, as stdio answers it (rmcp would say `415` in plain
 /// text): -32700 for a body that is not JSON, -32600 for a batch or something that is not a
 /// JSON-RPC 2.0 message, -32602 for a request whose parameters do not fit its method.
-async fn check_json_rpc(request: Request, next: Next) -> Response {
+async fn check_json_rpc(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let is_json =
         request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(
             |v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"),
@@ -396,7 +410,31 @@ async fn check_json_rpc(request: Request, next: Next) -> Response {
     if let Some(error) = json_rpc_error(&bytes) {
         return (StatusCode::BAD_REQUEST, Json(error)).into_response();
     }
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+    // An `initialize` without a session opens one (2025-11-25): within the caps.
+    let opens_session = !parts.headers.contains_key("mcp-session-id")
+        && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|m| {
+            m.get("method").and_then(serde_json::Value::as_str) == Some("initialize")
+        });
+    let user = parts.extensions.get::<Identity>().map(|i| i.name.clone()).unwrap_or_default();
+    if opens_session {
+        if let Some((status, message, limit)) = state.sessions.refusal(&user).await {
+            crate::metrics::session_refused(limit);
+            let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|m| m.get("id").cloned())
+                .unwrap_or(serde_json::Value::Null);
+            let error =
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+            return (status, Json(error)).into_response();
+        }
+    }
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    if opens_session {
+        if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            state.sessions.opened(&user, id);
+        }
+    }
+    response
 }
 
 /// The JSON-RPC error answering `body`, or `None` when it is one message rmcp can read.

@@ -31,6 +31,7 @@ pub mod catalog;
 mod confirm;
 pub mod escape;
 pub mod http;
+mod listener;
 pub mod metrics;
 pub mod modes;
 pub mod oauth;

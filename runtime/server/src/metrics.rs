@@ -8,7 +8,15 @@
 //! - `quiver_callers` — callers with state on this server (a gauge);
 //! - `quiver_upstream_up{upstream}` — 1 ready, 0 otherwise;
 //! - `quiver_shared_state_up` — with `[state] backend = "redis"`: 1 while Redis answers, 0
-//!   while the replica serves from its own state.
+//!   while the replica serves from its own state;
+//! - `quiver_http_connections` — connections open now (a gauge);
+//! - `quiver_http_connections_refused_total` — connections closed at once, past
+//!   `max_connections`;
+//! - `quiver_http_connections_timed_out_total` — connections closed for sending no request
+//!   head (or TLS handshake) within `header_timeout_s`, idle keep-alive ones included;
+//! - `quiver_http_sessions` — 2025-11-25 sessions open now; `quiver_http_sessions_refused_total
+//!   {limit}` — `initialize` refused past `max_sessions` (`total`) or `max_sessions_per_user`
+//!   (`per_user`).
 //!
 //! The recorder is process-wide and installed once; calls made before it exist are not counted.
 
@@ -82,4 +90,29 @@ pub fn shared_state(status: &quiver_runtime::state::StateStatus) {
         StateStatus::Shared => metrics::gauge!("quiver_shared_state_up").set(1.0),
         StateStatus::Unreachable { .. } => metrics::gauge!("quiver_shared_state_up").set(0.0),
     }
+}
+
+/// A connection opened (`+1`) or closed (`-1`).
+pub fn connections(change: f64) {
+    metrics::gauge!("quiver_http_connections").increment(change);
+}
+
+/// Counts a connection closed at once, past `max_connections`.
+pub fn connection_refused() {
+    metrics::counter!("quiver_http_connections_refused_total").increment(1);
+}
+
+/// Counts a connection closed for sending no request head within `header_timeout_s`.
+pub fn connection_timed_out() {
+    metrics::counter!("quiver_http_connections_timed_out_total").increment(1);
+}
+
+/// Sets how many sessions are open.
+pub fn sessions(open: usize) {
+    metrics::gauge!("quiver_http_sessions").set(open as f64);
+}
+
+/// Counts an `initialize` refused past a session limit (`total` or `per_user`).
+pub fn session_refused(limit: &'static str) {
+    metrics::counter!("quiver_http_sessions_refused_total", "limit" => limit).increment(1);
 }
