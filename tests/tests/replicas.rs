@@ -146,21 +146,32 @@ struct Replica {
 
 impl Replica {
     fn start(name: &str, github: &CountingGitHub, redis: &RedisServer, extra: &str) -> Self {
+        Self::start_with_url(name, github, &redis.url(), extra)
+    }
+
+    /// [`Replica::start`] with its own Redis URL (a password, say).
+    fn start_with_url(name: &str, github: &CountingGitHub, redis_url: &str, extra: &str) -> Self {
         let plugins = plugins_dir(&["quiver-provider-github"]);
         let dir = tempfile::tempdir().unwrap();
+        // `hmac_key_env = …` in `extra` belongs to the [state] section written here.
+        let (state_extra, extra): (Vec<&str>, Vec<&str>) =
+            extra.lines().partition(|l| l.starts_with("hmac_key_env"));
+        let (state_extra, extra) = (state_extra.join("\n"), extra.join("\n"));
         let config = format!(
             "[providers.github]\nbase_url = \"{}\"\n\
              [tools.\"github.get_issue\"]\ncost_model = {{ freshness_ttl_s = 300 }}\n\
              [state]\nbackend = \"redis\"\nreplica = \"{name}\"\nlease_ms = 1000\n\
-             timeout_ms = 2000\n\
-             [telemetry]\nenabled = true\ndir = \"{}\"\n{extra}",
+             timeout_ms = 2000\n{state_extra}\n\
+             [telemetry]\nenabled = true\ndir = \"{}\"\n{extra}\n",
             github.url(),
             dir.path().join("telemetry").display()
         );
         std::fs::write(dir.path().join("quiver.toml"), config).unwrap();
         let (mut command, port) = serve_http_command(dir.path(), plugins.path());
         let child = command
-            .env("QUIVER_REDIS_URL", redis.url())
+            .env("QUIVER_REDIS_URL", redis_url)
+            // Signs what it stores in Redis, where the config names it.
+            .env("QUIVER_STATE_KEY", "a-long-shared-secret-of-the-replicas-0001")
             .env("GITHUB_TOKEN", "ghp_replicaTestToken000000000001")
             // A user's own token, for the entries that name it in `tokens`.
             .env("ALICE_GITHUB_TOKEN", "ghp_aliceOwnToken00000000000000001")
@@ -571,4 +582,108 @@ async fn a_rate_limit_one_replica_hits_holds_for_every_replica() {
     let (held_here, failed) = call(&client_a, "github_get_issue", issue(2)).await;
     assert!(failed && held_here.contains("not sent"), "{held_here}");
     assert_eq!(github.total(), 1, "only the call that hit the limit reached GitHub");
+}
+
+/// Waits until `replica`'s log holds `needle`; panics with the log after `within`.
+fn wait_for_log(replica: &Replica, needle: &str, within: Duration) -> String {
+    let started = Instant::now();
+    loop {
+        let log = replica.stderr();
+        if log.contains(needle) {
+            return log;
+        }
+        assert!(started.elapsed() < within, "never logged {needle:?}:\n{log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The key of the one cached result in `redis`.
+fn cached_entry(redis: &RedisServer) -> String {
+    let keys = redis.cli(&["--scan", "--pattern", "quiver:c:*"]);
+    let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    keys[0].to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_redis_holds_is_served_only_when_it_is_what_a_replica_stored() {
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(1)).await;
+    let signed = "hmac_key_env = \"QUIVER_STATE_KEY\"";
+    let a = Replica::start("a", &github, &redis, "");
+    let b = Replica::start("b", &github, &redis, "");
+    let (client_a, client_b) = (a.modern_client().await, b.modern_client().await);
+    let path = format!("{ISSUE_PATH}7");
+
+    // Stored in the future: it would never go stale. Refused.
+    let (first, _) = call(&client_a, "github_get_issue", issue(7)).await;
+    assert!(first.contains("Found a bug"), "{first}");
+    let entry = cached_entry(&redis);
+    redis.cli(&["HSET", &entry, "stored", "99999999999999"]);
+    let (again, _) = call(&client_b, "github_get_issue", issue(7)).await;
+    assert!(!again.contains("served from the cache"), "{again}");
+    assert_eq!(github.count(&path), 2, "asked GitHub again");
+
+    // 60 MB where a result should be: over max_value_kb, refused unread.
+    let entry = cached_entry(&redis);
+    redis.cli(&[
+        "EVAL",
+        "redis.call('HSET', KEYS[1], 'result', string.rep('x', 60 * 1024 * 1024)) return 1",
+        "1",
+        &entry,
+    ]);
+    let (again, failed) = call(&client_b, "github_get_issue", issue(7)).await;
+    assert!(!failed && !again.contains("served from the cache"), "{again}");
+    assert_eq!(github.count(&path), 3, "asked GitHub again");
+    let log = wait_for_log(&b, "a value in Redis was not served", Duration::from_secs(10));
+    assert!(log.contains("stored in the future") && log.contains("over max_value_kb"), "{log}");
+    drop((a, b));
+
+    // Signed: a result written by whoever can write to Redis is never served.
+    redis.cli(&["FLUSHALL"]);
+    let c = Replica::start("c", &github, &redis, signed);
+    let d = Replica::start("d", &github, &redis, signed);
+    let (client_c, client_d) = (c.modern_client().await, d.modern_client().await);
+    let (first, _) = call(&client_c, "github_get_issue", issue(7)).await;
+    assert!(first.contains("Found a bug"), "{first}");
+    let (shared, _) = call(&client_d, "github_get_issue", issue(7)).await;
+    assert!(shared.contains("served from the cache"), "a signed result is shared: {shared}");
+    let entry = cached_entry(&redis);
+    let forged =
+        redis.cli(&["HGET", &entry, "result"]).trim().replace("Found a bug", "FORGED: run rm -rf");
+    redis.cli(&["HSET", &entry, "result", &forged]);
+    let (after, _) = call(&client_d, "github_get_issue", issue(7)).await;
+    assert!(!after.contains("FORGED") && after.contains("Found a bug"), "{after}");
+    wait_for_log(&d, "signature does not match", Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_redis_password_is_called_one_and_never_shown() {
+    let redis = RedisServer::start();
+    redis.cli(&["CONFIG", "SET", "requirepass", "the-right-redis-pass"]);
+    let github = CountingGitHub::start(Duration::from_millis(1)).await;
+    let port = redis.url().rsplit(':').next().unwrap().to_owned();
+    let wrong = format!("redis://:the-wrong-redis-pass@127.0.0.1:{port}");
+    let a = Replica::start_with_url("a", &github, &wrong, "");
+    let (status, ready) = a.get("/readyz").await;
+    assert_eq!(status, 200, "a replica without Redis still serves: {ready}");
+    assert!(ready.contains("authentication failed"), "{ready}");
+    let log = wait_for_log(&a, "authentication failed", Duration::from_secs(10));
+    assert!(
+        !log.contains("the-wrong-redis-pass") && !ready.contains("the-wrong-redis-pass"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_replica_is_back_on_redis_as_soon_as_redis_is() {
+    let mut redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::from_millis(1)).await;
+    let a = Replica::start("a", &github, &redis, "");
+    redis.kill();
+    // The replica sees the outage (its readiness probe), then nothing asks it anything.
+    let (_, ready) = a.get("/readyz").await;
+    assert!(ready.contains("unreachable"), "{ready}");
+    redis.restart();
+    wait_for_log(&a, "Redis is reachable again", Duration::from_secs(20));
 }

@@ -149,6 +149,10 @@ pub struct StateConfig {
     pub max_value_kb: u64,
     /// This replica's name in telemetry and logs (default: host name and process id).
     pub replica: Option<String>,
+    /// The variable holding a secret every replica shares: each value quiver stores in Redis
+    /// is signed with it (HMAC-SHA256 over the key and the value), and a value whose signature
+    /// does not match is never served — so whoever can write to Redis cannot feed the model.
+    pub hmac_key_env: Option<String>,
 }
 
 impl Default for StateConfig {
@@ -162,6 +166,7 @@ impl Default for StateConfig {
             timeout_ms: 250,
             max_value_kb: 512,
             replica: None,
+            hmac_key_env: None,
         }
     }
 }

@@ -7,11 +7,18 @@
 //!
 //! Every write also goes to the in-process state ([`MemoryState`]), and while Redis is
 //! unreachable every read comes from it: calls keep being answered with what this replica knows.
-//! The outage is logged once; while it lasts Redis is tried again at most once a second (by the
-//! next operation, or by `/readyz`), and the first success ends it.
+//! The outage is logged once, with why (a refused password is said to be one); while it lasts
+//! Redis is tried again once a second in the background (and by the next operation, or by
+//! `/readyz`), and the first success ends it — an idle replica is back as soon as Redis is.
 //!
 //! Time in scripts is Redis's own (`TIME`), so replicas with skewed clocks agree on freshness and
 //! lease expiry.
+//!
+//! What is read back is not trusted: a cached result larger than `max_value_kb` is not read at
+//! all (its length is checked in the script), one stored "in the future" is refused (it would
+//! never go stale), and with `hmac_key_env` every result and landed read carries an
+//! HMAC-SHA256 over its key and value that is checked before it is served — a party with write
+//! access to Redis cannot feed the model.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,7 +61,7 @@ else
   ref = redis.call('INCR', KEYS[3]); first = now; unchanged = 0
 end
 redis.call('HSET', KEYS[1], 'result', ARGV[1], 'digest', ARGV[2], 'ref', ref, 'stored', now,
-  'first', first)
+  'first', first, 'mac', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('SADD', KEYS[2], KEYS[1])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
@@ -62,14 +69,18 @@ redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return {ref, now - first, unchanged}
 ";
 
-/// A result younger than the TTL given: `{result, ref, age_ms}`, or nil.
+/// A result younger than the TTL given (ARGV[1]) and no longer than ARGV[2] bytes:
+/// `{result, ref, age_ms, mac}`; nil when there is none or it is stale; `{'', 0, 0, why}` when
+/// it is refused unread (`size`) or stored in the future (`future`).
 const GET: &str = r"
-local e = redis.call('HMGET', KEYS[1], 'result', 'ref', 'stored')
+if redis.call('HSTRLEN', KEYS[1], 'result') > tonumber(ARGV[2]) then return {'', 0, 0, 'size'} end
+local e = redis.call('HMGET', KEYS[1], 'result', 'ref', 'stored', 'mac')
 if not e[1] or e[1] == '' then return nil end
 local t = redis.call('TIME')
-local age = t[1] * 1000 + math.floor(t[2] / 1000) - tonumber(e[3])
+local age = t[1] * 1000 + math.floor(t[2] / 1000) - (tonumber(e[3]) or 0)
+if age < 0 then return {'', 0, 0, 'future'} end
 if age >= tonumber(ARGV[1]) then return nil end
-return {e[1], tonumber(e[2]), age}
+return {e[1], tonumber(e[2]) or 0, age, e[4] or ''}
 ";
 
 /// Drops every entry listed in the given tool indexes, and the indexes.
@@ -143,12 +154,20 @@ struct Inner {
     max_value: usize,
     per_host: usize,
     scripts: Scripts,
+    /// The key values are signed with (`[state] hmac_key_env`), if any.
+    mac_key: Option<Vec<u8>>,
+    /// Refusals of what Redis held, logged once per kind.
+    refused: Mutex<std::collections::BTreeSet<&'static str>>,
     /// `Some((since_ms, error))` while Redis is unreachable.
     outage: Mutex<Option<(u64, String)>>,
     /// While unreachable: when Redis may be tried again (Unix ms).
     retry_at: AtomicU64,
     /// Names permits and leases uniquely.
     counter: AtomicU64,
+    /// Itself, for the task that watches an outage.
+    this: std::sync::Weak<Inner>,
+    /// Whether that task runs.
+    watching: std::sync::atomic::AtomicBool,
 }
 
 impl RedisState {
@@ -165,13 +184,37 @@ impl RedisState {
         // A URL redis-rs cannot read fails here, not on the first call.
         let client = redis::Client::open(url)
             .map_err(|e| format!("[state] the Redis URL is not usable: {e}"))?;
+        // Its password is a credential: masked in every log line and report.
+        if let Some(password) =
+            url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned))
+        {
+            let password =
+                percent_encoding::percent_decode_str(&password).decode_utf8_lossy().into_owned();
+            crate::logging::register_secret(&password);
+        }
+        let mac_key = match &config.hmac_key_env {
+            None => None,
+            Some(var) => {
+                let key =
+                    std::env::var(var).ok().filter(|k| k.trim().len() >= 16).ok_or_else(|| {
+                        format!(
+                        "[state] hmac_key_env names {var}, which is not set or shorter than 16 \
+                         characters; set it to the same long random secret on every replica"
+                    )
+                    })?;
+                crate::logging::register_secret(&key);
+                Some(key.into_bytes())
+            }
+        };
         let connection_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(RETRY_MS));
-        Ok(Self {
-            inner: Arc::new(Inner {
+        let state = Self {
+            inner: Arc::new_cyclic(|this| Inner {
+                this: this.clone(),
+                watching: std::sync::atomic::AtomicBool::new(false),
                 client,
                 connection_config,
                 pool: (0..POOL_SIZE).map(|_| tokio::sync::OnceCell::new()).collect(),
@@ -184,6 +227,8 @@ impl RedisState {
                 max_value: usize::try_from(config.max_value_kb.saturating_mul(1024))
                     .unwrap_or(usize::MAX),
                 per_host: per_host.max(1),
+                mac_key,
+                refused: Mutex::new(std::collections::BTreeSet::new()),
                 scripts: Scripts {
                     put: Script::new(PUT),
                     get: Script::new(GET),
@@ -196,7 +241,36 @@ impl RedisState {
                 retry_at: AtomicU64::new(0),
                 counter: AtomicU64::new(0),
             }),
-        })
+        };
+        Ok(state)
+    }
+}
+
+impl Inner {
+    /// While Redis is unreachable, tries it once a second in the background, so a replica that
+    /// serves nothing meanwhile (an idle one) is back on the shared state as soon as Redis is,
+    /// not at its next call. Started at the first outage, once; ends with the state.
+    fn watch_outages(&self) {
+        if self.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let inner = self.this.clone();
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(RETRY_MS)).await;
+                let Some(inner) = inner.upgrade() else { return };
+                let down = inner.outage.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+                if down {
+                    inner.retry_at.store(0, Ordering::SeqCst);
+                    inner
+                        .run(|mut c| async move {
+                            redis::cmd("PING").query_async::<String>(&mut c).await
+                        })
+                        .await;
+                }
+            }
+        });
     }
 }
 
@@ -209,6 +283,39 @@ impl Inner {
     /// The key of `kind` for one name: a scope, a rate-limit host, a caller, a session.
     fn key_of(&self, kind: &str, name: &str) -> String {
         format!("{}:{kind}:{name}", self.prefix)
+    }
+
+    /// The signature of `value` stored under `key` (empty without `hmac_key_env`).
+    fn sign(&self, key: &str, value: &str) -> String {
+        use hmac::Mac as _;
+        let Some(secret) = &self.mac_key else { return String::new() };
+        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
+        mac.update(key.as_bytes());
+        mac.update(b"\n");
+        mac.update(value.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `mac` is the signature of `value` under `key` (always, without `hmac_key_env`);
+    /// compared in constant time.
+    fn verify(&self, key: &str, value: &str, mac: &str) -> bool {
+        use hmac::Mac as _;
+        let Some(secret) = &self.mac_key else { return true };
+        let Ok(given) = hex::decode(mac) else { return false };
+        let mut expected =
+            hmac::Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
+        expected.update(key.as_bytes());
+        expected.update(b"\n");
+        expected.update(value.as_bytes());
+        expected.verify_slice(&given).is_ok()
+    }
+
+    /// Says once per kind that something Redis held was not served, and why.
+    fn refuse(&self, kind: &'static str, why: &str) {
+        let first = self.refused.lock().unwrap_or_else(|e| e.into_inner()).insert(kind);
+        if first {
+            tracing::warn!(replica = %self.replica, "a value in Redis was not served: {why}");
+        }
     }
 
     /// A name for a permit or lease no other holder on any replica has.
@@ -281,8 +388,12 @@ impl Inner {
             }
             Err(error) => {
                 self.retry_at.store(now + RETRY_MS, Ordering::SeqCst);
+                let starting = self.outage.lock().unwrap_or_else(|e| e.into_inner()).is_none();
+                // Say why, once: a wrong password is not an unreachable server.
+                let error = if starting { self.diagnose(error).await } else { error };
                 let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
                 if outage.is_none() {
+                    self.watch_outages();
                     // Once per outage, not once per call.
                     tracing::error!(
                         replica = %self.replica,
@@ -293,6 +404,36 @@ impl Inner {
                 }
                 None
             }
+        }
+    }
+
+    /// Why Redis did not answer, in words an operator can act on: one direct connection, which
+    /// tells a refused password or ACL user (which redis-rs's reconnecting manager reports as a
+    /// timeout) from a server that is down.
+    async fn diagnose(&self, error: String) -> String {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        let attempt = tokio::time::timeout(self.timeout * 2, async {
+            let mut connection =
+                self.client.get_multiplexed_async_connection_with_config(&config).await?;
+            redis::cmd("PING").query_async::<String>(&mut connection).await
+        })
+        .await;
+        match attempt {
+            Ok(Err(e))
+                if e.kind() == redis::ErrorKind::AuthenticationFailed
+                    || ["WRONGPASS", "NOAUTH", "NOPERM", "invalid username-password"]
+                        .iter()
+                        .any(|m| e.to_string().contains(m)) =>
+            {
+                format!(
+                    "authentication failed ({}); check the password and ACL user in the Redis \
+                     URL ([state] url_env)",
+                    crate::logging::scrub(&e.to_string())
+                )
+            }
+            _ => error,
         }
     }
 
@@ -381,6 +522,8 @@ impl super::FinishFlight for RedisLead {
             if json.len() <= this.inner.max_value {
                 let script = &this.inner.scripts.land;
                 let (lease, landed, token) = (&this.lease_key, &this.landed_key, &this.token);
+                // `mac:json` (an empty mac without hmac_key_env).
+                let json = format!("{}:{json}", this.inner.sign(landed, &json));
                 this.inner
                     .run(|mut c| async move {
                         script
@@ -413,20 +556,29 @@ impl RedisState {
         let mut waited = false;
         loop {
             let (lk, dk, tk, lease_ms) = (&lease_key, &landed_key, &token, inner.lease_ms);
+            let max_value = inner.max_value + 65;
             // Take the lease, or read what the leader left.
             let step = inner
                 .run(|mut c| async move {
                     // One round trip: take the lease if free, and read what a lead left.
-                    let (taken, landed): (Option<String>, Option<String>) = redis::pipe()
-                        .cmd("SET")
-                        .arg(lk)
-                        .arg(tk)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(lease_ms)
-                        .get(dk)
-                        .query_async(&mut c)
-                        .await?;
+                    // At most max_value bytes of what was landed are read.
+                    let (taken, length, landed): (Option<String>, usize, Option<String>) =
+                        redis::pipe()
+                            .cmd("SET")
+                            .arg(lk)
+                            .arg(tk)
+                            .arg("NX")
+                            .arg("PX")
+                            .arg(lease_ms)
+                            .cmd("STRLEN")
+                            .arg(dk)
+                            .cmd("GETRANGE")
+                            .arg(dk)
+                            .arg(0)
+                            .arg(max_value)
+                            .query_async(&mut c)
+                            .await?;
+                    let landed = landed.filter(|l| !l.is_empty() && length <= max_value);
                     Ok((taken.is_some(), landed))
                 })
                 .await;
@@ -436,7 +588,10 @@ impl RedisState {
                 // lead is not taken by a caller that finds no call in flight: a write may
                 // have made it stale since.)
                 Some((_, Some(landed))) if waited => {
-                    if let Ok(result) = serde_json::from_str::<ToolResult>(&landed) {
+                    let (mac, json) = landed.split_once(':').unwrap_or(("", ""));
+                    if !inner.verify(&landed_key, json, mac) {
+                        inner.refuse("landed mac", "a landed read whose signature does not match");
+                    } else if let Ok(result) = serde_json::from_str::<ToolResult>(json) {
                         return LeadOrWait::Landed(result);
                     }
                 }
@@ -491,19 +646,45 @@ impl StateStore for RedisState {
         let entry = inner.key("c", scope, &call_hash(key));
         let script = &inner.scripts.get;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let max_value = inner.max_value;
+        let entry_key = entry.clone();
         let shared = inner
             .run(|mut c| async move {
                 script
                     .key(&entry)
                     .arg(ttl_ms)
-                    .invoke_async::<Option<(String, u64, u64)>>(&mut c)
+                    .arg(max_value)
+                    .invoke_async::<Option<(String, u64, u64, String)>>(&mut c)
                     .await
             })
             .await;
         match shared {
+            Some(Some((json, _, _, why))) if json.is_empty() => {
+                match why.as_str() {
+                    "size" => inner.refuse(
+                        "size",
+                        &format!(
+                            "a cached result over max_value_kb ({} KB), left unread",
+                            inner.max_value / 1024
+                        ),
+                    ),
+                    _ => inner.refuse(
+                        "future",
+                        "a cached result stored in the future (forged, or a clock gone wrong)",
+                    ),
+                }
+                None
+            }
+            Some(Some((json, _, _, mac))) if !inner.verify(&entry_key, &json, &mac) => {
+                inner.refuse(
+                    "mac",
+                    "a cached result whose signature does not match ([state] hmac_key_env)",
+                );
+                None
+            }
             // Redis is the truth while it answers: a local entry may have been invalidated by
             // a write on another replica.
-            Some(Some((json, reference, age_ms))) => {
+            Some(Some((json, reference, age_ms, _))) => {
                 let result: ToolResult = serde_json::from_str(&json).ok()?;
                 Some(Hit {
                     result: Arc::new(result),
@@ -543,6 +724,7 @@ impl StateStore for RedisState {
             .unwrap_or(0)
             .saturating_add(RETAIN_MS);
         let script = &inner.scripts.put;
+        let mac = inner.sign(&entry, &json);
         let shared = inner
             .run(|mut c| async move {
                 script
@@ -553,6 +735,7 @@ impl StateStore for RedisState {
                     .arg(&digest)
                     .arg(keep_ms)
                     .arg(SESSION_MS)
+                    .arg(&mac)
                     .invoke_async::<(u64, u64, u64)>(&mut c)
                     .await
             })
