@@ -713,6 +713,14 @@ async fn no_upstream_answer_or_catalogue_can_flood_the_client() {
     eprintln!("40 blocks of 150 KB reach the client as {} KB", answer_bytes / 1024);
     assert!(answer_bytes < 300 * 1024, "{answer_bytes} bytes reached the client");
     assert!(text(&answer).contains("more block(s) left out"), "says what it left out");
+    // 60 blocks of 250 KB: one message over the MCP library's 16 MiB, which it would drop,
+    // leaving the call to wait for its timeout. The call fails at once, saying why.
+    let huge = call(&client, "faults_blocks", json!({"count": 60, "kb": 250})).await;
+    assert_eq!(huge.is_error, Some(true), "{}", text(&huge));
+    assert!(text(&huge).contains("MiB quiver reads"), "{}", text(&huge));
+    // The upstream still serves.
+    let echo = call(&client, "faults_echo", json!({"text": "after"})).await;
+    assert!(text(&echo).contains("after"), "{}", text(&echo));
     client.cancel().await.unwrap();
 }
 

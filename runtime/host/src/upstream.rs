@@ -34,7 +34,6 @@ use rmcp::model::{
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions,
 };
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, Peer, RoleClient};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -251,6 +250,120 @@ pub struct UpstreamReport {
 /// At most one log line per this long for an upstream's `tools/list_changed` notifications.
 const LIST_CHANGED_LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// The largest message a stdio upstream may send: one byte under what the MCP library reads
+/// (16 MiB), so [`guard_frames`] answers a larger one instead of the library dropping it and
+/// leaving its call to wait for its whole timeout.
+const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024 - 1024;
+
+/// Passes a stdio upstream's messages (one per line) from `stdout` to `to_client`, except one
+/// longer than `limit`: that one is read to its end and dropped, and in its place the call it
+/// answers gets a JSON-RPC error saying how large it was — found by the `id` near its start (as
+/// most servers write it) or its end (as the TypeScript SDK does). Ends with the stream.
+async fn guard_frames(
+    stdout: tokio::process::ChildStdout,
+    mut to_client: tokio::io::DuplexStream,
+    limit: usize,
+    upstream: String,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    const EDGE: usize = 512;
+    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        line.clear();
+        let (mut oversized, mut length) = (false, 0usize);
+        let (mut head, mut tail): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+        loop {
+            let available = match reader.fill_buf().await {
+                Ok(available) => available,
+                Err(_) => return,
+            };
+            if available.is_empty() {
+                // The end: a last line without a newline is passed on as it is.
+                if !oversized && !line.is_empty() {
+                    let _ = to_client.write_all(&line).await;
+                }
+                return;
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let chunk = &available[..take];
+            length += take;
+            if !oversized && line.len() + take > limit {
+                oversized = true;
+                head = line.iter().chain(chunk).take(EDGE).copied().collect();
+                line.clear();
+            }
+            if oversized {
+                tail.extend_from_slice(chunk);
+                if tail.len() > EDGE * 2 {
+                    tail.drain(..tail.len() - EDGE);
+                }
+            } else {
+                line.extend_from_slice(chunk);
+            }
+            reader.consume(take);
+            if newline.is_some() {
+                break;
+            }
+        }
+        if !oversized {
+            if to_client.write_all(&line).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let mb = length as f64 / (1024.0 * 1024.0);
+        let Some(id) = frame_id(&head, &tail) else {
+            tracing::warn!(upstream = %upstream, "dropped a message of {mb:.1} MB without an id it could answer");
+            continue;
+        };
+        tracing::warn!(upstream = %upstream, "its answer was {mb:.1} MB, over the {} MiB quiver reads; the call gets an error", limit / (1024 * 1024) + 1);
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": -32603,
+                "message": format!(
+                    "the answer was {mb:.1} MB, more than the {} MiB quiver reads from `{upstream}`; \
+                     ask the tool for less (a page, a range)",
+                    limit / (1024 * 1024) + 1
+                ),
+            },
+        });
+        if to_client.write_all(format!("{error}\n").as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The top-level `id` of a JSON-RPC message known only by its first and last bytes: the last
+/// `"id":` of its end when the message ends there (`…,"id":7}`), else the first of its start.
+fn frame_id(head: &[u8], tail: &[u8]) -> Option<Value> {
+    let value_after = |text: &str, at: usize| -> Option<(Value, usize)> {
+        let rest = text[at + 5..].trim_start();
+        let end = if rest.starts_with('"') {
+            rest[1..].find('"').map(|i| i + 2)?
+        } else {
+            rest.find([',', '}']).unwrap_or(rest.len())
+        };
+        let value: Value = serde_json::from_str(rest[..end].trim()).ok()?;
+        let consumed = text.len() - rest.len() + end;
+        (value.is_number() || value.is_string()).then_some((value, consumed))
+    };
+    let tail = String::from_utf8_lossy(tail);
+    if let Some(at) = tail.rfind("\"id\":") {
+        if let Some((id, end)) = value_after(&tail, at) {
+            if tail[end..].trim() == "}" {
+                return Some(id);
+            }
+        }
+    }
+    let head = String::from_utf8_lossy(head);
+    let at = head.find("\"id\":")?;
+    value_after(&head, at).map(|(id, _)| id)
+}
+
 /// How long a failure waits for the rest of a child's stderr when the stream has not ended.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
@@ -290,6 +403,8 @@ struct Live {
     last_stderr: Option<String>,
     /// Closed when the child's stderr reaches its end (the process is gone).
     stderr_closed: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The child process of a stdio upstream (killed when dropped).
+    child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
 }
 
 /// One supervised upstream client.
@@ -322,6 +437,7 @@ impl Upstream {
                 stderr_tail: std::collections::VecDeque::new(),
                 last_stderr: None,
                 stderr_closed: None,
+                child: None,
             }),
             progress: Mutex::new(HashMap::new()),
             relist: Notify::new(),
@@ -521,7 +637,9 @@ impl Upstream {
 
     /// The child process of a stdio upstream, in its own process group, stderr read into the
     /// log.
-    fn spawn_child(self: &Arc<Self>) -> Result<TokioChildProcess, String> {
+    fn spawn_child(
+        self: &Arc<Self>,
+    ) -> Result<(tokio::io::DuplexStream, tokio::process::ChildStdin), String> {
         let command = self.config.command.clone().unwrap_or_default();
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(&self.config.args);
@@ -548,18 +666,40 @@ impl Upstream {
         let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
         wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
         wrapped.wrap(process_wrap::tokio::KillOnDrop);
-        let (transport, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                let fix = if e.kind() == std::io::ErrorKind::NotFound {
-                    " (is it installed and on PATH?)"
-                } else {
-                    ""
-                };
-                format!("cannot start `{}`: {e}{fix}", logging::scrub(&command))
-            })?;
-        self.live().pgid = transport.id();
+        wrapped
+            .command_mut()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = wrapped.spawn().map_err(|e| {
+            let fix = if e.kind() == std::io::ErrorKind::NotFound {
+                " (is it installed and on PATH?)"
+            } else {
+                ""
+            };
+            format!("cannot start `{}`: {e}{fix}", logging::scrub(&command))
+        })?;
+        let (stdin, stdout, stderr) = (
+            child.inner_mut().stdin().take(),
+            child.inner_mut().stdout().take(),
+            child.inner_mut().stderr().take(),
+        );
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(format!(
+                "cannot start `{}`: its stdio was not piped",
+                logging::scrub(&command)
+            ));
+        };
+        // Every frame it answers with passes through the guard, which turns one too large for
+        // the MCP library into an error for the call it answers, at once.
+        let (guarded, frames_in) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(guard_frames(stdout, frames_in, MAX_FRAME_BYTES, self.config.name.clone()));
+        {
+            let mut live = self.live();
+            live.pgid = child.id();
+            // Dropping the previous one kills it (KillOnDrop); this one lives until replaced.
+            live.child = Some(child);
+        }
         self.live().stderr_tail.clear();
         if let Some(stderr) = stderr {
             let upstream = Arc::downgrade(self);
@@ -583,7 +723,7 @@ impl Upstream {
                 }
             });
         }
-        Ok(transport)
+        Ok((guarded, stdin))
     }
 
     /// Lists the tools (every page) and swaps them in.
@@ -1259,6 +1399,18 @@ mod tests {
             "{}",
             &result.text_content()[total - 200..]
         );
+    }
+
+    #[test]
+    fn an_oversized_frame_is_answered_by_its_id_from_either_end() {
+        let python = br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"zzz"#;
+        assert_eq!(frame_id(python, b"zzz\"}]}}\n"), Some(json!(12)));
+        let node = br#"{"result":{"content":[{"type":"text","id":99,"text":"zzz"#;
+        assert_eq!(
+            frame_id(node, br#"zzz"}]},"jsonrpc":"2.0","id":"req-7"}"#),
+            Some(json!("req-7"))
+        );
+        assert_eq!(frame_id(b"zzzz", b"zzzz"), None);
     }
 
     #[test]
