@@ -84,6 +84,15 @@ impl Served {
     fn telemetry(&self) -> Vec<Value> {
         quiver_tests::telemetry_events(&self.dir.path().join("telemetry"))
     }
+
+    /// The user of each call event in telemetry, in order.
+    fn call_users(&self) -> Vec<String> {
+        self.telemetry()
+            .iter()
+            .filter(|e| e["kind"] == "call")
+            .filter_map(|e| e["user"].as_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 impl Drop for Served {
@@ -394,12 +403,7 @@ async fn an_oauth_subject_is_never_the_api_key_user_of_the_same_name() {
     let tools: Vec<&str> =
         seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tools.contains(&CREATE_ISSUE), "carol's read_only is hers: {tools:?}");
-    let users: Vec<String> = served
-        .telemetry()
-        .iter()
-        .filter(|e| e["kind"] == "call")
-        .filter_map(|e| e["user"].as_str().map(str::to_owned))
-        .collect();
+    let users = served.call_users();
     assert_eq!(users, ["oauth:carol"], "telemetry names the subject, not the user");
 }
 
@@ -457,12 +461,7 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
         .await
         .unwrap();
     assert_eq!(metadata["authorization_servers"][0], issuer.uri(), "{metadata}");
-    let users: Vec<String> = served
-        .telemetry()
-        .iter()
-        .filter(|e| e["kind"] == "call")
-        .filter_map(|e| e["user"].as_str().map(str::to_owned))
-        .collect();
+    let users = served.call_users();
     assert_eq!(users, ["alice"], "telemetry names the entry's user");
 }
 
@@ -657,14 +656,7 @@ async fn tls_serves_https_with_the_configured_certificate() {
         .unwrap();
     let health = trusting.get(format!("{}/healthz", served.url)).send().await.unwrap();
     assert_eq!(health.status(), 200);
-    let initialized = trusting
-        .post(format!("{}/mcp", served.url))
-        .bearer_auth(&key)
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize_request())
-        .send()
-        .await
-        .unwrap();
+    let initialized = post_initialize(&trusting, &served.url, &key).await;
     assert!(initialized.status().is_success(), "{}", initialized.status());
     // A client that does not trust the test CA refuses the connection: it really is TLS.
     let plain = reqwest::Client::new().get(format!("{}/healthz", served.url)).send().await;
@@ -695,9 +687,9 @@ async fn listed(url: &str, key: &str) -> Vec<String> {
     names
 }
 
-/// The status of a raw `initialize` POST with `key`.
-async fn initialize_status(url: &str, key: &str) -> u16 {
-    reqwest::Client::new()
+/// A raw `initialize` POST to `url`'s `/mcp` with `key`, sent by `client`.
+async fn post_initialize(client: &reqwest::Client, url: &str, key: &str) -> reqwest::Response {
+    client
         .post(format!("{url}/mcp"))
         .bearer_auth(key)
         .header("accept", "application/json, text/event-stream")
@@ -705,8 +697,11 @@ async fn initialize_status(url: &str, key: &str) -> u16 {
         .send()
         .await
         .unwrap()
-        .status()
-        .as_u16()
+}
+
+/// The status of a raw `initialize` POST with `key`, on a new connection.
+async fn initialize_status(url: &str, key: &str) -> u16 {
+    post_initialize(&reqwest::Client::new(), url, key).await.status().as_u16()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -965,14 +960,7 @@ async fn answers_on_a_kept_alive_connection_go_out_without_delay_over_http_and_h
             .build()
             .unwrap();
         for _ in 0..3 {
-            let answer = client
-                .post(format!("{}/mcp", served.url))
-                .bearer_auth(&key)
-                .header("accept", "application/json, text/event-stream")
-                .json(&initialize_request())
-                .send()
-                .await
-                .unwrap();
+            let answer = post_initialize(&client, &served.url, &key).await;
             assert!(answer.status().is_success(), "{}", answer.status());
             answer.bytes().await.unwrap();
         }

@@ -113,6 +113,33 @@ impl Gateway {
         Seen::default().serve(transport).await.expect("initialize")
     }
 
+    /// [`Gateway::serve`] with `env` added and quiver's stderr collected: the client, and the
+    /// log, whole once the server has ended (after the client's `cancel`).
+    async fn serve_logged(
+        &self,
+        mode: &str,
+        env: &[(&str, &str)],
+    ) -> (RunningService<RoleClient, Seen>, tokio::task::JoinHandle<String>) {
+        let mut command = tokio::process::Command::new(quiver_bin());
+        command
+            .args(self.args(&["serve", "--mode", mode]))
+            .current_dir(self.dir.path())
+            .envs(self.env())
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied());
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn quiver serve");
+        let mut stderr = stderr.unwrap();
+        let log = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+            text
+        });
+        (Seen::default().serve(transport).await.expect("initialize"), log)
+    }
+
     /// A quiver command run to its end: (exit code, stdout, stderr).
     fn run(&self, command: &[&str]) -> (i32, String, String) {
         let mut cmd = Command::new(quiver_bin());
@@ -564,23 +591,8 @@ async fn a_streamable_http_upstream_with_a_bearer_token_that_never_shows() {
         server.port
     );
     let gateway = Gateway::new(&upstreams, "");
-    let (args, mut env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
-    env.push(("REMOTE_TOKEN".into(), TOKEN.into()));
-    env.push(("WRONG_TOKEN".into(), "not-the-token".into()));
-    env.push(("RUST_LOG".into(), "debug".into()));
-    let mut command = tokio::process::Command::new(quiver_bin());
-    command.args(&args).current_dir(gateway.dir.path()).envs(env.iter().cloned());
-    let (transport, stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn quiver serve");
-    let mut stderr = stderr.unwrap();
-    let log = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
-        text
-    });
-    let client = Seen::default().serve(transport).await.expect("initialize");
+    let env = [("REMOTE_TOKEN", TOKEN), ("WRONG_TOKEN", "not-the-token"), ("RUST_LOG", "debug")];
+    let (client, log) = gateway.serve_logged("all", &env).await;
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
     assert!(
         instructions.contains("denied: unavailable"),
@@ -728,23 +740,7 @@ async fn no_upstream_answer_or_catalogue_can_flood_the_client() {
 async fn a_list_changed_storm_makes_a_line_not_thousands() {
     require_python_sdk();
     let gateway = Gateway::new(&faults("normal", ""), "");
-    let mut command = tokio::process::Command::new(quiver_bin());
-    command
-        .args(gateway.args(&["serve", "--mode", "all"]))
-        .current_dir(gateway.dir.path())
-        .envs(gateway.env())
-        .env("RUST_LOG", "info");
-    let (transport, stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn quiver serve");
-    let mut stderr = stderr.unwrap();
-    let log = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
-        text
-    });
-    let client = Seen::default().serve(transport).await.expect("initialize");
+    let (client, log) = gateway.serve_logged("all", &[("RUST_LOG", "info")]).await;
     let sent = call(&client, "faults_storm", json!({"times": 2000})).await;
     assert!(text(&sent).contains("sent 2000"), "{}", text(&sent));
     // Still serving, with its tools listed again.
