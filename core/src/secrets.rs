@@ -22,6 +22,7 @@
 //! assert_eq!(mask.mask("{\"authorization\": \"Bearer anything\"}"), "{\"authorization\": \"***\"}");
 //! ```
 
+use aho_corasick::AhoCorasick;
 use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::Value;
@@ -57,6 +58,20 @@ struct Needle {
 #[derive(Debug, Clone, Default)]
 pub struct SecretMask {
     needles: Vec<Needle>,
+    /// Finds any needle in one pass, so text holding none — nearly all of it — is let through
+    /// without a search per needle (every call's result is masked).
+    finder: Option<AhoCorasick>,
+}
+
+/// Finds a credential header's name in any case, in one pass.
+fn header_finder() -> &'static AhoCorasick {
+    static FINDER: std::sync::OnceLock<AhoCorasick> = std::sync::OnceLock::new();
+    FINDER.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(CREDENTIAL_HEADERS)
+            .expect("the header names build an automaton")
+    })
 }
 
 impl SecretMask {
@@ -108,6 +123,19 @@ impl SecretMask {
         }
         // Longest first, so a form that contains another is masked whole.
         self.needles.sort_by_key(|n| std::cmp::Reverse(n.text.len()));
+        self.rebuild_finder();
+    }
+
+    fn rebuild_finder(&mut self) {
+        self.finder = AhoCorasick::new(self.needles.iter().map(|n| n.text.as_str())).ok();
+    }
+
+    /// Whether `text` may hold something to mask: a needle, or a credential header's name.
+    fn may_match(&self, text: &str) -> bool {
+        // Without an automaton (one failed to build), assume it may.
+        let needle = self.needles.is_empty()
+            || self.finder.as_ref().is_none_or(|finder| finder.is_match(text));
+        (needle && !self.needles.is_empty()) || header_finder().is_match(text)
     }
 
     /// Adds every credential of `other`.
@@ -118,6 +146,7 @@ impl SecretMask {
             }
         }
         self.needles.sort_by_key(|n| std::cmp::Reverse(n.text.len()));
+        self.rebuild_finder();
     }
 
     /// Whether no credential is registered (echoed headers are still masked).
@@ -128,6 +157,9 @@ impl SecretMask {
     /// `text` with every form of every registered credential, and the value of every echoed
     /// credential header, replaced by [`MASK`].
     pub fn mask(&self, text: &str) -> String {
+        if !self.may_match(text) {
+            return text.to_owned();
+        }
         let mut out = mask_credential_headers(text);
         for needle in &self.needles {
             out = replace_needle(&out, needle);
@@ -160,7 +192,7 @@ impl SecretMask {
             Value::String(text) => self.mask_in_place(text),
             Value::Array(items) => items.iter_mut().for_each(|item| self.mask_json(item)),
             Value::Object(map) => {
-                if map.keys().any(|key| self.mask(key) != *key) {
+                if map.keys().any(|key| self.may_match(key) && self.mask(key) != *key) {
                     *map = std::mem::take(map)
                         .into_iter()
                         .map(|(key, value)| (self.mask(&key), value))
@@ -179,6 +211,9 @@ impl SecretMask {
 
     /// [`SecretMask::mask`] on `text`, which is replaced only when something was masked.
     fn mask_in_place(&self, text: &mut String) {
+        if !self.may_match(text) {
+            return;
+        }
         let masked = self.mask(text);
         if masked != *text {
             *text = masked;
