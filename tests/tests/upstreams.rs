@@ -823,3 +823,27 @@ async fn enrichments_and_tune_see_upstream_tools() {
     assert!(written.contains("[tools.\"fs.list_directory\"]"), "{written}");
     assert!(written.contains("tool = \"read_text_file\""), "{written}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstreams_answer_too_large_fails_at_once_saying_so() {
+    require_python_sdk();
+    const TOKEN: &str = "remote-upstream-bearer-4f9a1c77";
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpFaults::start(state.path(), TOKEN);
+    let upstreams = format!(
+        "[[upstreams]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{0}/mcp\"\n\
+         bearer_env = \"REMOTE_TOKEN\"\n",
+        server.port
+    );
+    let gateway = Gateway::new(&upstreams, "");
+    let (client, _log) = gateway.serve_logged("all", &[("REMOTE_TOKEN", TOKEN)]).await;
+    // About 30 MB in one answer: the MCP library refuses it past 16 MiB; the call says so, in
+    // words, without waiting for its timeout.
+    let huge = call(&client, "remote_blocks", json!({"count": 60, "kb": 250})).await;
+    assert_eq!(huge.is_error, Some(true), "{}", text(&huge));
+    assert!(text(&huge).contains("exceeded the maximum size"), "{}", text(&huge));
+    assert!(!text(&huge).contains("rmcp::"), "no type names: {}", text(&huge));
+    let echo = call(&client, "remote_echo", json!({"text": "after"})).await;
+    assert!(text(&echo).contains("after"), "{}", text(&echo));
+    client.cancel().await.unwrap();
+}

@@ -364,6 +364,16 @@ fn frame_id(head: &[u8], tail: &[u8]) -> Option<Value> {
     value_after(&head, at).map(|(id, _)| id)
 }
 
+/// rmcp's error text without the transport's Rust type names, which tell a model or a user
+/// nothing: `Transport send error: Transport [rmcp::…<…>] error: HTTP response body exceeded …`
+/// becomes `HTTP response body exceeded …`.
+fn without_type_names(raw: &str) -> String {
+    match raw.find("] error: ") {
+        Some(at) if raw[..at].contains('[') => raw[at + "] error: ".len()..].to_owned(),
+        _ => raw.to_owned(),
+    }
+}
+
 /// How long a failure waits for the rest of a child's stderr when the stream has not ended.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
@@ -1013,7 +1023,10 @@ impl Upstream {
             ),
             Ok(Err(e)) => ToolResult::error(
                 ToolErrorKind::Upstream,
-                format!("upstream `{name}` failed on `{tool}`: {}", logging::scrub(&e.to_string())),
+                format!(
+                    "upstream `{name}` failed on `{tool}`: {}",
+                    without_type_names(&logging::scrub(&e.to_string()))
+                ),
             ),
             Err(stopped) => {
                 send_cancelled(&peer, id).await;
