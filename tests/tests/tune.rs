@@ -507,3 +507,51 @@ async fn from_logs_mines_the_telemetry_of_scripted_sessions() {
     let (stdout, _) = run(&apply, &[]);
     assert!(stdout.contains("  nothing to change"), "{stdout}");
 }
+
+#[test]
+fn from_logs_mines_chains_of_one_tool_and_never_writes_links_to_writes() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("quiver.toml");
+    // Three sessions: a commit, then another commit, then a comment on an issue.
+    let mut events = Vec::new();
+    for s in 0..3 {
+        let session = format!("s{s}");
+        events.push(event(&session, EventKind::Call, "github.get_commit", &format!("c{s}a")));
+        events.push(event(&session, EventKind::Call, "github.get_commit", &format!("c{s}b")));
+        events.push(event(&session, EventKind::Call, "github.add_issue_comment", &format!("w{s}")));
+    }
+    let file = record(data.path(), &events);
+    let (stdout, _) = run(
+        &[
+            "tune",
+            "from-logs",
+            &file,
+            "--claude-dir",
+            dir.path().to_str().unwrap(),
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[("QUIVER_DATA_DIR", data.path().to_str().unwrap())],
+    );
+    // The same tool with other arguments is a follow-up: commit → commit is proposed.
+    assert!(
+        stdout.contains(
+            "# github.get_commit → github.get_commit: 3 of 6 calls (p 0.50)\n\
+             [[tools.\"github.get_commit\".follow_up]]\n\
+             tool = \"get_commit\"\n"
+        ),
+        "{stdout}"
+    );
+    // A comment is never pre-fetched: the link is evidence only.
+    assert!(
+        stdout.contains(
+            "# github.get_commit → github.add_issue_comment: 3 of 6 calls (p 0.50)\n\
+             #   not written: quiver never pre-fetches github.add_issue_comment"
+        ),
+        "{stdout}"
+    );
+}

@@ -28,8 +28,12 @@
 //! **Mined links** ([`mine_links`]) come from call sequences, one per session: telemetry (agent
 //! calls only, pre-fetches left out; argument hashes, no values) and Claude Code transcripts
 //! (`tool_use` blocks and their `tool_result`s, values included). Identical back-to-back calls
-//! (same tool, same arguments or argument hash) count once: a retry is not a follow-up. For
-//! `A → B`, probability = transitions A→B / calls of A, kept at a minimum support of transitions.
+//! (same tool, same arguments or argument hash) count once: a retry is not a follow-up; the same
+//! tool with other arguments is one (a directory then a file in it, one commit then another —
+//! the most frequent read chains of real sessions). For `A → B`, probability = transitions A→B /
+//! calls of A, kept at a minimum support of transitions. A link to a tool quiver never
+//! pre-fetches (a write, or a tool with `speculate = false`) is shown as evidence, never written:
+//! it could only be declined.
 //! Where values are known, a scalar of A's result equal to an argument of B (and not simply
 //! carried over from A's own arguments) names the link's `projection` (a path such as
 //! `$.issues[*].number`, the syntax of [`quiver_core::projection`]) and `projection_arg`.
@@ -900,8 +904,9 @@ pub(crate) struct MinedLink {
     pub(crate) projection: Option<MinedProjection>,
 }
 
-/// Counts transitions A→B (B the next call after A in its session, repeats and self-loops left
-/// out) and keeps those with at least `min_support` of them, most likely first per tool.
+/// Counts transitions A→B (B the next call after A in its session; repeats — the same tool with
+/// the same arguments — left out, the same tool with other arguments counted) and keeps those
+/// with at least `min_support` of them, most likely first per tool.
 pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<MinedLink> {
     type Pair = (String, String);
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
@@ -921,9 +926,6 @@ pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<Mi
         }
         for pair in collapsed.windows(2) {
             let (a, b) = (pair[0], pair[1]);
-            if a.tool == b.tool {
-                continue;
-            }
             let key = (a.tool.clone(), b.tool.clone());
             *transitions.entry(key.clone()).or_default() += 1;
             if let (Some(output), Some(Value::Object(args))) = (&a.output, &b.input) {
@@ -1068,6 +1070,9 @@ pub(crate) enum LinkStatus {
     /// A or B is not a tool this host serves (Claude built-ins, other MCP servers); printed,
     /// never written, since a section for it would match no tool.
     NotServed(String),
+    /// B is never pre-fetched (it changes things, or `speculate = false`): a link to it could
+    /// only be declined, which counts against recall. Printed, never written.
+    NeverPrefetched,
 }
 
 /// A mined link and what to do with it.
@@ -1097,6 +1102,9 @@ pub(crate) fn propose_links(
             };
             let from_name = from.name.to_string();
             let to_name = to.name.to_string();
+            if !quiver_runtime::speculation::may_prefetch(&host.value_model(&to).model) {
+                return LinkProposal { status: LinkStatus::NeverPrefetched, mined };
+            }
             if config.follow_up_len(&from_name) == Some(0) {
                 return LinkProposal { status: LinkStatus::KeptEmpty, mined };
             }
@@ -1204,6 +1212,11 @@ pub(crate) fn proposals_toml(proposals: &[LinkProposal]) -> String {
             LinkStatus::NotServed(tool) => {
                 out.push_str(&format!("#   not written: {tool} is not a tool this host serves\n"))
             }
+            LinkStatus::NeverPrefetched => out.push_str(&format!(
+                "#   not written: quiver never pre-fetches {} (it changes things, or speculate = \
+                 false), so the link could only be declined\n",
+                m.to
+            )),
         }
         out.push('\n');
     }
@@ -1255,6 +1268,41 @@ mod tests {
         assert_eq!((projection.matched, projection.observed), (3, 3));
         assert!(quiver_core::projection::parse(&projection.path).is_ok());
         assert!(mine_links(&sequences, 4).is_empty(), "below the minimum support");
+    }
+
+    #[test]
+    fn the_same_tool_with_other_arguments_is_a_follow_up_with_its_projection() {
+        // A directory listing, then a file in it: the path came from the listing.
+        let dir = || {
+            call(
+                "github.get_file_contents",
+                json!({"owner": "o", "repo": "r", "path": "src"}),
+                Some(json!([
+                    {"type": "file", "path": "src/main.rs", "sha": "a1"},
+                    {"type": "file", "path": "src/lib.rs", "sha": "b2"}])),
+            )
+        };
+        let file = |path: &str| {
+            call("github.get_file_contents", json!({"owner": "o", "repo": "r", "path": path}), None)
+        };
+        let sequences: Vec<CallSequence> = ["src/main.rs", "src/lib.rs", "src/main.rs"]
+            .iter()
+            .enumerate()
+            .map(|(i, path)| CallSequence {
+                origin: format!("s{i}"),
+                calls: vec![dir(), dir(), file(path)],
+            })
+            .collect();
+        let links = mine_links(&sequences, 3);
+        assert_eq!(links.len(), 1, "{links:?}");
+        let link = &links[0];
+        assert_eq!(
+            (link.from.as_str(), link.to.as_str()),
+            ("github.get_file_contents", "github.get_file_contents")
+        );
+        assert_eq!((link.transitions, link.from_calls), (3, 6), "the repeated listing counts once");
+        let projection = link.projection.as_ref().unwrap();
+        assert_eq!((projection.path.as_str(), projection.arg.as_str()), ("$[*].path", "path"));
     }
 
     #[test]
