@@ -555,3 +555,47 @@ fn from_logs_mines_chains_of_one_tool_and_never_writes_links_to_writes() {
         "{stdout}"
     );
 }
+
+#[test]
+fn from_logs_reads_openai_responses_and_chat_traces_with_bare_tool_names() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("quiver.toml");
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+    let (responses, chat) = (traces.join("responses.json"), traces.join("chat.json"));
+    let (stdout, _) = run(
+        &[
+            "tune",
+            "from-logs",
+            "--claude-dir",
+            dir.path().to_str().unwrap(),
+            "--traces",
+            responses.to_str().unwrap(),
+            chat.to_str().unwrap(),
+            "--provider",
+            "github",
+            "--min-support",
+            "2",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[("QUIVER_DATA_DIR", data.path().to_str().unwrap())],
+    );
+    assert!(stdout.contains("transcripts: 8 tool call(s) from 2 file(s)"), "{stdout}");
+    // Both shapes: the listed commit's sha fed the next call, in each trace.
+    assert!(
+        stdout.contains(
+            "# github.list_commits → github.get_commit: 2 of 2 calls (p 1.00); $[*].sha fed sha \
+             in 2 of 2"
+        ),
+        "{stdout}"
+    );
+    // github-mcp-server's name for quiver's list_issue_comments.
+    assert!(
+        stdout.contains("# github.get_issue → github.list_issue_comments: 2 of 2 calls"),
+        "{stdout}"
+    );
+}

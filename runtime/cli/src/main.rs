@@ -139,6 +139,15 @@ enum TuneCommand {
         /// Claude Code transcripts, read at any depth (default: ~/.claude/projects).
         #[arg(long, value_name = "DIR")]
         claude_dir: Option<PathBuf>,
+        /// Agent traces with tool calls and their outputs, one session per file: OpenAI
+        /// Responses items (`function_call` / `function_call_output`) or Chat messages
+        /// (`tool_calls` / `role: tool`), as a JSON array or an object with `messages`.
+        #[arg(long, value_name = "FILE", num_args = 1..)]
+        traces: Vec<PathBuf>,
+        /// The provider bare tool names in traces belong to (`get_issue` → `github.get_issue`,
+        /// with github-mcp-server's own names mapped to quiver's).
+        #[arg(long, value_name = "NAME")]
+        provider: Option<String>,
         /// A link needs at least this many observed A→B transitions.
         #[arg(long, default_value_t = tune::DEFAULT_MIN_SUPPORT, value_name = "N")]
         min_support: u64,
@@ -616,8 +625,9 @@ fn tune(
         TuneCommand::Analyze { files, within, apply, force } => {
             tune_analyze(&host, &target, files, within, apply, force)
         }
-        TuneCommand::FromLogs { files, claude_dir, min_support, apply } => {
-            tune_from_logs(&host, &target, files, claude_dir, min_support, apply)
+        TuneCommand::FromLogs { files, claude_dir, traces, provider, min_support, apply } => {
+            let logs = tune::Logs { telemetry: files, claude_dir, traces, provider };
+            tune_from_logs(&host, &target, logs, min_support, apply)
         }
     }
 }
@@ -743,11 +753,11 @@ fn report_config(config: &tune::ConfigFile) -> anyhow::Result<()> {
 fn tune_from_logs(
     host: &Host,
     target: &Path,
-    files: Vec<PathBuf>,
-    claude_dir: Option<PathBuf>,
+    logs: tune::Logs,
     min_support: u64,
     apply: bool,
 ) -> anyhow::Result<ExitCode> {
+    let tune::Logs { telemetry: files, claude_dir, traces, provider } = logs;
     let (files, telemetry_dir) = telemetry_files(host, files);
     let scan = tune::telemetry_sequences(&files);
     for problem in &scan.problems {
@@ -755,7 +765,7 @@ fn tune_from_logs(
     }
     let claude_dir = claude_dir.or_else(tune::default_claude_dir);
     let transcripts = claude_dir.as_deref().map(tune::transcript_files).unwrap_or_default();
-    if files.is_empty() && transcripts.is_empty() {
+    if files.is_empty() && transcripts.is_empty() && traces.is_empty() {
         let claude =
             claude_dir.map(|d| d.display().to_string()).unwrap_or("~/.claude/projects".into());
         bail!(
@@ -765,7 +775,10 @@ fn tune_from_logs(
         );
     }
     let name = |raw: &str| tune::canonical_tool_name(host, raw);
-    let read = tune::read_transcripts(&transcripts, &name);
+    let mut read = tune::read_transcripts(&transcripts, &name);
+    let trace_name = |raw: &str| tune::trace_tool_name(host, provider.as_deref(), raw);
+    let traced = tune::read_traces(&traces, &trace_name);
+    read.merge(traced);
     for problem in &read.unreadable {
         eprintln!("quiver: skipped {problem}");
     }

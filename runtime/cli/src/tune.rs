@@ -839,6 +839,179 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
     scan
 }
 
+/// Where `tune from-logs` reads call sequences from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Logs {
+    /// Telemetry files (none: the telemetry directory's).
+    pub(crate) telemetry: Vec<PathBuf>,
+    /// Claude Code transcripts (none: `~/.claude/projects`).
+    pub(crate) claude_dir: Option<PathBuf>,
+    /// Agent traces, one session each.
+    pub(crate) traces: Vec<PathBuf>,
+    /// The provider bare tool names of traces belong to.
+    pub(crate) provider: Option<String>,
+}
+
+impl TranscriptScan {
+    /// Adds what `other` read.
+    pub(crate) fn merge(&mut self, other: TranscriptScan) {
+        self.sequences.extend(other.sequences);
+        self.files += other.files;
+        self.tool_calls += other.tool_calls;
+        self.skipped_lines += other.skipped_lines;
+        self.unreadable.extend(other.unreadable);
+    }
+}
+
+/// Reads agent traces (read-only), one session per file: a JSON array of items — or an object
+/// whose `messages` is one — in OpenAI's Responses form (`{type: "function_call", name,
+/// arguments, call_id}` then `{type: "function_call_output", call_id, output}`, as MCPMark
+/// records its runs) or its Chat form (an assistant message's `tool_calls[]` with `id` and
+/// `function: {name, arguments}`, then `{role: "tool", tool_call_id, content}`). `arguments` may
+/// be a JSON string or an object; an output is MCP content (a text block, a list of blocks, or
+/// their JSON as a string) whose first JSON value is the result. `name` maps a tool name.
+pub(crate) fn read_traces(files: &[PathBuf], name: &dyn Fn(&str) -> String) -> TranscriptScan {
+    let mut scan = TranscriptScan::default();
+    for file in files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) => {
+                scan.unreadable.push(format!("{}: {e}", file.display()));
+                continue;
+            }
+        };
+        let items = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(items)) => items,
+            Ok(Value::Object(mut object)) => match object.remove("messages") {
+                Some(Value::Array(items)) => items,
+                _ => {
+                    scan.unreadable.push(format!("{}: no `messages` array", file.display()));
+                    continue;
+                }
+            },
+            Ok(_) | Err(_) => {
+                scan.unreadable.push(format!(
+                    "{}: not a JSON array of trace items (or an object with `messages`)",
+                    file.display()
+                ));
+                continue;
+            }
+        };
+        scan.files += 1;
+        let mut calls: Vec<ObservedCall> = Vec::new();
+        let mut pending: BTreeMap<String, usize> = BTreeMap::new();
+        let mut open = |id: Option<&str>, tool: &str, arguments: Option<&Value>| {
+            let input = match arguments {
+                Some(Value::String(s)) => serde_json::from_str(s).ok(),
+                Some(other) => Some(other.clone()),
+                None => None,
+            };
+            calls.push(ObservedCall { tool: name(tool), args_hash: None, input, output: None });
+            if let Some(id) = id {
+                pending.insert(id.to_owned(), calls.len() - 1);
+            }
+        };
+        let mut outputs: Vec<(String, Value)> = Vec::new();
+        for item in &items {
+            let kind = item.get("type").and_then(Value::as_str);
+            let role = item.get("role").and_then(Value::as_str);
+            match (kind, role) {
+                (Some("function_call"), _) => {
+                    if let Some(tool) = item.get("name").and_then(Value::as_str) {
+                        let id = item.get("call_id").and_then(Value::as_str);
+                        open(id, tool, item.get("arguments"));
+                    }
+                }
+                (Some("function_call_output"), _) => {
+                    if let (Some(id), Some(output)) =
+                        (item.get("call_id").and_then(Value::as_str), item.get("output"))
+                    {
+                        outputs.push((id.to_owned(), output.clone()));
+                    }
+                }
+                (_, Some("assistant")) => {
+                    for call in
+                        item.get("tool_calls").and_then(Value::as_array).into_iter().flatten()
+                    {
+                        let function = call.get("function");
+                        if let Some(tool) =
+                            function.and_then(|f| f.get("name")).and_then(Value::as_str)
+                        {
+                            let id = call.get("id").and_then(Value::as_str);
+                            open(id, tool, function.and_then(|f| f.get("arguments")));
+                        }
+                    }
+                }
+                (_, Some("tool")) => {
+                    if let (Some(id), Some(content)) =
+                        (item.get("tool_call_id").and_then(Value::as_str), item.get("content"))
+                    {
+                        outputs.push((id.to_owned(), content.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (id, output) in outputs {
+            if let Some(&index) = pending.get(&id) {
+                calls[index].output = trace_output_json(&output);
+            }
+        }
+        scan.tool_calls += calls.len();
+        scan.sequences.push(CallSequence { origin: file.display().to_string(), calls });
+    }
+    scan
+}
+
+/// The result of a trace's tool output: MCP content as a value or as its JSON text — one text
+/// block (`{type: "text", text}`), a list of blocks — or plain text; its first JSON value.
+fn trace_output_json(output: &Value) -> Option<Value> {
+    let parsed = match output {
+        Value::String(s) => serde_json::from_str::<Value>(s).unwrap_or_else(|_| output.clone()),
+        other => other.clone(),
+    };
+    match &parsed {
+        Value::Object(block) if block.get("type").and_then(Value::as_str) == Some("text") => {
+            result_json(&Value::Array(vec![parsed.clone()]))
+        }
+        Value::Array(_) | Value::String(_) => result_json(&parsed),
+        Value::Object(_) => Some(parsed),
+        _ => None,
+    }
+}
+
+/// github-mcp-server's tool names that quiver's GitHub provider calls otherwise.
+const GITHUB_MCP_NAMES: &[(&str, &str)] = &[
+    ("get_issue_comments", "list_issue_comments"),
+    ("get_pull_request_files", "list_pull_request_files"),
+    ("get_pull_request_reviews", "list_pull_request_reviews"),
+    ("get_pull_request_comments", "list_pull_request_review_comments"),
+    ("get_pull_request_status", "get_commit_status"),
+];
+
+/// The name links use for a trace's tool `raw`: a quiver tool by its MCP or qualified name, or,
+/// with `provider`, a bare name of that provider (`get_issue` → `github.get_issue`; for GitHub
+/// also github-mcp-server's names, `get_issue_comments` → `github.list_issue_comments`); else
+/// as written.
+pub(crate) fn trace_tool_name(host: &Host, provider: Option<&str>, raw: &str) -> String {
+    let known = canonical_tool_name(host, raw);
+    if known != raw || host.tool(raw).is_some() {
+        return known;
+    }
+    let Some(provider) = provider else { return known };
+    let local = if provider == "github" {
+        GITHUB_MCP_NAMES.iter().find(|(theirs, _)| *theirs == raw).map_or(raw, |(_, ours)| *ours)
+    } else {
+        raw
+    };
+    let qualified = format!("{provider}.{local}");
+    if host.tool(&qualified).is_some() {
+        qualified
+    } else {
+        known
+    }
+}
+
 /// A tool result's JSON: its text (a string, or the `text` blocks joined), read as the first
 /// JSON value in it — quiver may append a one-line hint after the JSON.
 fn result_json(content: &Value) -> Option<Value> {
