@@ -63,6 +63,19 @@ fn record(dir: &Path, events: &[CallEvent]) -> String {
     sink.path().to_str().unwrap().to_owned()
 }
 
+/// `quiver tune from-logs ARGS…` with the GitHub plugin, a config in a new temp dir and the data
+/// dir `data`: its stdout.
+fn from_logs(data: &Path, args: &[&str]) -> String {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("quiver.toml");
+    let (plugins, config) = (plugins.path().to_str().unwrap(), config.to_str().unwrap());
+    let mut all = vec!["tune", "from-logs"];
+    all.extend_from_slice(args);
+    all.extend(["--plugins", plugins, "--config", config]);
+    run(&all, &[("QUIVER_DATA_DIR", data.to_str().unwrap())]).0
+}
+
 fn run(args: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let out = quiver(args, env);
     let (stdout, stderr) = texts(&out);
@@ -510,10 +523,8 @@ async fn from_logs_mines_the_telemetry_of_scripted_sessions() {
 
 #[test]
 fn from_logs_mines_chains_of_one_tool_and_never_writes_links_to_writes() {
-    let plugins = plugins_dir(&["quiver-provider-github"]);
     let data = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("quiver.toml");
+    let no_transcripts = tempfile::tempdir().unwrap();
     // Three sessions: a commit, then another commit, then a comment on an issue.
     let mut events = Vec::new();
     for s in 0..3 {
@@ -523,20 +534,8 @@ fn from_logs_mines_chains_of_one_tool_and_never_writes_links_to_writes() {
         events.push(event(&session, EventKind::Call, "github.add_issue_comment", &format!("w{s}")));
     }
     let file = record(data.path(), &events);
-    let (stdout, _) = run(
-        &[
-            "tune",
-            "from-logs",
-            &file,
-            "--claude-dir",
-            dir.path().to_str().unwrap(),
-            "--plugins",
-            plugins.path().to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[("QUIVER_DATA_DIR", data.path().to_str().unwrap())],
-    );
+    let stdout =
+        from_logs(data.path(), &[&file, "--claude-dir", no_transcripts.path().to_str().unwrap()]);
     // The same tool with other arguments is a follow-up: commit → commit is proposed.
     assert!(
         stdout.contains(
@@ -558,18 +557,15 @@ fn from_logs_mines_chains_of_one_tool_and_never_writes_links_to_writes() {
 
 #[test]
 fn from_logs_reads_openai_responses_and_chat_traces_with_bare_tool_names() {
-    let plugins = plugins_dir(&["quiver-provider-github"]);
     let data = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("quiver.toml");
+    let no_transcripts = tempfile::tempdir().unwrap();
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
     let (responses, chat) = (traces.join("responses.json"), traces.join("chat.json"));
-    let (stdout, _) = run(
+    let stdout = from_logs(
+        data.path(),
         &[
-            "tune",
-            "from-logs",
             "--claude-dir",
-            dir.path().to_str().unwrap(),
+            no_transcripts.path().to_str().unwrap(),
             "--traces",
             responses.to_str().unwrap(),
             chat.to_str().unwrap(),
@@ -577,12 +573,7 @@ fn from_logs_reads_openai_responses_and_chat_traces_with_bare_tool_names() {
             "github",
             "--min-support",
             "2",
-            "--plugins",
-            plugins.path().to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
         ],
-        &[("QUIVER_DATA_DIR", data.path().to_str().unwrap())],
     );
     assert!(stdout.contains("transcripts: 8 tool call(s) from 2 file(s)"), "{stdout}");
     // Both shapes: the listed commit's sha fed the next call, in each trace.

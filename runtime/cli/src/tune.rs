@@ -1275,7 +1275,7 @@ pub(crate) fn propose_links(
             };
             let from_name = from.name.to_string();
             let to_name = to.name.to_string();
-            if !quiver_runtime::speculation::may_prefetch(&host.value_model(&to).model) {
+            if !may_ever_prefetch(host, &to) {
                 return LinkProposal { status: LinkStatus::NeverPrefetched, mined };
             }
             if config.follow_up_len(&from_name) == Some(0) {
@@ -1348,6 +1348,20 @@ pub(crate) fn apply_links(
         written += new.len();
     }
     Ok(written)
+}
+
+/// Whether quiver could ever pre-fetch `tool`: its class allows it (a write never) and no
+/// layer of the user's says `speculate = false`. An upstream tool the user has not vouched for
+/// yet counts as possible: the link waits for the class the user gives it.
+fn may_ever_prefetch(host: &Host, tool: &quiver_runtime::RegisteredTool) -> bool {
+    use quiver_core::value_model::LayerSource;
+    let resolved = host.value_model(tool);
+    let vetoed_by_user = resolved.model.speculate == Some(false)
+        && matches!(
+            resolved.provenance.get("speculate"),
+            Some(LayerSource::UserWildcard | LayerSource::UserGlob(_) | LayerSource::UserExact(_))
+        );
+    resolved.model.side_effect_class.is_speculatable() && !vetoed_by_user
 }
 
 /// The proposals as TOML a user can paste, each headed by its evidence; links that are not new
