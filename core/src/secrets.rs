@@ -132,10 +132,10 @@ impl SecretMask {
 
     /// Whether `text` may hold something to mask: a needle, or a credential header's name.
     fn may_match(&self, text: &str) -> bool {
-        // Without an automaton (one failed to build), assume it may.
-        let needle = self.needles.is_empty()
-            || self.finder.as_ref().is_none_or(|finder| finder.is_match(text));
-        (needle && !self.needles.is_empty()) || header_finder().is_match(text)
+        // Without an automaton (one failed to build), assume a needle may be there.
+        let needle = !self.needles.is_empty()
+            && self.finder.as_ref().is_none_or(|finder| finder.is_match(text));
+        needle || header_finder().is_match(text)
     }
 
     /// Adds every credential of `other`.
@@ -192,7 +192,7 @@ impl SecretMask {
             Value::String(text) => self.mask_in_place(text),
             Value::Array(items) => items.iter_mut().for_each(|item| self.mask_json(item)),
             Value::Object(map) => {
-                if map.keys().any(|key| self.may_match(key) && self.mask(key) != *key) {
+                if map.keys().any(|key| self.mask(key) != *key) {
                     *map = std::mem::take(map)
                         .into_iter()
                         .map(|(key, value)| (self.mask(&key), value))

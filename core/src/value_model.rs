@@ -336,6 +336,17 @@ pub enum LayerSource {
     UserExact(String),
 }
 
+impl LayerSource {
+    /// Whether the layer is the user's config (`[tools."*"]`, a glob, or the tool's own section):
+    /// what the operator says, as opposed to quiver's priors or a provider.
+    pub fn is_user(&self) -> bool {
+        matches!(
+            self,
+            LayerSource::UserWildcard | LayerSource::UserGlob(_) | LayerSource::UserExact(_)
+        )
+    }
+}
+
 impl fmt::Display for LayerSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

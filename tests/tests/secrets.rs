@@ -344,6 +344,18 @@ async fn run_case(case: &Case, status: u16) -> Run {
     Run { outputs }
 }
 
+/// Fails naming the output and the form when any output of `run` shows one of `forms`.
+fn assert_no_form(run: &Run, forms: &[String], case: &str) {
+    for (what, text) in &run.outputs {
+        for form in forms {
+            assert!(
+                !text.contains(form.as_str()),
+                "{case}: {what} shows a credential as `{form}`:\n{text}"
+            );
+        }
+    }
+}
+
 async fn check_provider(label: &str) {
     let all = cases();
     let mine: Vec<&Case> = all.iter().filter(|c| c.label.starts_with(label)).collect();
@@ -351,16 +363,11 @@ async fn check_provider(label: &str) {
     for case in mine {
         for status in [401, 500] {
             let run = run_case(case, status).await;
-            let forms = forbidden_forms(case.user);
-            for (what, text) in &run.outputs {
-                for form in &forms {
-                    assert!(
-                        !text.contains(form.as_str()),
-                        "{} ({status}): {what} shows the credential as `{form}`:\n{text}",
-                        case.label
-                    );
-                }
-            }
+            assert_no_form(
+                &run,
+                &forbidden_forms(case.user),
+                &format!("{} ({status})", case.label),
+            );
             // The echoed body did reach the output: the test searched something that could leak.
             let shown = run.outputs.iter().any(|(what, text)| {
                 (what == "MCP result" || what == "quiver call stderr") && text.contains(MARKER)
@@ -506,15 +513,7 @@ async fn check_successful_answers(label: &str) {
         forms.push("aLice%2B0wn%2FT0ken%3D77abc".to_owned());
         forms.push("aLice%2b0wn%2ft0ken%3d77abc".to_owned());
         forms.push("0wn/T0ken".to_owned());
-        for (what, text) in &run.outputs {
-            for form in &forms {
-                assert!(
-                    !text.contains(form.as_str()),
-                    "{} (200): {what} shows a credential as `{form}`:\n{text}",
-                    case.label
-                );
-            }
-        }
+        assert_no_form(&run, &forms, &format!("{} (200)", case.label));
     }
 }
 

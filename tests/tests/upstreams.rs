@@ -182,9 +182,14 @@ fn reference_upstreams() -> String {
 }
 
 fn faults(mode: &str, extra: &str) -> String {
+    faults_named("faults", mode, extra)
+}
+
+/// The fault server in `mode` as the upstream `name`.
+fn faults_named(name: &str, mode: &str, extra: &str) -> String {
     let ready = if extra.contains("start_timeout_s") { "" } else { READY_WITHIN_S };
     format!(
-        "[[upstreams]]\nname = \"faults\"\ncommand = \"python3\"\n\
+        "[[upstreams]]\nname = \"{name}\"\ncommand = \"python3\"\n\
          args = [\"{{faults}}\", \"{mode}\", \"{{state}}\"]\n{ready}\n{extra}\n"
     )
 }
@@ -477,9 +482,8 @@ async fn upstreams_that_fail_to_start_are_reported_and_the_rest_serves() {
     let upstreams = format!(
         "{}{}{}",
         faults("normal", ""),
-        faults("exit-at-start", "").replace("name = \"faults\"", "name = \"quits\""),
-        faults("slow-start", "start_timeout_s = 1")
-            .replace("name = \"faults\"", "name = \"sleepy\""),
+        faults_named("quits", "exit-at-start", ""),
+        faults_named("sleepy", "slow-start", "start_timeout_s = 1"),
     );
     let gateway = Gateway::new(&upstreams, "");
     let started = Instant::now();
@@ -643,11 +647,7 @@ async fn an_upstreams_read_only_hint_never_lets_a_write_run_under_read_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_it() {
     require_python_sdk();
-    let upstreams = format!(
-        "{}{}",
-        faults("normal", ""),
-        faults("exit-noisy", "").replace("name = \"faults\"", "name = \"noisy\"")
-    );
+    let upstreams = format!("{}{}", faults("normal", ""), faults_named("noisy", "exit-noisy", ""));
     let gateway = Gateway::new(&upstreams, "");
     let obeyed = |text: &str| text.contains('\x1b') || text.contains('\x07');
     // The operator's reports: the stderr tail is theirs, shown, its escapes never obeyed.

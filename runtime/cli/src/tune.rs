@@ -1354,13 +1354,9 @@ pub(crate) fn apply_links(
 /// layer of the user's says `speculate = false`. An upstream tool the user has not vouched for
 /// yet counts as possible: the link waits for the class the user gives it.
 fn may_ever_prefetch(host: &Host, tool: &quiver_runtime::RegisteredTool) -> bool {
-    use quiver_core::value_model::LayerSource;
     let resolved = host.value_model(tool);
     let vetoed_by_user = resolved.model.speculate == Some(false)
-        && matches!(
-            resolved.provenance.get("speculate"),
-            Some(LayerSource::UserWildcard | LayerSource::UserGlob(_) | LayerSource::UserExact(_))
-        );
+        && resolved.provenance.get("speculate").is_some_and(|layer| layer.is_user());
     resolved.model.side_effect_class.is_speculatable() && !vetoed_by_user
 }
 

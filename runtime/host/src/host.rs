@@ -807,11 +807,7 @@ impl Host {
             return self.value_model(tool).model.side_effect_class;
         };
         let trusted = self.resolve_value_model(tool, false);
-        let user_says_class = matches!(
-            trusted.provenance.get("side_effect_class"),
-            Some(LayerSource::UserWildcard | LayerSource::UserGlob(_) | LayerSource::UserExact(_))
-        );
-        if user_says_class {
+        if trusted.provenance.get("side_effect_class").is_some_and(LayerSource::is_user) {
             return trusted.model.side_effect_class;
         }
         let hint =

@@ -314,20 +314,20 @@ async fn guard_frames(
             continue;
         }
         let mb = length as f64 / (1024.0 * 1024.0);
+        let readable_mib = limit / (1024 * 1024) + 1;
         let Some(id) = frame_id(&head, &tail) else {
             tracing::warn!(upstream = %upstream, "dropped a message of {mb:.1} MB without an id it could answer");
             continue;
         };
-        tracing::warn!(upstream = %upstream, "its answer was {mb:.1} MB, over the {} MiB quiver reads; the call gets an error", limit / (1024 * 1024) + 1);
+        tracing::warn!(upstream = %upstream, "its answer was {mb:.1} MB, over the {readable_mib} MiB quiver reads; the call gets an error");
         let error = json!({
             "jsonrpc": "2.0",
             "id": id,
             "error": {
                 "code": -32603,
                 "message": format!(
-                    "the answer was {mb:.1} MB, more than the {} MiB quiver reads from `{upstream}`; \
-                     ask the tool for less (a page, a range)",
-                    limit / (1024 * 1024) + 1
+                    "the answer was {mb:.1} MB, more than the {readable_mib} MiB quiver reads from \
+                     `{upstream}`; ask the tool for less (a page, a range)"
                 ),
             },
         });
@@ -531,11 +531,11 @@ impl Upstream {
                     if self.stop.load(Ordering::SeqCst) {
                         return;
                     }
-                    let reason = self.with_stderr_tail(reason).await;
+                    self.keep_stderr_tail().await;
                     self.set_state(UpstreamState::Failed { reason });
                 }
                 Ok(Err(reason)) => {
-                    let reason = self.with_stderr_tail(reason).await;
+                    self.keep_stderr_tail().await;
                     self.set_state(UpstreamState::Failed { reason });
                 }
                 Err(_) => {
@@ -591,10 +591,10 @@ impl Upstream {
     fn handshake_error(&self, raw: &str) -> String {
         let raw = logging::scrub(raw);
         // "Send message error Transport [rmcp::…<…>] error: Auth required, when send …"
-        let message = match (raw.find("] error: "), raw.rfind(", when ")) {
-            (Some(start), Some(end)) if start + 9 <= end => raw[start + 9..end].to_owned(),
-            (Some(start), None) => raw[start + 9..].to_owned(),
-            _ => raw.clone(),
+        let message = without_type_names(&raw);
+        let message = match message.rfind(", when ") {
+            Some(end) if message.len() != raw.len() => message[..end].to_owned(),
+            _ => message,
         };
         let url = self.config.url.as_deref().unwrap_or_default();
         if message.contains("Auth required") || message.contains("401") {
@@ -716,7 +716,7 @@ impl Upstream {
             let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
             self.live().stderr_closed = Some(closed_rx);
             tokio::spawn(async move {
-                // Dropped at the end of the stream, which tells `with_stderr_tail` it has it all.
+                // Dropped at the end of the stream, which tells `keep_stderr_tail` it has it all.
                 let _closed = closed_tx;
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
@@ -903,7 +903,7 @@ impl Upstream {
     /// missing package, a bad argument), for the operator: in the log and in `plugins` and
     /// `doctor`. Never in `reason`, which the server's instructions and `/readyz` may show:
     /// what a server prints can hold its own secrets (`DB_PASSWORD=…`).
-    async fn with_stderr_tail(&self, reason: String) -> String {
+    async fn keep_stderr_tail(&self) {
         // The reader may still be draining the pipe of a process that just exited: wait for the
         // end of the stream, within a bound for a child that is still alive.
         let closed = self.live().stderr_closed.take();
@@ -916,7 +916,6 @@ impl Upstream {
         if let Some(tail) = &live.last_stderr {
             tracing::warn!(upstream = %self.config.name, "its stderr ended with: {tail}");
         }
-        reason
     }
 
     /// Kills the child's process group, if there is one.

@@ -407,24 +407,20 @@ async fn check_json_rpc(State(state): State<AppState>, request: Request, next: N
                 .into_response()
         }
     };
-    if let Some(error) = json_rpc_error(&bytes) {
-        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
-    }
+    let message = match json_rpc_message(&bytes) {
+        Ok(message) => message,
+        Err(error) => return (StatusCode::BAD_REQUEST, Json(error)).into_response(),
+    };
     // An `initialize` without a session opens one (2025-11-25): within the caps.
     let opens_session = !parts.headers.contains_key("mcp-session-id")
-        && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|m| {
-            m.get("method").and_then(serde_json::Value::as_str) == Some("initialize")
-        });
+        && message.get("method").and_then(serde_json::Value::as_str) == Some("initialize");
     let user = parts.extensions.get::<Identity>().map(|i| i.name.clone()).unwrap_or_default();
     if opens_session {
-        if let Some((status, message, limit)) = state.sessions.refusal(&user).await {
+        if let Some((status, why, limit)) = state.sessions.refusal(&user).await {
             crate::metrics::session_refused(limit);
-            let id = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|m| m.get("id").cloned())
-                .unwrap_or(serde_json::Value::Null);
+            let id = message.get("id").cloned().unwrap_or(serde_json::Value::Null);
             let error =
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": why}});
             return (status, Json(error)).into_response();
         }
     }
@@ -437,10 +433,11 @@ async fn check_json_rpc(State(state): State<AppState>, request: Request, next: N
     response
 }
 
-/// The JSON-RPC error answering `body`, or `None` when it is one message rmcp can read.
-fn json_rpc_error(body: &[u8]) -> Option<serde_json::Value> {
+/// The one JSON-RPC message in `body`, parsed once for every check of the request, or the
+/// JSON-RPC error answering a body that is not one rmcp can read.
+fn json_rpc_message(body: &[u8]) -> Result<serde_json::Value, serde_json::Value> {
     let error = |id: serde_json::Value, code: i64, message: String| {
-        Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+        Err(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
     };
     let value: serde_json::Value = match serde_json::from_slice(body) {
         Ok(value) => value,
@@ -461,8 +458,8 @@ fn json_rpc_error(body: &[u8]) -> Option<serde_json::Value> {
         let id = if id_ok { id } else { serde_json::Value::Null };
         return error(id, -32600, "Invalid Request: not a JSON-RPC 2.0 message".into());
     }
-    match serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(value.clone()) {
-        Ok(_) => None,
+    match <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(&value) {
+        Ok(_) => Ok(value),
         Err(e) if message.get("method").is_some_and(serde_json::Value::is_string) => {
             error(id, -32602, format!("Invalid params: {e}"))
         }

@@ -44,6 +44,8 @@ const RETAIN_MS: u64 = 10 * 60 * 1000;
 /// How long a caller's pipeline state and a session's metadata outlive their last use.
 const CALLER_MS: u64 = 60 * 60 * 1000;
 const SESSION_MS: u64 = 24 * 60 * 60 * 1000;
+/// The bytes a landed value's signature takes before its JSON: 64 hex digits and a colon.
+const SIGNATURE_PREFIX: usize = 65;
 /// While Redis is unreachable, how often it is tried again.
 const RETRY_MS: u64 = 1_000;
 /// Connections per replica: each multiplexes every task's requests.
@@ -211,7 +213,7 @@ impl RedisState {
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(RETRY_MS));
-        let state = Self {
+        Ok(Self {
             inner: Arc::new_cyclic(|this| Inner {
                 this: this.clone(),
                 watching: std::sync::atomic::AtomicBool::new(false),
@@ -241,8 +243,7 @@ impl RedisState {
                 retry_at: AtomicU64::new(0),
                 counter: AtomicU64::new(0),
             }),
-        };
-        Ok(state)
+        })
     }
 }
 
@@ -285,29 +286,32 @@ impl Inner {
         format!("{}:{kind}:{name}", self.prefix)
     }
 
-    /// The signature of `value` stored under `key` (empty without `hmac_key_env`).
-    fn sign(&self, key: &str, value: &str) -> String {
+    /// The HMAC of `value` stored under `key`, fed and ready to finish or check; `None` without
+    /// `hmac_key_env`.
+    fn mac_of(&self, key: &str, value: &str) -> Option<hmac::Hmac<Sha256>> {
         use hmac::Mac as _;
-        let Some(secret) = &self.mac_key else { return String::new() };
+        let secret = self.mac_key.as_ref()?;
         let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
         mac.update(key.as_bytes());
         mac.update(b"\n");
         mac.update(value.as_bytes());
-        hex::encode(mac.finalize().into_bytes())
+        Some(mac)
+    }
+
+    /// The signature of `value` stored under `key` (empty without `hmac_key_env`).
+    fn sign(&self, key: &str, value: &str) -> String {
+        use hmac::Mac as _;
+        self.mac_of(key, value)
+            .map(|mac| hex::encode(mac.finalize().into_bytes()))
+            .unwrap_or_default()
     }
 
     /// Whether `mac` is the signature of `value` under `key` (always, without `hmac_key_env`);
     /// compared in constant time.
     fn verify(&self, key: &str, value: &str, mac: &str) -> bool {
         use hmac::Mac as _;
-        let Some(secret) = &self.mac_key else { return true };
-        let Ok(given) = hex::decode(mac) else { return false };
-        let mut expected =
-            hmac::Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
-        expected.update(key.as_bytes());
-        expected.update(b"\n");
-        expected.update(value.as_bytes());
-        expected.verify_slice(&given).is_ok()
+        let Some(expected) = self.mac_of(key, value) else { return true };
+        hex::decode(mac).is_ok_and(|given| expected.verify_slice(&given).is_ok())
     }
 
     /// Says once per kind that something Redis held was not served, and why.
@@ -556,7 +560,8 @@ impl RedisState {
         let mut waited = false;
         loop {
             let (lk, dk, tk, lease_ms) = (&lease_key, &landed_key, &token, inner.lease_ms);
-            let max_value = inner.max_value + 65;
+            // A landed value is `mac:json`: the hex signature (64) and its colon come first.
+            let max_value = inner.max_value + SIGNATURE_PREFIX;
             // Take the lease, or read what the leader left.
             let step = inner
                 .run(|mut c| async move {
