@@ -34,6 +34,9 @@
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
 //!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
 //!   with a reason for every candidate left out.
+//! - [`replay`]: what a replay of recorded sessions measures — the agent's wall time under a
+//!   think-time model and argument survival (values later calls used that quiver's answers still
+//!   showed).
 //!
 //! **Architecture Invariant**: this crate is pure. It depends on no other workspace crate and on
 //! nothing that does IO: no tokio, no HTTP client, no abi_stable, no filesystem. That keeps every
@@ -60,6 +63,7 @@ pub mod enrich;
 pub mod manifest;
 pub mod planner;
 pub mod projection;
+pub mod replay;
 pub mod response_projection;
 pub mod secrets;
 pub mod select;

@@ -74,11 +74,15 @@ pub(crate) enum WireContents {
 /// One entry of a directory.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Entry {
-    /// The entry's name (its path is the directory's path plus this name).
-    pub(crate) name: String,
+    /// The entry's path in the repository (what `path` takes to read it): an agent's next
+    /// call uses it as it is, so it is not left for the model to join.
+    pub(crate) path: String,
     /// `file`, `dir`, `symlink` or `submodule`.
     #[serde(rename = "type")]
     pub(crate) kind: String,
+    /// A file's blob SHA (what `update_file` needs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sha: Option<String>,
     /// A file's size in bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) size: Option<u64>,
@@ -164,7 +168,8 @@ pub(crate) fn contents(
                 .into_iter()
                 .map(|e| Entry {
                     size: e.size.filter(|_| e.kind == "file"),
-                    name: if e.name.is_empty() { e.path } else { e.name },
+                    sha: e.sha.filter(|_| e.kind == "file"),
+                    path: if e.path.is_empty() { e.name } else { e.path },
                     kind: e.kind,
                 })
                 .collect();

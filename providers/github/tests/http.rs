@@ -398,9 +398,11 @@ async fn files_and_directories_on_github_enterprise() {
     assert_eq!(
         dir["entries"],
         json!([
-            {"name": "lib.rs", "type": "file", "size": 625},
-            {"name": "main.rs", "type": "file", "size": 1204},
-            {"name": "tools", "type": "dir"},
+            {"path": "src/lib.rs", "type": "file", "size": 625,
+             "sha": "80a26ab6d2a4e6e26d3a6a1b8b4b7c5e8d9f0a1b"},
+            {"path": "src/main.rs", "type": "file", "size": 1204,
+             "sha": "80a26ab6d2a4e6e26d3a6a1b8b4b7c5e8d9f0a1b"},
+            {"path": "src/tools", "type": "dir"},
         ])
     );
 }

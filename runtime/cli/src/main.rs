@@ -3,8 +3,10 @@
 //! Exit codes: 0 success, 1 a failed command or tool call, 2 a usage error.
 #![allow(clippy::print_stdout)]
 
+mod cassette;
 mod enrich_cli;
 mod select_cli;
+mod replay;
 mod serve_cli;
 mod tune;
 
@@ -75,6 +77,11 @@ enum Command {
     /// Read telemetry and report whether the pipeline pays off.
     #[command(subcommand)]
     Tune(TuneCommand),
+    /// Replay recorded agent sessions through the pipeline, pre-fetching off and then on, with
+    /// each service answering as it did in the recording (a loopback cassette): pre-fetch hit
+    /// rate, decline recall loss, cost overrun, API requests added, tokens delivered against the
+    /// recorded answers, argument survival and modelled agent wall time, per tool and in total.
+    Replay(ReplayArgs),
     /// API keys for `quiver serve --http`.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -156,6 +163,32 @@ enum TuneCommand {
         #[arg(long)]
         apply: bool,
     },
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// Agent traces with tool calls and their outputs, one session per file (as `tune
+    /// from-logs --traces` reads them); a session's task is the name of its file's folder.
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    traces: Vec<PathBuf>,
+    /// The provider whose tools the sessions called (bare and github-mcp-server names mapped).
+    #[arg(long, value_name = "NAME", default_value = "github")]
+    provider: String,
+    /// Which tasks: all, the calibration part, or the held-out part (split by task name).
+    #[arg(long, value_enum, default_value = "all")]
+    part: replay::Part,
+    /// The agent's think time between an answer and its next call, in the wall-time model.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    think_ms: u64,
+    /// One service request, in the wall-time model.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    service_ms: u64,
+    /// A pre-fetch counts as used when the agent made the same call within this many calls.
+    #[arg(long, default_value_t = 3)]
+    within: usize,
+    /// As JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -249,6 +282,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Keys(KeysCommand::New { name }) = &cli.command {
         return keys_new(name);
     }
+    // A replay opens its own hosts, pointed at its cassette.
+    if let Command::Replay(args) = cli.command {
+        return replay_command(cli.config.as_deref(), cli.plugins.as_deref(), args);
+    }
     let options = HostOptions { config: cli.config, plugins_dir: cli.plugins };
     let host = Host::open(&options)?;
     // Upstream MCP servers start with quiver, in parallel, each bounded by its start timeout;
@@ -272,11 +309,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Select(args) => select_cli::select(&host, args),
         Command::Serve(args) => serve_cli::serve(host, args),
-        Command::Tune(_) | Command::Keys(_) => unreachable!("handled before the host opens"),
+        Command::Tune(_) | Command::Keys(_) | Command::Replay(_) => {
+            unreachable!("handled before the host opens")
+        }
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
         }
     }
+}
+
+/// `quiver replay`: the user's config (value models, enrichment settings) replayed on traces.
+fn replay_command(
+    config: Option<&Path>,
+    plugins: Option<&Path>,
+    args: ReplayArgs,
+) -> anyhow::Result<ExitCode> {
+    let loaded = LoadedConfig::discover(config)?;
+    let options = replay::ReplayOptions {
+        traces: args.traces,
+        provider: args.provider,
+        part: args.part,
+        think_ms: args.think_ms,
+        service_ms: args.service_ms,
+        within: args.within,
+    };
+    let report = replay::replay(&loaded, plugins, &options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        replay::print(&report);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `quiver keys new NAME`: 32 random bytes as `qk_` + hex, printed once with its config entry.

@@ -624,7 +624,7 @@ fn one_line(e: &impl fmt::Display) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// One call observed in a log.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct ObservedCall {
     /// Tool name: qualified (`github.get_issue`) for quiver tools, as written otherwise (`Read`).
     pub(crate) tool: String,
@@ -634,6 +634,9 @@ pub(crate) struct ObservedCall {
     pub(crate) input: Option<Value>,
     /// The result as JSON, when it was JSON and not an error (transcripts).
     pub(crate) output: Option<Value>,
+    /// The result as the server returned it: its MCP content blocks (agent traces), for
+    /// `quiver replay` to serve back.
+    pub(crate) blocks: Option<Vec<Value>>,
 }
 
 impl ObservedCall {
@@ -649,12 +652,15 @@ impl ObservedCall {
 }
 
 /// The calls of one session, in order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct CallSequence {
     /// Where it came from: `file#session`.
     pub(crate) origin: String,
     /// The calls.
     pub(crate) calls: Vec<ObservedCall>,
+    /// What the user asked, when the log shows it (agent traces): the values it names did not
+    /// come from an answer.
+    pub(crate) prompt: String,
 }
 
 /// What reading telemetry for mining found.
@@ -687,8 +693,7 @@ pub(crate) fn telemetry_sequences(files: &[PathBuf]) -> TelemetryScan {
             let call = ObservedCall {
                 tool: event.tool,
                 args_hash: Some(event.args_hash).filter(|h| !h.is_empty()),
-                input: None,
-                output: None,
+                ..ObservedCall::default()
             };
             match sessions.iter_mut().find(|(s, _)| *s == event.session) {
                 Some((_, calls)) => calls.push(call),
@@ -698,6 +703,7 @@ pub(crate) fn telemetry_sequences(files: &[PathBuf]) -> TelemetryScan {
         scan.sequences.extend(sessions.into_iter().map(|(session, calls)| CallSequence {
             origin: format!("{}#{session}", file.display()),
             calls,
+            ..CallSequence::default()
         }));
     }
     scan
@@ -802,9 +808,8 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
                         let calls = &mut sequences[index].1;
                         calls.push(ObservedCall {
                             tool: name(tool),
-                            args_hash: None,
                             input: block.get("input").cloned(),
-                            output: None,
+                            ..ObservedCall::default()
                         });
                         if let Some(id) = block.get("id").and_then(Value::as_str) {
                             pending.insert(id.to_owned(), (index, calls.len() - 1));
@@ -834,6 +839,7 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
         scan.sequences.extend(sequences.into_iter().map(|(session, calls)| CallSequence {
             origin: format!("{}#{session}", file.display()),
             calls,
+            ..CallSequence::default()
         }));
     }
     scan
@@ -906,15 +912,19 @@ pub(crate) fn read_traces(files: &[PathBuf], name: &dyn Fn(&str) -> String) -> T
                 Some(other) => Some(other.clone()),
                 None => None,
             };
-            calls.push(ObservedCall { tool: name(tool), args_hash: None, input, output: None });
+            calls.push(ObservedCall { tool: name(tool), input, ..ObservedCall::default() });
             if let Some(id) = id {
                 pending.insert(id.to_owned(), calls.len() - 1);
             }
         };
         let mut outputs: Vec<(String, Value)> = Vec::new();
+        let mut prompt = String::new();
         for item in &items {
             let kind = item.get("type").and_then(Value::as_str);
             let role = item.get("role").and_then(Value::as_str);
+            if role == Some("user") && prompt.is_empty() {
+                prompt = message_text(item.get("content"));
+            }
             match (kind, role) {
                 (Some("function_call"), _) => {
                     if let Some(tool) = item.get("name").and_then(Value::as_str) {
@@ -955,10 +965,11 @@ pub(crate) fn read_traces(files: &[PathBuf], name: &dyn Fn(&str) -> String) -> T
         for (id, output) in outputs {
             if let Some(&index) = pending.get(&id) {
                 calls[index].output = trace_output_json(&output);
+                calls[index].blocks = Some(trace_output_blocks(&output));
             }
         }
         scan.tool_calls += calls.len();
-        scan.sequences.push(CallSequence { origin: file.display().to_string(), calls });
+        scan.sequences.push(CallSequence { origin: file.display().to_string(), calls, prompt });
     }
     scan
 }
@@ -980,6 +991,51 @@ fn trace_output_json(output: &Value) -> Option<Value> {
     }
 }
 
+/// A message's text: its `content` as a string, or the text of its parts.
+fn message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A trace's tool output as MCP content blocks: a list of blocks, one block, or their JSON as
+/// text; plain text becomes one text block. A text block that holds a whole MCP result
+/// (`{"content": [...]}`, as some harnesses record a proxied call) is replaced by its blocks.
+pub(crate) fn trace_output_blocks(output: &Value) -> Vec<Value> {
+    let parsed = match output {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(|v| v.is_array() || v.get("type").is_some())
+            .unwrap_or_else(|| serde_json::json!({"type": "text", "text": s})),
+        other => other.clone(),
+    };
+    let blocks = match parsed {
+        Value::Array(blocks) => blocks,
+        block => vec![block],
+    };
+    blocks
+        .into_iter()
+        .flat_map(|block| {
+            let nested = block
+                .get("text")
+                .and_then(Value::as_str)
+                .filter(|t| t.trim_start().starts_with('{'))
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|v| v.get("content").and_then(Value::as_array).cloned())
+                .filter(|inner| {
+                    inner.iter().all(|b| b.get("type").and_then(Value::as_str).is_some())
+                });
+            nested.unwrap_or_else(|| vec![block])
+        })
+        .collect()
+}
+
 /// github-mcp-server's tool names that quiver's GitHub provider calls otherwise.
 const GITHUB_MCP_NAMES: &[(&str, &str)] = &[
     ("get_issue_comments", "list_issue_comments"),
@@ -987,6 +1043,7 @@ const GITHUB_MCP_NAMES: &[(&str, &str)] = &[
     ("get_pull_request_reviews", "list_pull_request_reviews"),
     ("get_pull_request_comments", "list_pull_request_review_comments"),
     ("get_pull_request_status", "get_commit_status"),
+    ("list_workflow_run_artifacts", "list_artifacts"),
 ];
 
 /// The name links use for a trace's tool `raw`: a quiver tool by its MCP or qualified name, or,
@@ -999,6 +1056,8 @@ pub(crate) fn trace_tool_name(host: &Host, provider: Option<&str>, raw: &str) ->
         return known;
     }
     let Some(provider) = provider else { return known };
+    // Harnesses that front several servers prefix a tool with its server (`github-get_issue`).
+    let raw = raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw);
     let local = if provider == "github" {
         GITHUB_MCP_NAMES.iter().find(|(theirs, _)| *theirs == raw).map_or(raw, |(_, ours)| *ours)
     } else {
@@ -1412,7 +1471,7 @@ mod tests {
     use serde_json::json;
 
     fn call(tool: &str, input: Value, output: Option<Value>) -> ObservedCall {
-        ObservedCall { tool: tool.into(), args_hash: None, input: Some(input), output }
+        ObservedCall { tool: tool.into(), input: Some(input), output, ..ObservedCall::default() }
     }
 
     #[test]
@@ -1437,6 +1496,7 @@ mod tests {
             .map(|i| CallSequence {
                 origin: format!("s{i}"),
                 calls: vec![list(100 + i), get(100 + i), get(100 + i)],
+                ..CallSequence::default()
             })
             .collect();
         let links = mine_links(&sequences, 3);
@@ -1474,6 +1534,7 @@ mod tests {
             .map(|(i, path)| CallSequence {
                 origin: format!("s{i}"),
                 calls: vec![dir(), dir(), file(path)],
+                ..CallSequence::default()
             })
             .collect();
         let links = mine_links(&sequences, 3);

@@ -1,0 +1,740 @@
+//! `quiver replay`: recorded agent sessions replayed through the real pipeline, and what the
+//! economy did with them.
+//!
+//! Each session's calls are made through a [`Session`] of a host whose provider talks to a
+//! [`Cassette`] holding the session's recorded answers — twice, with pre-fetching off and on —
+//! and the two runs are compared: pre-fetch hit rate, decline recall loss and cost overrun (the
+//! telemetry's own rates, as `tune analyze` computes them), API requests added, tokens delivered
+//! against the recorded answers, argument survival, and the agent's wall time under a
+//! think-time model ([`quiver_core::replay`]). The calls are replayed in order and each waits
+//! for the pre-fetches it started, so the figures do not depend on how fast this machine is; the
+//! wall time is the model's, not the clock's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use quiver_core::replay::{
+    task_is_held_out, wall_time_ms, ArgumentSurvival, Served, SurvivalCall, TimeModel, TimedCall,
+};
+use quiver_core::response_projection::estimate_text_tokens;
+use quiver_core::telemetry::{annotate_citations, CallEvent, Effectiveness, EventKind};
+use quiver_core::SideEffectClass;
+use quiver_runtime::config::StateBackendKind;
+use quiver_runtime::{telemetry, Host, LoadedConfig, Session};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::cassette::{blocks_text, is_answer, rest_answer, Cassette};
+use crate::tune::{self, CallSequence};
+
+/// Which sessions a replay takes, by task (a session's task is the name of the folder its file
+/// is in): a task is always wholly in one part, never split across runs of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Part {
+    /// Every session.
+    All,
+    /// The tasks priors are calibrated on.
+    Calibration,
+    /// The other tasks, for reporting.
+    HeldOut,
+}
+
+/// What to replay and how to time it.
+pub(crate) struct ReplayOptions {
+    pub(crate) traces: Vec<PathBuf>,
+    pub(crate) provider: String,
+    pub(crate) part: Part,
+    pub(crate) think_ms: u64,
+    pub(crate) service_ms: u64,
+    pub(crate) within: usize,
+}
+
+/// A session's task: the name of the folder its file is in.
+pub(crate) fn task_of(origin: &str) -> String {
+    Path::new(origin)
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| origin.to_owned())
+}
+
+/// Whether a session of `task` is in `part`.
+pub(crate) fn in_part(task: &str, part: Part) -> bool {
+    match part {
+        Part::All => true,
+        Part::Calibration => !task_is_held_out(task),
+        Part::HeldOut => task_is_held_out(task),
+    }
+}
+
+/// github-mcp-server's arguments as quiver's GitHub tools take them: `issue_number` and
+/// `pullNumber` are `number`, `perPage` is `per_page`, `query` is `q` (search_issues scoped to
+/// the `owner`/`repo` it was given, as that server does), `workflow_id` is `workflow`, a file's
+/// `sha` is its `ref`, upper-case states are lower-case.
+fn github_arguments(tool: &str, mut args: Map<String, Value>) -> Map<String, Value> {
+    for (theirs, ours) in [
+        ("issue_number", "number"),
+        ("pullNumber", "number"),
+        ("pull_number", "number"),
+        ("perPage", "per_page"),
+        ("workflow_id", "workflow"),
+        ("query", "q"),
+        ("commitID", "commit_id"),
+        ("from_branch", "from"),
+    ] {
+        if let Some(value) = args.remove(theirs) {
+            args.entry(ours.to_owned()).or_insert(value);
+        }
+    }
+    if let Some(state) = args.get("state").and_then(Value::as_str) {
+        let lower = state.to_ascii_lowercase();
+        args.insert("state".into(), Value::String(lower));
+    }
+    if let Some(workflow) = args.get("workflow").filter(|w| w.is_number()) {
+        let text = workflow.to_string();
+        args.insert("workflow".into(), Value::String(text));
+    }
+    match tool {
+        "get_file_contents" => {
+            if let Some(sha) = args.remove("sha") {
+                args.entry("ref".to_owned()).or_insert(sha);
+            }
+            let path = args.get("path").and_then(Value::as_str).map(|p| p.trim_matches('/'));
+            match path {
+                Some("") => {
+                    args.remove("path");
+                }
+                Some(path) => {
+                    let path = path.to_owned();
+                    args.insert("path".into(), Value::String(path));
+                }
+                None => {}
+            }
+        }
+        "search_issues" => {
+            let scope = match (args.remove("owner"), args.remove("repo")) {
+                (Some(Value::String(o)), Some(Value::String(r))) => Some(format!("repo:{o}/{r}")),
+                _ => None,
+            };
+            if let Some(Value::String(q)) = args.get_mut("q") {
+                if let Some(scope) = scope.filter(|_| !q.contains("repo:")) {
+                    q.push(' ');
+                    q.push_str(&scope);
+                }
+                if !q.contains("is:") {
+                    q.push_str(" is:issue");
+                }
+            }
+        }
+        _ => {}
+    }
+    args
+}
+
+/// Why a call of another server's tool was not replayed (followed by the server's name).
+const OTHER_SERVER: &str = "another server: ";
+
+/// The server a trace's tool belongs to when it is not `provider`: the prefix harnesses put
+/// before a tool of several servers (`local-python-execute`, `mcp__filesystem__read_file`).
+fn other_server<'a>(tool: &'a str, provider: &str) -> Option<&'a str> {
+    let server = match tool.strip_prefix("mcp__") {
+        Some(rest) => rest.split_once("__")?.0,
+        None => tool.split_once('-')?.0,
+    };
+    (server != provider).then_some(server)
+}
+
+/// A recorded call as quiver's tool takes it: the tool's qualified name and the arguments its
+/// schema declares, or why it cannot be replayed.
+fn replayable(
+    host: &Host,
+    provider: &str,
+    tool: &str,
+    input: Option<&Value>,
+) -> Result<(String, Value), String> {
+    let registered = host.tool(tool).ok_or_else(|| match other_server(tool, provider) {
+        Some(server) => format!("{OTHER_SERVER}{server}"),
+        None => format!("{provider} has no such tool"),
+    })?;
+    if registered.name.provider != provider {
+        return Err(format!("a tool of {}, not of {provider}", registered.name.provider));
+    }
+    let args = input.and_then(Value::as_object).cloned().unwrap_or_default();
+    let args = if provider == "github" { github_arguments(&registered.name.tool, args) } else { args };
+    let schema = &registered.spec.input_schema;
+    let declared = schema.get("properties").and_then(Value::as_object);
+    let args: Map<String, Value> = args
+        .into_iter()
+        .filter(|(k, _)| declared.is_none_or(|d| d.contains_key(k)))
+        .collect();
+    for required in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = required.as_str() else { continue };
+        if !args.contains_key(name) {
+            return Err(format!("no `{name}` in the recorded arguments"));
+        }
+    }
+    Ok((registered.name.to_string(), Value::Object(args)))
+}
+
+/// One recorded call and what became of it.
+struct Replayed {
+    /// The recorded tool name as quiver names it (qualified when quiver has it).
+    tool: String,
+    /// quiver's tool and arguments, when it could be replayed.
+    call: Option<(String, Value)>,
+    /// Why not, otherwise.
+    skipped: Option<String>,
+    read: bool,
+    recorded_text: Option<String>,
+    /// The recording holds the service's answer, not an error.
+    recorded_answer: bool,
+    off: Option<Outcome>,
+    on: Option<Outcome>,
+}
+
+/// One replayed call in one mode.
+struct Outcome {
+    delivered: String,
+    is_error: bool,
+    cache_hit: bool,
+    prefetch_hit: bool,
+    prefetches_started: usize,
+    requests: u64,
+}
+
+/// Per tool.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct ToolFigures {
+    pub(crate) calls: u64,
+    pub(crate) replayed: u64,
+    pub(crate) failed: u64,
+    pub(crate) recorded_tokens: u64,
+    pub(crate) delivered_tokens: u64,
+    pub(crate) values_used: u64,
+    pub(crate) values_survived: u64,
+    pub(crate) prefetches: u64,
+    pub(crate) prefetches_used: u64,
+    pub(crate) declines: u64,
+    pub(crate) declines_called: u64,
+}
+
+/// What a replay measured.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct ReplayReport {
+    pub(crate) part: Option<Part>,
+    pub(crate) sessions: usize,
+    pub(crate) tasks: usize,
+    pub(crate) calls: u64,
+    pub(crate) replayed: u64,
+    pub(crate) reads: u64,
+    /// Replayed calls that failed although the recording had an answer (the cassette could not
+    /// turn it into what the plugin reads).
+    pub(crate) failed: u64,
+    /// The first failure of each tool, as quiver answered it.
+    pub(crate) failures: BTreeMap<String, String>,
+    pub(crate) not_replayed: BTreeMap<String, u64>,
+    /// Calls of other servers' tools in the sessions, by server (timed, never replayed).
+    pub(crate) other_servers: BTreeMap<String, u64>,
+    pub(crate) recorded_tokens: u64,
+    pub(crate) delivered_tokens: u64,
+    pub(crate) survival: ArgumentSurvival,
+    pub(crate) effectiveness: Effectiveness,
+    pub(crate) requests_off: u64,
+    pub(crate) requests_on: u64,
+    /// Requests nothing was recorded for: pre-fetches of calls the agent never made.
+    pub(crate) requests_unrecorded: u64,
+    pub(crate) think_ms: u64,
+    pub(crate) service_ms: u64,
+    pub(crate) wall_ms_off: u64,
+    pub(crate) wall_ms_on: u64,
+    pub(crate) per_tool: BTreeMap<String, ToolFigures>,
+}
+
+fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
+    (denominator > 0).then(|| numerator as f64 / denominator as f64)
+}
+
+impl ReplayReport {
+    pub(crate) fn delivered_share(&self) -> Option<f64> {
+        ratio(self.delivered_tokens, self.recorded_tokens)
+    }
+    pub(crate) fn hit_rate(&self) -> Option<f64> {
+        ratio(self.effectiveness.prefetches_cited, self.effectiveness.prefetches)
+    }
+    pub(crate) fn recall_loss(&self) -> Option<f64> {
+        ratio(self.effectiveness.declines_invoked, self.effectiveness.declines)
+    }
+    pub(crate) fn cost_overrun(&self) -> Option<f64> {
+        ratio(self.effectiveness.overruns, self.effectiveness.predictions)
+    }
+    pub(crate) fn requests_added(&self) -> Option<f64> {
+        ratio(self.requests_on.saturating_sub(self.requests_off), self.requests_off)
+    }
+    pub(crate) fn wall_time_ratio(&self) -> Option<f64> {
+        ratio(self.wall_ms_on, self.wall_ms_off)
+    }
+}
+
+/// The config a replay runs on: the user's value models and settings, with `provider` pointed
+/// at the cassette (and a token that is not the user's), state in memory, telemetry in `dir`,
+/// no upstreams, and pre-fetching `on` or off — answers wait for their pre-fetches, so what
+/// landed does not depend on this machine's speed.
+fn replay_config(
+    base: &LoadedConfig,
+    provider: &str,
+    cassette: &Cassette,
+    dir: &Path,
+    on: bool,
+) -> LoadedConfig {
+    let mut loaded = base.clone();
+    let config = &mut loaded.config;
+    let section = config.providers.entry(provider.to_owned()).or_default();
+    section.enabled = true;
+    section.token_env = Some("QUIVER_REPLAY_TOKEN".to_owned());
+    section.settings.insert("base_url".into(), toml::Value::String(cassette.url()));
+    section.settings.insert("token".into(), toml::Value::String("replay".into()));
+    section.settings.remove("ca_file");
+    config.state.backend = StateBackendKind::Memory;
+    config.telemetry.enabled = true;
+    config.telemetry.dir = Some(dir.to_path_buf());
+    config.upstreams.clear();
+    config.enrichment.enabled = on;
+    config.enrichment.prefetch_timeout_ms = 600_000;
+    loaded
+}
+
+/// Replays the sessions of `options.traces` with the user's `base` config.
+pub(crate) fn replay(
+    base: &LoadedConfig,
+    plugins: Option<&Path>,
+    options: &ReplayOptions,
+) -> anyhow::Result<ReplayReport> {
+    let runtime = crate::runtime()?;
+    let cassette = runtime.block_on(Cassette::start()).context("starting the cassette")?;
+    let scratch = tempfile_dir()?;
+    let (off_dir, on_dir) = (scratch.join("off"), scratch.join("on"));
+    let off = Arc::new(Host::with_config(
+        replay_config(base, &options.provider, &cassette, &off_dir, false),
+        plugins,
+    ));
+    let on = Arc::new(Host::with_config(
+        replay_config(base, &options.provider, &cassette, &on_dir, true),
+        plugins,
+    ));
+    if off.tools().iter().all(|t| t.name.provider != options.provider) {
+        bail!(
+            "no tools of provider `{}` loaded: is its plugin in the plugins folder (`quiver \
+             plugins` says)?",
+            options.provider
+        );
+    }
+    let name = |raw: &str| tune::trace_tool_name(&off, Some(&options.provider), raw);
+    let scan = tune::read_traces(&options.traces, &name);
+    for problem in &scan.unreadable {
+        eprintln!("quiver: skipped {problem}");
+    }
+    let sessions: Vec<&CallSequence> = scan
+        .sequences
+        .iter()
+        .filter(|s| in_part(&task_of(&s.origin), options.part))
+        .filter(|s| !s.calls.is_empty())
+        .collect();
+    if sessions.is_empty() {
+        bail!(
+            "no session with tool calls in the traces given{}",
+            if options.part == Part::All { "" } else { " for this --part" }
+        );
+    }
+    let mut report = ReplayReport {
+        part: Some(options.part),
+        sessions: sessions.len(),
+        tasks: sessions.iter().map(|s| task_of(&s.origin)).collect::<std::collections::BTreeSet<_>>().len(),
+        think_ms: options.think_ms,
+        service_ms: options.service_ms,
+        ..ReplayReport::default()
+    };
+    let time = |wait: u64| TimeModel {
+        think_ms: options.think_ms,
+        service_ms: options.service_ms,
+        prefetch_wait_ms: wait,
+    };
+    let prefetch_wait = base.config.enrichment.prefetch_timeout_ms;
+    let mut replayed_sessions = Vec::new();
+    for (index, sequence) in sessions.iter().enumerate() {
+        let session_id = format!("replay-{index}");
+        let mut calls: Vec<Replayed> = sequence
+            .calls
+            .iter()
+            .map(|call| {
+                let recorded_text = call.blocks.as_deref().map(blocks_text);
+                let (replay, skipped) =
+                    match replayable(&off, &options.provider, &call.tool, call.input.as_ref()) {
+                        Ok(call) => (Some(call), None),
+                        Err(why) => (None, Some(why)),
+                    };
+                let read = replay.as_ref().and_then(|(tool, _)| off.tool(tool)).is_some_and(|t| {
+                    matches!(
+                        off.value_model(&t).model.side_effect_class,
+                        SideEffectClass::Pure | SideEffectClass::ReadOnly
+                    )
+                });
+                Replayed {
+                    tool: call.tool.clone(),
+                    call: replay,
+                    skipped,
+                    read,
+                    recorded_text,
+                    recorded_answer: call.blocks.as_deref().is_some_and(is_answer),
+                    off: None,
+                    on: None,
+                }
+            })
+            .collect();
+        // Learn: each recorded answer under the requests the plugin makes for its call.
+        cassette.clear();
+        for (step, (call, observed)) in calls.iter().zip(&sequence.calls).enumerate() {
+            let (Some((tool, args)), Some(blocks)) = (&call.call, &observed.blocks) else {
+                continue;
+            };
+            let local = tool.split_once('.').map_or(tool.as_str(), |(_, t)| t);
+            cassette.learn(rest_answer(local, args, blocks));
+            runtime.block_on(off.call(tool, args.clone(), None, "replay-learn", None));
+            cassette.learned(step);
+        }
+        for (host, on_mode) in [(&off, false), (&on, true)] {
+            let session = Session::new(Arc::clone(host), session_id.clone());
+            for (step, call) in calls.iter_mut().enumerate() {
+                let Some((tool, args)) = &call.call else { continue };
+                cassette.at_step(step);
+                let (before, _) = cassette.served();
+                let (result, effects) = runtime.block_on(session.call(tool, args.clone(), &[]));
+                let (after, _) = cassette.served();
+                let outcome = Outcome {
+                    delivered: result.text_content(),
+                    is_error: result.is_error,
+                    cache_hit: effects.cache_hit,
+                    prefetch_hit: effects.prefetch_hit,
+                    prefetches_started: effects.prefetches_started,
+                    requests: after - before,
+                };
+                if on_mode {
+                    call.on = Some(outcome);
+                } else {
+                    call.off = Some(outcome);
+                }
+            }
+            runtime.block_on(session.shutdown());
+        }
+        replayed_sessions.push((session_id, sequence.prompt.clone(), calls));
+    }
+    let (served, unrecorded) = cassette.served();
+    report.requests_unrecorded = unrecorded;
+    drop((off, on));
+
+    let (mut events, problems) = telemetry::read_events(&telemetry::event_files(&on_dir));
+    for problem in problems {
+        eprintln!("quiver: telemetry of the replay: {problem}");
+    }
+    annotate_citations(&mut events, options.within);
+    let mut by_session: BTreeMap<&str, Vec<&CallEvent>> = BTreeMap::new();
+    for event in &events {
+        by_session.entry(event.session.as_str()).or_default().push(event);
+        report.effectiveness.accumulate(event);
+        let figures = report.per_tool.entry(event.tool.clone()).or_default();
+        match event.kind {
+            EventKind::Prefetch => {
+                figures.prefetches += 1;
+                figures.prefetches_used += u64::from(event.cited_in_next_n_turns == Some(true));
+            }
+            EventKind::Decline => {
+                figures.declines += 1;
+                figures.declines_called += u64::from(event.cited_in_next_n_turns == Some(true));
+            }
+            _ => {}
+        }
+    }
+
+    for (session_id, prompt, calls) in &replayed_sessions {
+        let owners = prefetch_owners(by_session.get(session_id.as_str()).map_or(&[][..], |e| e));
+        let mut timed_off = Vec::new();
+        let mut timed_on = Vec::new();
+        let mut replayed_index = 0usize;
+        // Call index in `calls` of each replayed call, for the pre-fetch owners.
+        let replayed_at: Vec<usize> =
+            calls.iter().enumerate().filter(|(_, c)| c.call.is_some()).map(|(i, _)| i).collect();
+        for call in calls {
+            report.calls += 1;
+            let (Some(off), Some(on)) = (&call.off, &call.on) else {
+                let why = call.skipped.as_deref().unwrap_or("not replayed");
+                match why.strip_prefix(OTHER_SERVER) {
+                    Some(server) => *report.other_servers.entry(server.to_owned()).or_default() += 1,
+                    None => {
+                        report.per_tool.entry(call.tool.clone()).or_default().calls += 1;
+                        *report.not_replayed.entry(format!("{} ({why})", call.tool)).or_default() +=
+                            1;
+                    }
+                }
+                let unknown = TimedCall {
+                    served: Served::Service { requests: 1 },
+                    prefetches_started: 0,
+                };
+                timed_off.push(unknown);
+                timed_on.push(unknown);
+                continue;
+            };
+            let figures = report.per_tool.entry(call.tool.clone()).or_default();
+            figures.calls += 1;
+            figures.replayed += 1;
+            report.replayed += 1;
+            if off.is_error && call.recorded_answer {
+                figures.failed += 1;
+                report.failed += 1;
+                report.failures.entry(call.tool.clone()).or_insert_with(|| off.delivered.clone());
+            }
+            if call.read {
+                report.reads += 1;
+                if let Some(recorded) = &call.recorded_text {
+                    let recorded = estimate_text_tokens(recorded);
+                    let delivered = estimate_text_tokens(&off.delivered);
+                    figures.recorded_tokens += recorded;
+                    figures.delivered_tokens += delivered;
+                    report.recorded_tokens += recorded;
+                    report.delivered_tokens += delivered;
+                }
+            }
+            timed_off.push(TimedCall {
+                served: if off.cache_hit {
+                    Served::Cache
+                } else {
+                    Served::Service { requests: off.requests as u32 }
+                },
+                prefetches_started: 0,
+            });
+            let own = on.requests.saturating_sub(on.prefetches_started as u64);
+            let served = if on.prefetch_hit {
+                owners
+                    .get(replayed_index)
+                    .copied()
+                    .flatten()
+                    .and_then(|owner| replayed_at.get(owner).copied())
+                    .map_or(Served::Cache, |from| Served::Prefetch { from })
+            } else if on.cache_hit {
+                Served::Cache
+            } else {
+                Served::Service { requests: own as u32 }
+            };
+            timed_on.push(TimedCall { served, prefetches_started: on.prefetches_started });
+            report.requests_off += off.requests;
+            report.requests_on += on.requests;
+            replayed_index += 1;
+        }
+        report.wall_ms_off += wall_time_ms(&time(prefetch_wait), &timed_off);
+        report.wall_ms_on += wall_time_ms(&time(prefetch_wait), &timed_on);
+        let args: Vec<Value> = calls
+            .iter()
+            .map(|c| c.call.as_ref().map(|(_, a)| a.clone()).unwrap_or(Value::Null))
+            .collect();
+        let survival_calls: Vec<SurvivalCall<'_>> = calls
+            .iter()
+            .zip(&args)
+            .map(|(c, args)| SurvivalCall {
+                tool: &c.tool,
+                args,
+                recorded: c.recorded_text.as_deref(),
+                delivered: c.off.as_ref().map(|o| o.delivered.as_str()),
+            })
+            .collect();
+        report.survival.add_session(prompt, &survival_calls);
+    }
+    for (tool, (used, survived)) in &report.survival.per_tool {
+        let figures = report.per_tool.entry(tool.clone()).or_default();
+        (figures.values_used, figures.values_survived) = (*used, *survived);
+    }
+    debug_assert!(served >= report.requests_off + report.requests_on);
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(report)
+}
+
+/// For each Call event of a session (in order), the index among them of the call whose answer
+/// started the pre-fetch that served it, when one did: a session's Prefetch events are written
+/// before the Call event of the call that started them.
+fn prefetch_owners(events: &[&CallEvent]) -> Vec<Option<usize>> {
+    let mut started: Vec<(&str, &str, usize)> = Vec::new();
+    let mut owners = Vec::new();
+    for event in events {
+        match event.kind {
+            EventKind::Prefetch => {
+                started.push((event.tool.as_str(), event.args_hash.as_str(), owners.len()))
+            }
+            EventKind::Call | EventKind::FailFast => {
+                let owner = started
+                    .iter()
+                    .rev()
+                    .find(|(tool, hash, _)| *tool == event.tool && *hash == event.args_hash)
+                    .map(|(_, _, owner)| *owner);
+                owners.push(owner);
+            }
+            _ => {}
+        }
+    }
+    owners
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("quiver-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// The report as a person reads it: a row per tool, then the totals against the goals.
+pub(crate) fn print(report: &ReplayReport) {
+    println!(
+        "{:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
+        "tool", "calls", "repl", "fail", "rec.tok", "deliv.tok", "share", "survived", "pref",
+        "used", "declined", "called"
+    );
+    for (tool, f) in &report.per_tool {
+        if f.calls == 0 && f.prefetches == 0 && f.declines == 0 {
+            continue;
+        }
+        println!(
+            "{tool:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
+            f.calls,
+            f.replayed,
+            f.failed,
+            f.recorded_tokens,
+            f.delivered_tokens,
+            percent(ratio(f.delivered_tokens, f.recorded_tokens)),
+            format!("{}/{}", f.values_survived, f.values_used),
+            f.prefetches,
+            f.prefetches_used,
+            f.declines,
+            f.declines_called
+        );
+    }
+    let e = &report.effectiveness;
+    println!();
+    println!(
+        "# {} session(s) of {} task(s) ({}), {} calls, {} replayed ({} reads), {} failed in replay",
+        report.sessions,
+        report.tasks,
+        match report.part {
+            Some(Part::Calibration) => "calibration part",
+            Some(Part::HeldOut) => "held-out part",
+            _ => "all",
+        },
+        report.calls,
+        report.replayed,
+        report.reads,
+        report.failed
+    );
+    for (tool, failure) in &report.failures {
+        let failure: String = failure.chars().take(300).collect();
+        println!("# {tool} failed in replay: {failure}");
+    }
+    if !report.not_replayed.is_empty() {
+        let skipped: Vec<String> =
+            report.not_replayed.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        println!("# not replayed: {}", skipped.join(", "));
+    }
+    if !report.other_servers.is_empty() {
+        let others: Vec<String> =
+            report.other_servers.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        println!("# calls of other servers' tools (timed, not replayed): {}", others.join(", "));
+    }
+    println!(
+        "tokens delivered / recorded (reads)   {:>7}   goal ≤ 20%   ({} of {})",
+        percent(report.delivered_share()),
+        report.delivered_tokens,
+        report.recorded_tokens
+    );
+    println!(
+        "argument survival                     {:>7}   goal ≥ 99%   ({} of {})",
+        percent(report.survival.rate()),
+        report.survival.survived,
+        report.survival.used
+    );
+    println!(
+        "pre-fetch hit rate                    {:>7}   goal ≥ 60%   ({} of {})",
+        percent(report.hit_rate()),
+        e.prefetches_cited,
+        e.prefetches
+    );
+    println!(
+        "decline recall loss                   {:>7}   goal ≤ 10%   ({} of {})",
+        percent(report.recall_loss()),
+        e.declines_invoked,
+        e.declines
+    );
+    println!(
+        "cost overrun                          {:>7}   goal ≤ 15%   ({} of {})",
+        percent(report.cost_overrun()),
+        e.overruns,
+        e.predictions
+    );
+    println!(
+        "API requests added by pre-fetching    {:>7}   goal ≤ 15%   ({} on, {} off; {} for calls never made)",
+        percent(report.requests_added()),
+        report.requests_on,
+        report.requests_off,
+        report.requests_unrecorded
+    );
+    println!(
+        "agent wall time, pre-fetch on / off   {:>7}   goal ≤ 80%   (think {} ms, a request {} ms)",
+        report.wall_time_ratio().map_or_else(|| "–".to_owned(), |r| format!("{r:.3}")),
+        report.think_ms,
+        report.service_ms
+    );
+    for lost in report.survival.lost.iter().take(10) {
+        println!("  lost: {} of {} ({})", lost.value, lost.from_tool, lost.argument);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn github_mcp_server_arguments_become_quivers() {
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            Value::Object(github_arguments("get_issue", args(json!({"owner": "o", "repo": "r", "issue_number": 4})))),
+            json!({"owner": "o", "repo": "r", "number": 4})
+        );
+        assert_eq!(
+            Value::Object(github_arguments(
+                "get_file_contents",
+                args(json!({"owner": "o", "repo": "r", "path": "/", "sha": "abc"}))
+            )),
+            json!({"owner": "o", "repo": "r", "ref": "abc"})
+        );
+        assert_eq!(
+            Value::Object(github_arguments(
+                "search_issues",
+                args(json!({"owner": "o", "repo": "r", "query": "bug", "perPage": 5}))
+            )),
+            json!({"q": "bug repo:o/r is:issue", "per_page": 5})
+        );
+        assert_eq!(
+            Value::Object(github_arguments("list_issues", args(json!({"state": "CLOSED"})))),
+            json!({"state": "closed"})
+        );
+    }
+
+    #[test]
+    fn a_task_is_the_folder_of_its_sessions() {
+        assert_eq!(task_of("data/run-2/easyr1__config_audit/messages.json"), "easyr1__config_audit");
+        assert_eq!(task_of("toolathlon/git-repo/claude.json"), "git-repo");
+        let task = "git-repo";
+        assert_ne!(in_part(task, Part::Calibration), in_part(task, Part::HeldOut));
+        assert!(in_part(task, Part::All));
+    }
+}

@@ -1,0 +1,131 @@
+//! `quiver replay` end to end: the real GitHub plugin answered by the replay's cassette with the
+//! recorded answers of agent sessions, the real pipeline run with pre-fetching off and on.
+
+use std::path::{Path, PathBuf};
+
+use quiver_tests::{plugins_dir, quiver, texts};
+use serde_json::Value;
+
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces")
+}
+
+/// The recorded Toolathlon sessions that use GitHub's MCP server, one file per run.
+fn toolathlon_sessions() -> Vec<String> {
+    let mut files = Vec::new();
+    for task in std::fs::read_dir(traces_dir().join("toolathlon")).unwrap().flatten() {
+        if !task.path().is_dir() {
+            continue;
+        }
+        for run in std::fs::read_dir(task.path()).unwrap().flatten() {
+            files.push(run.path().to_str().unwrap().to_owned());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `quiver replay --json ARGS… --traces FILES…` with the GitHub plugin and an empty config.
+fn replay(args: &[&str], files: &[String]) -> Value {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("quiver.toml");
+    std::fs::write(&config, "").unwrap();
+    let mut all = vec![
+        "replay",
+        "--json",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    all.push("--traces");
+    all.extend(files.iter().map(String::as_str));
+    let out = quiver(&all, &[]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "quiver {all:?} failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn count(report: &Value, key: &str) -> u64 {
+    report[key].as_u64().unwrap_or_else(|| panic!("no {key} in {report}"))
+}
+
+#[test]
+fn replay_serves_each_recorded_answer_and_counts_what_pre_fetching_added() {
+    let traces = traces_dir();
+    let files = [traces.join("responses.json"), traces.join("chat.json")]
+        .map(|p| p.to_str().unwrap().to_owned());
+    let report = replay(&[], &files);
+    // Every call of the two sessions is a quiver tool, replayed and answered as recorded.
+    assert_eq!((count(&report, "calls"), count(&report, "replayed")), (8, 8), "{report}");
+    assert_eq!(count(&report, "failed"), 0, "{report}");
+    // Each session read a commit list and then its first commit: the built-in link
+    // list_commits → get_commit pre-fetched it (and one more), and the agent used it.
+    let effectiveness = &report["effectiveness"];
+    assert_eq!(effectiveness["prefetches"], 4, "{report}");
+    assert_eq!(effectiveness["prefetches_cited"], 2, "{report}");
+    // The used pre-fetch replaced the agent's own request; the unused one was a request more,
+    // for a call nobody made (nothing was recorded for it).
+    assert_eq!((count(&report, "requests_off"), count(&report, "requests_on")), (8, 10));
+    assert_eq!(count(&report, "requests_unrecorded"), 2, "{report}");
+    // The listed SHA the agent used next was in what quiver showed.
+    assert_eq!(report["survival"]["used"], 2, "{report}");
+    assert_eq!(report["survival"]["survived"], 2, "{report}");
+}
+
+#[test]
+fn replay_of_recorded_github_sessions_keeps_the_values_agents_use_next() {
+    let files = toolathlon_sessions();
+    assert_eq!(files.len(), 13, "{files:?}");
+    let report = replay(&[], &files);
+    assert_eq!(count(&report, "sessions"), 13);
+    // Every read the plugin has a tool for was answered; the two failures are update_issue
+    // answers the recording's server cut to `{"url": …}`, which no client of the REST API sees.
+    let failures = report["failures"].as_object().unwrap();
+    assert_eq!(failures.keys().collect::<Vec<_>>(), ["github.update_issue"], "{report}");
+    assert!(count(&report, "replayed") >= 190, "{report}");
+    // Other servers' tools are counted in the timing and never replayed.
+    assert!(report["other_servers"]["local"].as_u64().unwrap() > 0, "{report}");
+    // The directory listings' paths and the branch names were what the agents called next:
+    // quiver's answers kept all of them.
+    let survival = &report["survival"];
+    assert!(survival["used"].as_u64().unwrap() >= 100, "{report}");
+    assert_eq!(survival["used"], survival["survived"], "{}", survival["lost"]);
+    // Projection delivered less than the server's answers.
+    assert!(count(&report, "delivered_tokens") * 2 < count(&report, "recorded_tokens"));
+}
+
+#[test]
+fn the_held_out_part_and_the_calibration_part_split_by_task() {
+    let files = toolathlon_sessions();
+    let all = count(&replay(&[], &files), "sessions");
+    let calibration = replay(&["--part", "calibration"], &files);
+    let held_out = replay(&["--part", "held-out"], &files);
+    assert_eq!(count(&calibration, "sessions") + count(&held_out, "sessions"), all);
+    assert_eq!(count(&calibration, "tasks") + count(&held_out, "tasks"), 7);
+    assert!(count(&held_out, "tasks") > 0 && count(&calibration, "tasks") > 0);
+}
+
+#[test]
+fn a_trace_that_cannot_be_read_is_named_and_nothing_is_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("session.json");
+    std::fs::write(&bad, "{\"not\": \"a trace\"}").unwrap();
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let out = quiver(
+        &[
+            "replay",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--traces",
+            bad.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains(&format!("skipped {}: no `messages` array", bad.display())), "{stderr}");
+    assert!(stderr.contains("no session with tool calls in the traces given"), "{stderr}");
+}
