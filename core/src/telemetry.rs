@@ -142,20 +142,22 @@ pub fn arguments_hash(key: &CallKey) -> String {
 }
 
 /// Fills `cited_in_next_n_turns` of every pre-fetch (the agent called the same tool with the
-/// same arguments within its next `n` calls of that session) and every decline (the agent called
-/// that tool within its next `n` calls). Events are taken in the order given.
+/// same arguments within its next `n` calls of that session) and every decline (the agent made
+/// the call it would have made — same tool, same arguments — within its next `n` calls; a
+/// decline that names no arguments, when the provider could not project them, counts any call
+/// of the tool). A pre-fetch of other arguments would not have served the agent's call, so
+/// such a call is no recall lost. Events are taken in the order given.
 pub fn annotate_citations(events: &mut [CallEvent], n: usize) {
     for i in 0..events.len() {
         if !matches!(events[i].kind, EventKind::Prefetch | EventKind::Decline) {
             continue;
         }
-        let (session, tool, hash, kind) =
-            (&events[i].session, &events[i].tool, &events[i].args_hash, events[i].kind);
+        let (session, tool, hash) = (&events[i].session, &events[i].tool, &events[i].args_hash);
         let cited = events[i + 1..]
             .iter()
             .filter(|e| e.kind == EventKind::Call && &e.session == session)
             .take(n)
-            .any(|e| &e.tool == tool && (kind == EventKind::Decline || &e.args_hash == hash));
+            .any(|e| &e.tool == tool && (hash.is_empty() || &e.args_hash == hash));
         events[i].cited_in_next_n_turns = Some(cited);
     }
 }

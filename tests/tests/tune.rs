@@ -260,7 +260,7 @@ fn from_logs_proposes_links_with_probability_and_projection_and_writes_nothing()
     assert!(
         stdout.contains(
             "# github.list_issues → github.get_issue: 3 of 4 calls (p 0.75); $.issues[*].number \
-             fed number in 3 of 3\n#   already linked (p 0.45); left as it is\n"
+             fed number in 3 of 3\n#   already linked (p 0.04); left as it is\n"
         ),
         "{stdout}"
     );
@@ -371,7 +371,7 @@ fn from_logs_apply_seeds_and_links_without_touching_hand_written_sections() {
              # follow-up links mined by quiver tune from-logs; the first 1 in effect before (a \
              user follow_up replaces the list whole)\n\
              follow_up = [\n    \
-             { tool = \"get_pull_request\", probability = 0.5, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n    \
+             { tool = \"get_pull_request\", probability = 0.07, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n    \
              { tool = \"list_pull_request_files\", probability = 0.75, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n\
              ]\n",
         )
@@ -511,7 +511,7 @@ async fn from_logs_mines_the_telemetry_of_scripted_sessions() {
              # follow-up links mined by quiver tune from-logs; the first 1 in effect before (a \
              user follow_up replaces the list whole)\n\
              follow_up = [\n    \
-             { tool = \"list_issue_comments\", probability = 0.4, projection = \"$.number\", projection_arg = \"number\" },\n    \
+             { tool = \"list_issue_comments\", probability = 0.3, projection = \"$.number\", projection_arg = \"number\" },\n    \
              { tool = \"get_pull_request\", probability = 1.0 },\n\
              ]\n"
         ),

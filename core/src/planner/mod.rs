@@ -114,9 +114,10 @@ pub struct Candidate<'a> {
 pub enum DeclineReason {
     /// The link's probability is below [`PlannerOptions::min_followup_probability`].
     BelowMinProbability,
-    /// The target is the tool the link comes from (re-reads are the cache's business).
+    /// The target is the tool the link comes from and the link projects no arguments (a
+    /// re-read is the cache's business).
     SelfLoop,
-    /// The target is among the recent calls.
+    /// The target is among the recent calls and the link projects no arguments.
     RecentlyUsed,
     /// The target may have side effects (not `Pure`/`ReadOnly`) or forbids speculation.
     NotSpeculatable,
@@ -381,9 +382,14 @@ pub fn plan<'a, R: AsRef<str>, K: AsRef<str>>(
         let w = predicted_tokens(c.model, options.tokens_per_kb);
         cost.push(w);
         let target = c.link.tool.as_str();
-        let r = if target == c.from {
+        // A link that projects the next call's arguments out of this result names a new call
+        // (a directory, then a file in it; a commit list, then a commit): the same tool again,
+        // or one called lately, is what real sessions do next. Without a projection it would
+        // be a re-read, which is the cache's business.
+        let projected = c.link.projection.is_some();
+        let r = if target == c.from && !projected {
             Some(DeclineReason::SelfLoop)
-        } else if is_recent(target) {
+        } else if is_recent(target) && !projected {
             Some(DeclineReason::RecentlyUsed)
         } else if !c.model.may_speculate() {
             Some(DeclineReason::NotSpeculatable)

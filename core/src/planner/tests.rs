@@ -171,6 +171,18 @@ fn self_loops_and_recent_calls_are_declined() {
     assert_eq!(admitted(&p), ["fs.stat"]);
     assert_eq!(reason_of(&p, "fs.read"), Some(DeclineReason::SelfLoop));
     assert_eq!(reason_of(&p, "fs.glob"), Some(DeclineReason::RecentlyUsed));
+
+    // A link that projects its arguments names another call of the same or a recent tool (a
+    // directory, then a file in it): admitted.
+    let projected = |from: &str, tool: &str| {
+        let mut s = spec(from, tool, 0.9, model(ValueClass::Critical, 1.0));
+        s.link.projection = Some("$.entries[*].path".into());
+        s.link.projection_arg = Some("path".into());
+        s
+    };
+    let specs = [projected("fs.read", "fs.read"), projected("fs.grep", "fs.glob")];
+    let p = run(&specs, &["fs.glob", "fs.grep"], &options(8000));
+    assert_eq!(admitted(&p), ["fs.glob", "fs.read"]);
 }
 
 #[test]

@@ -19,19 +19,26 @@ use ValueClass::Critical;
 const ROW: Model = Model::READ_ONLY;
 
 /// The provider's value models, one row per tool it ships.
+///
+/// Follow-up probabilities are how often the agent then made the projected call (the first
+/// projection, within its next three calls) in recorded sessions of agents working through
+/// GitHub's MCP server — the calibration part of `quiver replay`'s split (MCPMark's and
+/// Toolathlon's GitHub tasks), smoothed as (used + 1) / (seen + 2). Links those sessions never
+/// took within three calls are gone (a pull request's reviews, review comments and check
+/// runs); links not seen there keep their earlier priors.
 #[rustfmt::skip]
 pub(crate) static MODELS: &[Model] = &[
     // Issues.
     Model { tool: "list_issues", typical_kb: 6.0, max_kb: 40.0,
-            follow_up: &[("get_issue", 0.45, "$.issues[*].number", "number"),
+            follow_up: &[("get_issue", 0.04, "$.issues[*].number", "number"),
                          ("list_issue_comments", 0.2, "$.issues[*].number", "number")], ..ROW },
     Model { tool: "get_issue", value_class: Critical, typical_kb: 2.5, max_kb: 36.0,
             field_groups: &[("body", &["body"], 0.8, true)],
-            follow_up: &[("list_issue_comments", 0.4, "$.number", "number")], ..ROW },
+            follow_up: &[("list_issue_comments", 0.3, "$.number", "number")], ..ROW },
     Model { tool: "list_issue_comments", typical_kb: 5.0, max_kb: 250.0, ..ROW },
     Model { tool: "search_issues", value_class: Critical, typical_kb: 8.0, max_kb: 40.0,
             latency_ms_p50: 700, freshness_ttl_s: 120, fail_fast_after_n: Some(3),
-            follow_up: &[("get_issue", 0.5, "$.items[*].number", "number")], ..ROW },
+            follow_up: &[("get_issue", 0.07, "$.items[*].number", "number")], ..ROW },
     Model { tool: "create_issue", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.4, max_kb: 2.0, latency_ms_p50: 600, freshness_ttl_s: 0,
             invalidates: &["list_issues", "search_issues"], ..ROW },
@@ -40,15 +47,13 @@ pub(crate) static MODELS: &[Model] = &[
             invalidates: &["list_issue_comments", "get_issue", "get_pull_request"], ..ROW },
     // Pull requests.
     Model { tool: "list_pull_requests", typical_kb: 7.0, max_kb: 40.0,
-            follow_up: &[("get_pull_request", 0.5, "$.pull_requests[*].number", "number")], ..ROW },
+            follow_up: &[("get_pull_request", 0.07, "$.pull_requests[*].number", "number")],
+            ..ROW },
     Model { tool: "get_pull_request", value_class: Critical, typical_kb: 3.0, max_kb: 36.0,
             field_groups: &[("body", &["body"], 0.7, true),
                             ("stats", &["commits", "additions", "deletions", "changed_files"],
                              0.3, true)],
-            follow_up: &[("list_pull_request_files", 0.55, "$.number", "number"),
-                         ("list_pull_request_reviews", 0.3, "$.number", "number"),
-                         ("list_pull_request_review_comments", 0.3, "$.number", "number"),
-                         ("list_check_runs", 0.35, "$.head_sha", "ref")],
+            follow_up: &[("list_pull_request_files", 0.12, "$.number", "number")],
             ..ROW },
     Model { tool: "list_pull_request_files", value_class: Critical, typical_kb: 20.0,
             max_kb: 130.0, latency_ms_p50: 500, freshness_ttl_s: 120,
@@ -58,7 +63,8 @@ pub(crate) static MODELS: &[Model] = &[
             field_groups: &[("diff_hunk", &["comments[*].diff_hunk"], 0.3, false)], ..ROW },
     // Actions.
     Model { tool: "list_workflow_runs", typical_kb: 8.0, max_kb: 40.0, freshness_ttl_s: 30,
-            follow_up: &[("list_workflow_jobs", 0.5, "$.workflow_runs[*].id", "run_id")], ..ROW },
+            follow_up: &[("list_workflow_jobs", 0.12, "$.workflow_runs[*].id", "run_id")],
+            ..ROW },
     Model { tool: "list_workflow_jobs", typical_kb: 3.0, max_kb: 40.0, freshness_ttl_s: 30,
             follow_up: &[("get_job_logs", 0.45, "$.jobs[*].id", "job_id")], ..ROW },
     Model { tool: "get_job_logs", value_class: Critical, typical_kb: 12.0, max_kb: 72.0,
@@ -123,7 +129,7 @@ pub(crate) static MODELS: &[Model] = &[
     Model { tool: "search_code", value_class: Critical, typical_kb: 8.0, max_kb: 60.0,
             latency_ms_p50: 900, freshness_ttl_s: 300, fail_fast_after_n: Some(3),
             field_groups: &[("fragments", &["items[*].fragments"], 0.7, true)],
-            follow_up: &[("get_file_contents", 0.55, "$.items[*].path", "path")], ..ROW },
+            follow_up: &[("get_file_contents", 0.03, "$.items[*].path", "path")], ..ROW },
     Model { tool: "create_file", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.4, max_kb: 1.0, latency_ms_p50: 900, freshness_ttl_s: 0,
             invalidates: FILE_READS, ..ROW },
@@ -136,7 +142,7 @@ pub(crate) static MODELS: &[Model] = &[
             typical_kb: 0.2, max_kb: 0.5, latency_ms_p50: 800, freshness_ttl_s: 0,
             invalidates: &["list_branches"], ..ROW },
     Model { tool: "list_commits", typical_kb: 5.0, max_kb: 30.0,
-            follow_up: &[("get_commit", 0.4, "$.commits[*].sha", "sha")], ..ROW },
+            follow_up: &[("get_commit", 0.03, "$.commits[*].sha", "sha")], ..ROW },
     Model { tool: "get_commit", value_class: Critical, typical_kb: 10.0, max_kb: 140.0,
             latency_ms_p50: 500, freshness_ttl_s: 300,
             field_groups: &[("patch", &["files[*].patch"], 0.8, true)], ..ROW },

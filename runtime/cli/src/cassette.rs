@@ -238,13 +238,15 @@ pub(crate) fn rest_answer(tool: &str, args: &Value, blocks: &[Value]) -> Answer 
         return Answer::json(status, &json!({"message": text}));
     };
     let value = match (tool, value) {
-        ("list_issues", Value::Object(mut page)) if page.get("issues").is_some_and(Value::is_array) => {
+        ("list_issues", Value::Object(mut page))
+            if page.get("issues").is_some_and(Value::is_array) =>
+        {
             let issues = page.remove("issues").unwrap_or_default();
-            Value::Array(
-                issues.as_array().into_iter().flatten().cloned().map(rest_issue).collect(),
-            )
+            Value::Array(issues.as_array().into_iter().flatten().cloned().map(rest_issue).collect())
         }
-        ("list_workflow_jobs", Value::Object(mut page)) if page.get("jobs").is_some_and(Value::is_object) => {
+        ("list_workflow_jobs", Value::Object(mut page))
+            if page.get("jobs").is_some_and(Value::is_object) =>
+        {
             page.remove("jobs").unwrap_or_default()
         }
         ("list_branches", Value::Array(branches)) => Value::Array(
@@ -367,7 +369,9 @@ mod tests {
             json!([{"number": 3, "state": "closed", "labels": [{"name": "bug"}],
                     "author": {"login": "a"}, "user": {"login": "a"}}])
         );
-        let missing = vec![json!({"type": "text", "text": "failed to get file: GET https://api.github.com/repos/o/r/contents/x: 404 Not Found []"})];
+        let missing = vec![
+            json!({"type": "text", "text": "failed to get file: GET https://api.github.com/repos/o/r/contents/x: 404 Not Found []"}),
+        ];
         assert_eq!(rest_answer("get_file_contents", &json!({}), &missing).status, 404);
     }
 }

@@ -5,8 +5,8 @@
 
 mod cassette;
 mod enrich_cli;
-mod select_cli;
 mod replay;
+mod select_cli;
 mod serve_cli;
 mod tune;
 

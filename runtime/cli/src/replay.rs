@@ -163,13 +163,12 @@ fn replayable(
         return Err(format!("a tool of {}, not of {provider}", registered.name.provider));
     }
     let args = input.and_then(Value::as_object).cloned().unwrap_or_default();
-    let args = if provider == "github" { github_arguments(&registered.name.tool, args) } else { args };
+    let args =
+        if provider == "github" { github_arguments(&registered.name.tool, args) } else { args };
     let schema = &registered.spec.input_schema;
     let declared = schema.get("properties").and_then(Value::as_object);
-    let args: Map<String, Value> = args
-        .into_iter()
-        .filter(|(k, _)| declared.is_none_or(|d| d.contains_key(k)))
-        .collect();
+    let args: Map<String, Value> =
+        args.into_iter().filter(|(k, _)| declared.is_none_or(|d| d.contains_key(k))).collect();
     for required in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
         let Some(name) = required.as_str() else { continue };
         if !args.contains_key(name) {
@@ -351,7 +350,11 @@ pub(crate) fn replay(
     let mut report = ReplayReport {
         part: Some(options.part),
         sessions: sessions.len(),
-        tasks: sessions.iter().map(|s| task_of(&s.origin)).collect::<std::collections::BTreeSet<_>>().len(),
+        tasks: sessions
+            .iter()
+            .map(|s| task_of(&s.origin))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
         think_ms: options.think_ms,
         service_ms: options.service_ms,
         ..ReplayReport::default()
@@ -470,17 +473,19 @@ pub(crate) fn replay(
             let (Some(off), Some(on)) = (&call.off, &call.on) else {
                 let why = call.skipped.as_deref().unwrap_or("not replayed");
                 match why.strip_prefix(OTHER_SERVER) {
-                    Some(server) => *report.other_servers.entry(server.to_owned()).or_default() += 1,
+                    Some(server) => {
+                        *report.other_servers.entry(server.to_owned()).or_default() += 1
+                    }
                     None => {
                         report.per_tool.entry(call.tool.clone()).or_default().calls += 1;
-                        *report.not_replayed.entry(format!("{} ({why})", call.tool)).or_default() +=
-                            1;
+                        *report
+                            .not_replayed
+                            .entry(format!("{} ({why})", call.tool))
+                            .or_default() += 1;
                     }
                 }
-                let unknown = TimedCall {
-                    served: Served::Service { requests: 1 },
-                    prefetches_started: 0,
-                };
+                let unknown =
+                    TimedCall { served: Served::Service { requests: 1 }, prefetches_started: 0 };
                 timed_off.push(unknown);
                 timed_on.push(unknown);
                 continue;
@@ -597,8 +602,18 @@ fn percent(value: Option<f64>) -> String {
 pub(crate) fn print(report: &ReplayReport) {
     println!(
         "{:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
-        "tool", "calls", "repl", "fail", "rec.tok", "deliv.tok", "share", "survived", "pref",
-        "used", "declined", "called"
+        "tool",
+        "calls",
+        "repl",
+        "fail",
+        "rec.tok",
+        "deliv.tok",
+        "share",
+        "survived",
+        "pref",
+        "used",
+        "declined",
+        "called"
     );
     for (tool, f) in &report.per_tool {
         if f.calls == 0 && f.prefetches == 0 && f.declines == 0 {
@@ -706,7 +721,10 @@ mod tests {
     fn github_mcp_server_arguments_become_quivers() {
         let args = |v: Value| v.as_object().cloned().unwrap();
         assert_eq!(
-            Value::Object(github_arguments("get_issue", args(json!({"owner": "o", "repo": "r", "issue_number": 4})))),
+            Value::Object(github_arguments(
+                "get_issue",
+                args(json!({"owner": "o", "repo": "r", "issue_number": 4}))
+            )),
             json!({"owner": "o", "repo": "r", "number": 4})
         );
         assert_eq!(
@@ -731,7 +749,10 @@ mod tests {
 
     #[test]
     fn a_task_is_the_folder_of_its_sessions() {
-        assert_eq!(task_of("data/run-2/easyr1__config_audit/messages.json"), "easyr1__config_audit");
+        assert_eq!(
+            task_of("data/run-2/easyr1__config_audit/messages.json"),
+            "easyr1__config_audit"
+        );
         assert_eq!(task_of("toolathlon/git-repo/claude.json"), "git-repo");
         let task = "git-repo";
         assert_ne!(in_part(task, Part::Calibration), in_part(task, Part::HeldOut));

@@ -1057,7 +1057,8 @@ pub(crate) fn trace_tool_name(host: &Host, provider: Option<&str>, raw: &str) ->
     }
     let Some(provider) = provider else { return known };
     // Harnesses that front several servers prefix a tool with its server (`github-get_issue`).
-    let raw = raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw);
+    let raw =
+        raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw);
     let local = if provider == "github" {
         GITHUB_MCP_NAMES.iter().find(|(theirs, _)| *theirs == raw).map_or(raw, |(_, ours)| *ours)
     } else {

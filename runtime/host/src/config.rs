@@ -471,10 +471,18 @@ pub struct EnrichmentConfig {
     /// Off by default: pre-fetching spends rate limits on calls the agent may not make.
     pub enabled: bool,
     /// How long a response waits for its pre-fetches before it is returned anyway; later ones
-    /// still land in the session cache.
+    /// still land in the session cache, and a call arriving first joins the one in flight.
+    /// 0 (the default): the answer never waits, and pre-fetches run while the agent thinks.
     pub prefetch_timeout_ms: u64,
     /// Pre-fetches in flight per session.
     pub max_parallel_prefetches: usize,
+    /// Pre-fetches per follow-up link: the provider's likeliest projections first (1 by
+    /// default — in recorded sessions the agent read the top commit of a list, rarely the next
+    /// ones).
+    pub max_prefetches_per_link: usize,
+    /// A tool whose pre-fetches in a session went unused this many times is not pre-fetched
+    /// again in that session (0: never stop).
+    pub stop_after_unused: u32,
     /// Token budget the planner may spend after one call.
     pub prefetch_budget_tokens: u32,
     /// Calls in flight per rate-limit host (`api.github.com`), main calls and pre-fetches
@@ -486,8 +494,10 @@ impl Default for EnrichmentConfig {
     fn default() -> Self {
         Self {
             enabled: false,
-            prefetch_timeout_ms: 1000,
+            prefetch_timeout_ms: 0,
             max_parallel_prefetches: 3,
+            max_prefetches_per_link: 1,
+            stop_after_unused: 2,
             prefetch_budget_tokens: 8000,
             per_host_concurrency: 4,
         }

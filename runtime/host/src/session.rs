@@ -97,6 +97,19 @@ pub struct Session {
     credentials: Option<Arc<crate::host::Credentials>>,
     /// A repeat returns the data again rather than a reference to an earlier answer.
     repeats_as_data: bool,
+    /// Calls made so far, for telling a pre-fetch that had its chance from one just started.
+    calls_made: std::sync::atomic::AtomicU64,
+    /// This session's pre-fetches: which tool, which call, at which call, and whether the agent
+    /// used it — a tool whose pre-fetches go unused stops being pre-fetched here.
+    prefetch_log: Mutex<Vec<PrefetchRecord>>,
+}
+
+/// One pre-fetch a session started.
+struct PrefetchRecord {
+    tool: String,
+    key: CallKey,
+    started_at_call: u64,
+    used: bool,
 }
 
 impl Session {
@@ -116,6 +129,8 @@ impl Session {
             user: None,
             credentials: None,
             repeats_as_data: false,
+            calls_made: std::sync::atomic::AtomicU64::new(0),
+            prefetch_log: Mutex::new(Vec::new()),
         }
     }
 
@@ -269,6 +284,7 @@ impl Session {
                 CallEffects::default(),
             );
         };
+        self.calls_made.fetch_add(1, Ordering::SeqCst);
         let qualified = tool.name.to_string();
         let model = self.host.value_model(&tool).model;
         let schema = &tool.spec.input_schema;
@@ -319,6 +335,12 @@ impl Session {
 
         let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
         let prefetch_hit = served.is_some();
+        if prefetch_hit {
+            let mut log = self.prefetch_log.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(record) = log.iter_mut().rev().find(|r| r.key == key) {
+                record.used = true;
+            }
+        }
         let mut joined = false;
         let result = match served {
             Some(result) => result,
@@ -584,11 +606,23 @@ impl Session {
         let plan = planner::plan(&recent, &views, intent, &options);
         for declined in &plan.declined {
             let reason = serde_json::to_value(declined.reason).ok();
-            self.record(EventKind::Decline, declined.tool, None, |e| {
+            // The call the pre-fetch would have made, when the provider can name it: a decline
+            // loses recall only if the agent then makes that very call.
+            let would_have = candidates
+                .iter()
+                .find(|c| c.link.tool == declined.tool)
+                .zip(self.host.tool(declined.tool))
+                .and_then(|(candidate, target)| {
+                    let first = self.host.project_args(from, result, &candidate.link).ok()?;
+                    let arguments = Value::Object(first.into_iter().next()?);
+                    Some(CallKey::new(declined.tool, &arguments, Some(&target.spec.input_schema)))
+                });
+            self.record(EventKind::Decline, declined.tool, would_have.as_ref(), |e| {
                 e.decline_reason = reason.and_then(|r| r.as_str().map(str::to_owned));
                 e.predicted_cost_tokens = Some(declined.cost_tokens);
             });
         }
+        let calls_made = self.calls_made.load(Ordering::SeqCst);
         let mut set = JoinSet::new();
         let mut dispatched: Vec<(String, CallKey, u32)> = Vec::new();
         for admitted in &plan.admitted {
@@ -607,12 +641,29 @@ impl Session {
                     continue;
                 }
             };
-            for arguments in arguments {
+            // The tool's earlier pre-fetches in this session that the agent let pass unused.
+            let unused = self
+                .prefetch_log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|r| r.tool == admitted.tool && !r.used && r.started_at_call < calls_made)
+                .count();
+            let stopped =
+                settings.stop_after_unused > 0 && unused >= settings.stop_after_unused as usize;
+            for arguments in arguments.into_iter().take(settings.max_prefetches_per_link) {
                 if set.len() >= settings.max_parallel_prefetches {
                     break;
                 }
                 let arguments = Value::Object(arguments);
                 let key = CallKey::new(admitted.tool, &arguments, Some(&target.spec.input_schema));
+                if stopped {
+                    self.record(EventKind::Decline, admitted.tool, Some(&key), |e| {
+                        e.decline_reason = Some("unused_in_session".to_owned());
+                        e.predicted_cost_tokens = Some(admitted.cost_tokens);
+                    });
+                    continue;
+                }
                 let in_flight = self
                     .prefetched
                     .lock()
@@ -638,6 +689,12 @@ impl Session {
                 };
                 let label = format!("{}({arguments})", admitted.tool);
                 dispatched.push((label.clone(), key.clone(), admitted.cost_tokens));
+                self.prefetch_log.lock().unwrap_or_else(|e| e.into_inner()).push(PrefetchRecord {
+                    tool: admitted.tool.to_owned(),
+                    key: key.clone(),
+                    started_at_call: calls_made,
+                    used: false,
+                });
                 let (host, scope) = (Arc::clone(&self.host), self.scope.clone());
                 let ttl = ttl_of(&candidate.model);
                 let (prefetched, cancelled) =
