@@ -332,8 +332,8 @@ mod tests {
         prefetch_hit.landed_in_time = Some(true);
         let mut prefetch_miss = event(EventKind::Prefetch, "github.get_pull_request", pr(2));
         prefetch_miss.landed_in_time = Some(false);
-        let decline_invoked =
-            event(EventKind::Decline, "github.list_pull_request_files", json!({}));
+        // A decline names the call the pre-fetch would have made: the agent made it.
+        let decline_invoked = event(EventKind::Decline, "github.list_pull_request_files", pr(1));
         let decline_ignored = event(EventKind::Decline, "github.get_job_logs", json!({}));
         let mut served = event(EventKind::Call, "github.get_pull_request", pr(1));
         served.dedup_hit = true;
@@ -355,6 +355,17 @@ mod tests {
         assert_eq!(events[1].cited_in_next_n_turns, Some(false), "other arguments");
         assert_eq!(events[2].cited_in_next_n_turns, Some(true));
         assert_eq!(events[3].cited_in_next_n_turns, Some(false));
+
+        // A decline of other arguments than the agent's call lost nothing; one that names no
+        // arguments (the provider could not project them) counts any call of its tool.
+        let other = event(EventKind::Decline, "github.list_pull_request_files", pr(2));
+        let mut unnamed = event(EventKind::Decline, "github.list_pull_request_files", pr(2));
+        unnamed.args_hash.clear();
+        let call = event(EventKind::Call, "github.list_pull_request_files", pr(1));
+        let mut more = vec![other, unnamed, call];
+        annotate_citations(&mut more, 3);
+        assert_eq!(more[0].cited_in_next_n_turns, Some(false), "other arguments");
+        assert_eq!(more[1].cited_in_next_n_turns, Some(true), "no arguments named");
 
         let mut totals = Effectiveness::default();
         events.iter().for_each(|e| totals.accumulate(e));

@@ -458,9 +458,18 @@ mod tests {
             .unwrap()
     }
 
+    /// The provider's link, or — for chains real sessions never took, which the provider no
+    /// longer ships but still projects when a user adds them — a user's link without a path.
     fn link(prev: &str, next: &str) -> FollowUpLink {
         let layer = github(None).value_model(prev).unwrap();
-        layer.follow_up.unwrap().into_iter().find(|l| l.tool == next).unwrap()
+        layer.follow_up.unwrap_or_default().into_iter().find(|l| l.tool == next).unwrap_or(
+            FollowUpLink {
+                tool: next.to_owned(),
+                probability: 0.5,
+                projection: None,
+                projection_arg: None,
+            },
+        )
     }
 
     fn project(prev: &str, result: &impl Serialize, next: &str) -> Vec<Value> {
