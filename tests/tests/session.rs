@@ -153,7 +153,14 @@ async fn an_unproductive_repeat_is_stopped_with_a_hint() {
     assert_eq!(server.received_requests().await.unwrap().len(), 2, "the third call never left");
 }
 
-const SPECULATE: &str = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 3000\n";
+/// The built-in priors, calibrated on real sessions, pre-fetch a listed pull request only after
+/// the session shows the agent reads the first one; these tests link it as a user who knows
+/// their agent does.
+const PR_LINK: &str = "[tools.\"github.list_pull_requests\"]\nfollow_up = [{ tool = \"get_pull_request\", \
+    probability = 0.9, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" }]\n";
+
+const SPECULATE: &str =
+    "[enrichment]\nenabled = true\nprefetch_timeout_ms = 3000\nmax_prefetches_per_link = 3\n";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn likely_follow_ups_are_prefetched_and_served_from_the_cache() {
@@ -169,7 +176,7 @@ async fn likely_follow_ups_are_prefetched_and_served_from_the_cache() {
         .mount(&server)
         .await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
-    let host = host(&server, plugins.path(), SPECULATE);
+    let host = host(&server, plugins.path(), &format!("{SPECULATE}{PR_LINK}"));
     let session = Session::new(Arc::clone(&host), "spec");
     let list = json!({"owner": "octocat", "repo": "Hello-World"});
     let (listed, effects) = session.call("github.list_pull_requests", list, &[]).await;
@@ -203,7 +210,7 @@ async fn slow_prefetches_do_not_hold_the_answer_and_shutdown_cancels_them() {
         .await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 100\n";
-    let host = host(&server, plugins.path(), extra);
+    let host = host(&server, plugins.path(), &format!("{extra}{PR_LINK}"));
     let session = Session::new(Arc::clone(&host), "slow");
     let started = std::time::Instant::now();
     let (listed, effects) = session
@@ -277,7 +284,7 @@ async fn telemetry_of_a_scripted_session_feeds_tune_analyze_and_holds_no_secrets
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let telemetry = tempfile::tempdir().unwrap();
     let extra = format!(
-        "{SPECULATE}[telemetry]\nenabled = true\ndir = \"{}\"\n",
+        "{SPECULATE}{PR_LINK}[telemetry]\nenabled = true\ndir = \"{}\"\n",
         telemetry.path().display()
     );
     let host = host(&server, plugins.path(), &extra);
@@ -362,7 +369,7 @@ async fn a_call_that_arrives_while_its_prefetch_runs_joins_it() {
     let plugins = plugins_dir(&["quiver-provider-github"]);
     // The list answers after waiting 300 ms for its pre-fetches, which need 800.
     let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 300\n";
-    let host = host(&server, plugins.path(), extra);
+    let host = host(&server, plugins.path(), &format!("{extra}{PR_LINK}"));
     let session = Session::new(Arc::clone(&host), "join");
     let (listed, effects) = session
         .call("github.list_pull_requests", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
@@ -397,7 +404,7 @@ async fn a_call_whose_prefetch_fails_makes_the_call_itself() {
     let server = slow_pulls(delay, Some(502)).await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let extra = "[enrichment]\nenabled = true\nprefetch_timeout_ms = 50\n";
-    let host = host(&server, plugins.path(), extra);
+    let host = host(&server, plugins.path(), &format!("{extra}{PR_LINK}"));
     let session = Session::new(Arc::clone(&host), "fallback");
     let (listed, effects) = session
         .call("github.list_pull_requests", json!({"owner": "octocat", "repo": "Hello-World"}), &[])
@@ -584,4 +591,89 @@ async fn each_credential_has_its_own_per_host_budget() {
     assert!(!his.is_error, "{his:?}");
     assert_eq!(requests_to(&server, &format!("{REPO}/issues/1347")).await, 2);
     assert_eq!(host.state().available_permits("127.0.0.1").await, 1, "the permit came back");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_the_agent_keeps_taking_is_prefetched_once_the_session_has_shown_it() {
+    // Three branches, each listing a different newest commit; the agent reads each list's
+    // newest commit next. The built-in prior (a listed commit is rarely the one read next) is
+    // below min_prefetch_probability: nothing is pre-fetched until the session has shown the
+    // chain twice, and then the third newest commit is pre-fetched and served.
+    let server = MockServer::start().await;
+    let list: Value = serde_json::from_str(&quiver_tests::recorded("github", "commits_list.json"))
+        .expect("recorded commit list");
+    let newest = |i: usize| format!("{:040x}", i + 1);
+    for (i, branch) in ["a", "b", "c"].iter().enumerate() {
+        let mut page = list.clone();
+        page[0]["sha"] = json!(newest(i));
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/commits")))
+            .and(wiremock::matchers::query_param("sha", *branch))
+            .respond_with(ResponseTemplate::new(200).set_body_json(page))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/commits/[0-9a-f]{{40}}$")))
+        .respond_with(reply(200, "commit.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let host = host(&server, plugins.path(), "[enrichment]\nenabled = true\n");
+    let session = Session::new(Arc::clone(&host), "habit");
+    for (i, branch) in ["a", "b", "c"].iter().enumerate() {
+        let list = json!({"owner": "octocat", "repo": "Hello-World", "sha": branch});
+        let (listed, effects) = session.call("github.list_commits", list, &[]).await;
+        assert!(!listed.is_error, "{listed:?}");
+        let shown = i == 2;
+        assert_eq!(effects.prefetches_started, usize::from(shown), "list {i}: {effects:?}");
+        let get = json!({"owner": "octocat", "repo": "Hello-World", "sha": newest(i)});
+        let (commit, effects) = session.call("github.get_commit", get, &[]).await;
+        assert!(!commit.is_error, "{commit:?}");
+        assert_eq!(effects.prefetch_hit, shown, "commit {i}: {effects:?}");
+    }
+    session.shutdown().await;
+    // Two commits asked for by the agent, one pre-fetched: three requests, none wasted.
+    let commits = server.received_requests().await.unwrap();
+    let reads = commits.iter().filter(|r| r.url.path().len() > format!("{REPO}/commits/").len());
+    assert_eq!(reads.count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_whose_prefetches_a_session_leaves_unused_is_not_prefetched_there_again() {
+    // Each list's first pull request is pre-fetched (the user's link says the agent reads it),
+    // but the agent never reads one: after two unused pre-fetches the session stops.
+    let server = MockServer::start().await;
+    let list: Value =
+        serde_json::from_str(&quiver_tests::recorded("github", "pull_requests_list.json"))
+            .expect("recorded pull request list");
+    let states = ["open", "closed", "all"];
+    for (i, state) in states.iter().enumerate() {
+        let mut page = list.clone();
+        page[0]["number"] = json!(100 + i);
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/pulls")))
+            .and(wiremock::matchers::query_param("state", *state))
+            .respond_with(ResponseTemplate::new(200).set_body_json(page))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let extra = format!("[enrichment]\nenabled = true\n{PR_LINK}");
+    let host = host(&server, plugins.path(), &extra);
+    let session = Session::new(Arc::clone(&host), "unused");
+    let mut started = Vec::new();
+    for state in states {
+        let list = json!({"owner": "octocat", "repo": "Hello-World", "state": state});
+        let (listed, effects) = session.call("github.list_pull_requests", list, &[]).await;
+        assert!(!listed.is_error, "{listed:?}");
+        started.push(effects.prefetches_started);
+    }
+    assert_eq!(started, [1, 1, 0]);
+    session.shutdown().await;
 }

@@ -108,6 +108,19 @@ pub struct Candidate<'a> {
     pub requires: Option<&'a str>,
 }
 
+/// How much a prior probability weighs against what a session showed, in observations.
+pub const SESSION_PRIOR_WEIGHT: f64 = 2.0;
+
+/// A link's probability in a session where the agent made the call the link projected `made`
+/// times and did not `missed` times: the prior counted as [`SESSION_PRIOR_WEIGHT`]
+/// observations (a Beta posterior mean). Two misses bring a 0.5 link to 0.25; two calls made
+/// bring a 0.03 link to 0.51.
+pub fn session_probability(prior: f64, made: u32, missed: u32) -> f64 {
+    let prior = if prior.is_finite() { prior.clamp(0.0, 1.0) } else { 0.0 };
+    (SESSION_PRIOR_WEIGHT * prior + f64::from(made))
+        / (SESSION_PRIOR_WEIGHT + f64::from(made) + f64::from(missed))
+}
+
 /// Why a candidate was left out of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

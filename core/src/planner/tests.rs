@@ -435,3 +435,12 @@ fn an_empty_session_plans_nothing() {
     assert!(p.admitted.is_empty() && p.declined.is_empty());
     assert_eq!((p.total_value, p.total_cost, p.method), (0.0, 0, PlanMethod::Exact));
 }
+
+#[test]
+fn a_session_moves_a_link_by_what_the_agent_did() {
+    assert_eq!(session_probability(0.4, 0, 0), 0.4);
+    assert!((session_probability(0.5, 0, 2) - 0.25).abs() < 1e-9);
+    assert!(session_probability(0.03, 2, 0) > 0.5);
+    assert!(session_probability(0.03, 1, 0) < 0.5, "one call is not yet a habit");
+    assert_eq!(session_probability(f64::NAN, 0, 0), 0.0);
+}

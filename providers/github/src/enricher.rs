@@ -73,7 +73,8 @@ pub(crate) static MODELS: &[Model] = &[
                             ("log", &["log"], 0.7, true)], ..ROW },
     // Repository contents.
     Model { tool: "get_file_contents", value_class: Critical, typical_kb: 8.0, max_kb: 70.0,
-            freshness_ttl_s: 120, ..ROW },
+            freshness_ttl_s: 120,
+            follow_up: &[("get_file_contents", 0.27, "$.entries[*].path", "path")], ..ROW },
     // Issue changes.
     Model { tool: "update_issue", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.6, max_kb: 3.0, latency_ms_p50: 600, freshness_ttl_s: 0,
@@ -333,6 +334,35 @@ fn chain_args(prev_tool: &str, next: &str, result: &Value) -> Option<Vec<Args>> 
                 Some(args(owner, repo, "path", hit.get("path")?.clone()))
             })
             .collect(),
+        // A directory, then the entry read next: its README first (what agents opened first in
+        // recorded sessions), then files, then subdirectories, each in listing order — at the
+        // same ref.
+        ("get_file_contents", "get_file_contents") => {
+            let entries = items(result, "entries");
+            let is_readme = |e: &&Value| {
+                e.get("path")
+                    .and_then(Value::as_str)
+                    .and_then(|p| p.rsplit('/').next())
+                    .is_some_and(|name| name.to_ascii_lowercase().starts_with("readme"))
+            };
+            let of_kind =
+                |kind: &'static str| move |e: &&Value| e.get("type") == Some(&json!(kind));
+            let ordered = entries
+                .iter()
+                .filter(is_readme)
+                .chain(entries.iter().filter(|e| !is_readme(e)).filter(of_kind("file")))
+                .chain(entries.iter().filter(|e| !is_readme(e)).filter(of_kind("dir")));
+            let git_ref = result.get("ref").cloned();
+            for_repo(ordered.filter_map(|e| e.get("path").cloned()).map(|p| ("path", p)).collect())
+                .into_iter()
+                .map(|mut call| {
+                    if let Some(git_ref) = &git_ref {
+                        call.insert("ref".into(), git_ref.clone());
+                    }
+                    call
+                })
+                .collect()
+        }
         ("list_commits", "get_commit") => {
             for_repo(items(result, "commits").iter().filter_map(sha).map(|v| ("sha", v)).collect())
         }
@@ -825,5 +855,24 @@ mod tests {
             [json!({"summary": "Found a bug"}).as_object().unwrap().clone()],
             "another provider's tool gets no owner/repo"
         );
+    }
+
+    #[test]
+    fn a_directory_leads_to_its_readme_then_its_files_then_its_subdirectories() {
+        let dir = json!({
+            "repository": "octocat/Hello-World", "path": "docs", "ref": "v2", "type": "dir",
+            "entries": [
+                {"path": "docs/api", "type": "dir"},
+                {"path": "docs/guide.md", "type": "file", "size": 10},
+                {"path": "docs/README.md", "type": "file", "size": 20},
+            ]
+        });
+        let calls = project("get_file_contents", &dir, "get_file_contents");
+        let paths: Vec<&str> = calls.iter().map(|c| c["path"].as_str().unwrap()).collect();
+        assert_eq!(paths, ["docs/README.md", "docs/guide.md", "docs/api"]);
+        assert!(calls.iter().all(|c| c["ref"] == "v2" && c["owner"] == "octocat"), "{calls:?}");
+        // A file leads nowhere: the chain does not apply.
+        let file = json!({"repository": "octocat/Hello-World", "path": "a.md", "type": "file"});
+        assert!(project("get_file_contents", &file, "get_file_contents").is_empty());
     }
 }

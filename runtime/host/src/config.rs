@@ -483,6 +483,11 @@ pub struct EnrichmentConfig {
     /// A tool whose pre-fetches in a session went unused this many times is not pre-fetched
     /// again in that session (0: never stop).
     pub stop_after_unused: u32,
+    /// A follow-up is pre-fetched only when it is at least this likely to be used — its link's
+    /// probability, updated by what the session did with the link so far. A wasted pre-fetch
+    /// costs a request of the service's rate budget, a used one saves the agent a wait: at 0.5
+    /// a pre-fetch is used more often than not.
+    pub min_prefetch_probability: f64,
     /// Token budget the planner may spend after one call.
     pub prefetch_budget_tokens: u32,
     /// Calls in flight per rate-limit host (`api.github.com`), main calls and pre-fetches
@@ -498,6 +503,7 @@ impl Default for EnrichmentConfig {
             max_parallel_prefetches: 3,
             max_prefetches_per_link: 1,
             stop_after_unused: 2,
+            min_prefetch_probability: 0.5,
             prefetch_budget_tokens: 8000,
             per_host_concurrency: 4,
         }

@@ -6,14 +6,18 @@
 //! note saying how to ask for the rest.
 //!
 //! With `[enrichment] enabled = true`, each successful call is followed by a plan of its likely
-//! follow-ups (the planner, under `prefetch_budget_tokens`), run in the background with the
-//! provider's own argument projection; the response waits at most `prefetch_timeout_ms` for them
-//! and says in one line what landed. Late results still land in the cache. A call whose
+//! follow-ups (the planner, under `prefetch_budget_tokens`, admitting only links at least
+//! `min_prefetch_probability` likely — each link's probability moved by what this session's
+//! agent did with it), run in the background with the provider's own argument projection (its
+//! first `max_prefetches_per_link`); the response waits at most `prefetch_timeout_ms` (0 by
+//! default) for them and says in one line what landed. A tool whose pre-fetches the session
+//! left unused `stop_after_unused` times is not pre-fetched there again. Late results still land in the cache. A call whose
 //! pre-fetch is still running joins it instead of asking the provider again (it waits at most its
 //! own timeout, and calls the provider itself if the pre-fetch fails); a pre-fetched result is
 //! delivered whole the first time the agent asks for it. [`Session::shutdown`] (or dropping the
 //! session) cancels and drains everything in flight.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +32,7 @@ use quiver_core::session_cache::{
 use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
 use quiver_core::tool::RETRY_AFTER_METADATA;
 use quiver_core::{Content, SideEffectClass, ToolErrorKind, ToolResult, ToolValueModel};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 
 use crate::host::{Host, DEFAULT_CALL_TIMEOUT};
@@ -102,6 +106,28 @@ pub struct Session {
     /// This session's pre-fetches: which tool, which call, at which call, and whether the agent
     /// used it — a tool whose pre-fetches go unused stops being pre-fetched here.
     prefetch_log: Mutex<Vec<PrefetchRecord>>,
+    /// What the agent did with each follow-up link in this session: the link's probability for
+    /// the planner is moved by it ([`planner::session_probability`]).
+    link_outcomes: Mutex<HashMap<(String, String), LinkOutcomes>>,
+    /// Calls the links of recent answers projected, not yet made or missed.
+    predictions: Mutex<Vec<Prediction>>,
+}
+
+/// A predicted call counts as made when the agent makes it within this many calls.
+const PREDICTION_WINDOW: u64 = 3;
+
+/// How often the agent made (or did not make) the call a link projected, in this session.
+#[derive(Debug, Clone, Copy, Default)]
+struct LinkOutcomes {
+    made: u32,
+    missed: u32,
+}
+
+/// The call a link of an answer projected, pre-fetched or not.
+struct Prediction {
+    link: (String, String),
+    key: CallKey,
+    at_call: u64,
 }
 
 /// One pre-fetch a session started.
@@ -131,6 +157,8 @@ impl Session {
             repeats_as_data: false,
             calls_made: std::sync::atomic::AtomicU64::new(0),
             prefetch_log: Mutex::new(Vec::new()),
+            link_outcomes: Mutex::new(HashMap::new()),
+            predictions: Mutex::new(Vec::new()),
         }
     }
 
@@ -284,11 +312,12 @@ impl Session {
                 CallEffects::default(),
             );
         };
-        self.calls_made.fetch_add(1, Ordering::SeqCst);
+        let call_number = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
         let qualified = tool.name.to_string();
         let model = self.host.value_model(&tool).model;
         let schema = &tool.spec.input_schema;
         let key = CallKey::new(&qualified, &args, Some(schema));
+        self.settle_predictions(&key, call_number);
         let state = self.host.state();
         let now = Instant::now();
         if let Some(hint) = state.should_stop(&self.caller, &key, model.fail_fast_after_n).await {
@@ -471,6 +500,27 @@ impl Session {
         (ToolResult { content, structured: Some(projected.value), ..result }, effects)
     }
 
+    /// Settles the predictions the agent's call `key` (its `call_number`-th) decides: made when
+    /// it is the predicted call within [`PREDICTION_WINDOW`] calls, missed once the window
+    /// has passed without it.
+    fn settle_predictions(&self, key: &CallKey, call_number: u64) {
+        let mut predictions = self.predictions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut outcomes = self.link_outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        predictions.retain(|p| {
+            let made = &p.key == key;
+            let expired = call_number > p.at_call + PREDICTION_WINDOW;
+            if made || expired {
+                let outcome = outcomes.entry(p.link.clone()).or_default();
+                if made {
+                    outcome.made += 1;
+                } else {
+                    outcome.missed += 1;
+                }
+            }
+            !(made || expired)
+        });
+    }
+
     /// Waits for the pre-fetch of `key` in flight, at most the call's own timeout: its result when
     /// it lands, `None` when it fails, is aborted or takes too long, or when the call is cancelled
     /// meanwhile (the caller then calls the provider itself, which sees the cancellation).
@@ -597,10 +647,50 @@ impl Session {
         let settings = self.host.config().config.enrichment.clone();
         let state = self.host.state();
         let recent = state.recent_calls(&self.caller).await;
-        let candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
+        let calls_made = self.calls_made.load(Ordering::SeqCst);
+        let mut candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
+        // Each link's probability as this session has shown it, and the call it projects now:
+        // whether or not it is pre-fetched, the agent's next calls say whether it was right.
+        let mut projected: HashMap<String, CallKey> = HashMap::new();
+        let mut projections: HashMap<String, Result<Vec<Map<String, Value>>, String>> =
+            HashMap::new();
+        {
+            let outcomes = self.link_outcomes.lock().unwrap_or_else(|e| e.into_inner());
+            for candidate in &mut candidates {
+                let link = (candidate.from.clone(), candidate.link.tool.clone());
+                if let Some(o) = outcomes.get(&link) {
+                    candidate.link.probability =
+                        planner::session_probability(candidate.link.probability, o.made, o.missed);
+                }
+            }
+        }
+        for candidate in &candidates {
+            let arguments = self.host.project_args(from, result, &candidate.link);
+            projections.insert(candidate.link.tool.clone(), arguments.clone());
+            let Some(target) = self.host.tool(&candidate.link.tool) else { continue };
+            let Ok(first) = arguments else { continue };
+            let Some(arguments) = first.into_iter().next() else { continue };
+            let key = CallKey::new(
+                &candidate.link.tool,
+                &Value::Object(arguments),
+                Some(&target.spec.input_schema),
+            );
+            self.predictions.lock().unwrap_or_else(|e| e.into_inner()).push(Prediction {
+                link: (candidate.from.clone(), candidate.link.tool.clone()),
+                key: key.clone(),
+                at_call: calls_made,
+            });
+            projected.insert(candidate.link.tool.clone(), key);
+        }
+        // A link whose projection finds nothing in this result does not apply to it (a chain
+        // from a directory after a file was read): no call to plan, decline or predict.
+        candidates.retain(|c| {
+            !matches!(projections.get(&c.link.tool), Some(Ok(arguments)) if arguments.is_empty())
+        });
         let views: Vec<_> = candidates.iter().map(|c| c.as_candidate()).collect();
         let options = PlannerOptions {
             budget_tokens: settings.prefetch_budget_tokens,
+            min_followup_probability: settings.min_prefetch_probability,
             ..PlannerOptions::default()
         };
         let plan = planner::plan(&recent, &views, intent, &options);
@@ -608,21 +698,11 @@ impl Session {
             let reason = serde_json::to_value(declined.reason).ok();
             // The call the pre-fetch would have made, when the provider can name it: a decline
             // loses recall only if the agent then makes that very call.
-            let would_have = candidates
-                .iter()
-                .find(|c| c.link.tool == declined.tool)
-                .zip(self.host.tool(declined.tool))
-                .and_then(|(candidate, target)| {
-                    let first = self.host.project_args(from, result, &candidate.link).ok()?;
-                    let arguments = Value::Object(first.into_iter().next()?);
-                    Some(CallKey::new(declined.tool, &arguments, Some(&target.spec.input_schema)))
-                });
-            self.record(EventKind::Decline, declined.tool, would_have.as_ref(), |e| {
+            self.record(EventKind::Decline, declined.tool, projected.get(declined.tool), |e| {
                 e.decline_reason = reason.and_then(|r| r.as_str().map(str::to_owned));
                 e.predicted_cost_tokens = Some(declined.cost_tokens);
             });
         }
-        let calls_made = self.calls_made.load(Ordering::SeqCst);
         let mut set = JoinSet::new();
         let mut dispatched: Vec<(String, CallKey, u32)> = Vec::new();
         for admitted in &plan.admitted {
@@ -634,12 +714,13 @@ impl Session {
             if !may_prefetch(&candidate.model) {
                 continue;
             }
-            let arguments = match self.host.project_args(from, result, &candidate.link) {
-                Ok(arguments) => arguments,
-                Err(e) => {
+            let arguments = match projections.remove(admitted.tool) {
+                Some(Ok(arguments)) => arguments,
+                Some(Err(e)) => {
                     tracing::debug!(tool = admitted.tool, "no pre-fetch: {e}");
                     continue;
                 }
+                None => continue,
             };
             // The tool's earlier pre-fetches in this session that the agent let pass unused.
             let unused = self
