@@ -211,8 +211,21 @@ fn disabled_providers_load_but_serve_nothing() {
 fn plan_shows_admitted_follow_ups_and_why_the_others_were_declined() {
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let dir = plugins.path().to_str().unwrap();
+    // Sessions pre-fetch only what is more likely used than not: after a job list, its failed
+    // job's log (p 0.45) is declined as below the minimum.
+    let out =
+        quiver(&["plan", "--recent", "github.list_workflow_jobs", "--json", "--plugins", dir], &[]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["declined"][0]["reason"], "below_min_probability", "{plan}");
+    // With a lower minimum, the budget decides.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("quiver.toml");
+    std::fs::write(&config, "[enrichment]\nmin_prefetch_probability = 0.05\n").unwrap();
+    let config = config.to_str().unwrap();
     let out = quiver(
         &[
+            "--config",
+            config,
             "plan",
             "--recent",
             "github.get_pull_request",
@@ -247,7 +260,10 @@ fn plan_shows_admitted_follow_ups_and_why_the_others_were_declined() {
     assert_eq!(plan["method"], "exact");
 
     // With room for everything, every read follow-up is admitted and nothing mutating ever is.
-    let out = quiver(&["plan", "--recent", "github.get_issue", "--json", "--plugins", dir], &[]);
+    let out = quiver(
+        &["--config", config, "plan", "--recent", "github.get_issue", "--json", "--plugins", dir],
+        &[],
+    );
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let admitted = plan["admitted"].to_string();
     assert!(admitted.contains("github.list_issue_comments"), "{plan}");

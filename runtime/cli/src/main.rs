@@ -633,7 +633,14 @@ fn plan(
     }
     let candidates = host.follow_up_candidates(recent);
     let candidates: Vec<_> = candidates.iter().map(|c| c.as_candidate()).collect();
-    let options = PlannerOptions { budget_tokens: budget, cost_aware, ..PlannerOptions::default() };
+    // The threshold sessions use: `plan` shows what they would pre-fetch.
+    let min_followup_probability = host.config().config.enrichment.min_prefetch_probability;
+    let options = PlannerOptions {
+        budget_tokens: budget,
+        cost_aware,
+        min_followup_probability,
+        ..PlannerOptions::default()
+    };
     let plan = planner::plan(recent, &candidates, intent, &options);
     if json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
