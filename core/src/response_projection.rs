@@ -501,11 +501,23 @@ fn pick<'c>(candidates: &'c [Candidate], value: &Value, excess: usize) -> Option
     loop {
         let Some(Value::Array(items)) = node(value, &best.location) else { return Some(best) };
         let Some(last) = items.last() else { return Some(best) };
-        if json_len(last) < excess {
+        // Items already cut to their names stay while another item has more to give: cut
+        // inside the largest of those.
+        let index = if is_slim(last) {
+            match (0..items.len())
+                .filter(|&i| !is_slim(&items[i]))
+                .max_by_key(|&i| json_len(&items[i]))
+            {
+                Some(i) => i,
+                None => return Some(best),
+            }
+        } else if json_len(last) < excess {
             return Some(best);
-        }
+        } else {
+            items.len() - 1
+        };
         let mut item = best.location.clone();
-        item.push(At::Index(items.len() - 1));
+        item.push(At::Index(index));
         let inside = candidates
             .iter()
             .filter(|c| c.location.len() > item.len() && c.location.starts_with(&item));
@@ -550,17 +562,83 @@ fn display(location: &[At]) -> String {
 
 #[derive(Debug)]
 enum Cut {
-    Items { from: usize, to: usize },
-    Bytes { from: usize, to: usize },
+    Items {
+        from: usize,
+        to: usize,
+    },
+    Bytes {
+        from: usize,
+        to: usize,
+    },
+    /// Of `of` items, the last `slimmed` kept only what names them.
+    Slimmed {
+        of: usize,
+        slimmed: usize,
+    },
 }
 
-/// Cuts `node` by about `excess` bytes, leaving at least `floor` items or bytes; returns (length
-/// before, length after, whether it counted items), or `None` if nothing could go.
-fn shrink(node: &mut Value, excess: usize, floor: usize) -> Option<(usize, usize, bool)> {
+/// What one cut did to a node.
+enum Shrunk {
+    /// Items dropped from the end: (before, after).
+    Items(usize, usize),
+    /// A string cut: (bytes before, bytes kept).
+    Bytes(usize, usize),
+    /// Items from the end cut to what names them: (items, how many were cut this round).
+    Slimmed(usize, usize),
+}
+
+/// The keys that name an item of a list — what the agent's next call passes on: a commit's
+/// `sha`, an issue's `number`, a file's `path`. A list cut to fit keeps these of every item it
+/// can before it drops items whole: in recorded sessions agents read the oldest commit of a
+/// page as often as the newest.
+const NAMING_KEYS: &[&str] =
+    &["sha", "number", "id", "path", "filename", "name", "key", "tag_name", "login"];
+
+fn is_naming(key: &str, value: &Value) -> bool {
+    NAMING_KEYS.contains(&key) && !value.is_object() && !value.is_array()
+}
+
+/// Whether `item` is an object holding naming keys only (one a cut left, or born so).
+fn is_slim(item: &Value) -> bool {
+    matches!(item, Value::Object(map) if !map.is_empty() && map.iter().all(|(k, v)| is_naming(k, v)))
+}
+
+/// Cuts an object to its naming keys; the bytes freed (0 when it has none, or nothing else).
+fn slim(item: &mut Value) -> usize {
+    let Value::Object(map) = item else { return 0 };
+    let names = map.iter().any(|(k, v)| is_naming(k, v));
+    let more = map.iter().any(|(k, v)| !is_naming(k, v));
+    if !names || !more {
+        return 0;
+    }
+    let before = json_len(item);
+    if let Value::Object(map) = item {
+        map.retain(|k, v| is_naming(k, v));
+    }
+    before - json_len(item)
+}
+
+/// Cuts `node` by about `excess` bytes, leaving at least `floor` items whole or bytes: a list's
+/// items from the end first lose all but their naming keys, then go; `None` if nothing could.
+fn shrink(node: &mut Value, excess: usize, floor: usize) -> Option<Shrunk> {
     match node {
         Value::Array(items) => {
             let before = items.len();
             let mut freed = 0;
+            let mut slimmed = 0;
+            for item in items.iter_mut().skip(floor).rev() {
+                if freed >= excess {
+                    break;
+                }
+                let f = slim(item);
+                if f > 0 {
+                    freed += f;
+                    slimmed += 1;
+                }
+            }
+            if slimmed > 0 {
+                return Some(Shrunk::Slimmed(before, slimmed));
+            }
             // After the first item, stop before one that is larger than what is left to free:
             // the next round may cut inside it instead (see `pick`).
             while let Some(last) = items.last().filter(|_| items.len() > floor && freed < excess) {
@@ -571,7 +649,7 @@ fn shrink(node: &mut Value, excess: usize, floor: usize) -> Option<(usize, usize
                 items.pop();
                 freed += len;
             }
-            (items.len() < before).then_some((before, items.len(), true))
+            (items.len() < before).then_some(Shrunk::Items(before, items.len()))
         }
         Value::String(s) => {
             let before = s.len();
@@ -593,7 +671,7 @@ fn shrink(node: &mut Value, excess: usize, floor: usize) -> Option<(usize, usize
             let marker = format!("…[+{} bytes]", before - keep);
             s.truncate(keep);
             s.push_str(&marker);
-            (s.len() < before).then_some((before, keep, false))
+            (s.len() < before).then_some(Shrunk::Bytes(before, keep))
         }
         _ => None,
     }
@@ -612,10 +690,14 @@ fn cap(
     }
     let mut cuts: Vec<(String, Cut)> = Vec::new();
     let mut record = |path: String, cut: Cut| {
-        if let Some((_, old)) = cuts.iter_mut().find(|(p, _)| *p == path) {
+        let same = |old: &Cut| std::mem::discriminant(old) == std::mem::discriminant(&cut);
+        if let Some((_, old)) = cuts.iter_mut().find(|(p, old)| *p == path && same(old)) {
             match (old, cut) {
                 (Cut::Items { to, .. }, Cut::Items { to: new, .. })
                 | (Cut::Bytes { to, .. }, Cut::Bytes { to: new, .. }) => *to = new,
+                (Cut::Slimmed { slimmed, .. }, Cut::Slimmed { slimmed: more, .. }) => {
+                    *slimmed += more;
+                }
                 (old, new) => *old = new,
             }
         } else {
@@ -639,8 +721,15 @@ fn cap(
             let (location, floor) = (best.location.clone(), best.floor);
             let node = node_mut(value, &location).expect("a collected location exists");
             match shrink(node, size - limit, floor) {
-                Some((from, to, true)) => record(display(&location), Cut::Items { from, to }),
-                Some((from, to, false)) => record(display(&location), Cut::Bytes { from, to }),
+                Some(Shrunk::Items(from, to)) => {
+                    record(display(&location), Cut::Items { from, to })
+                }
+                Some(Shrunk::Bytes(from, to)) => {
+                    record(display(&location), Cut::Bytes { from, to })
+                }
+                Some(Shrunk::Slimmed(of, slimmed)) => {
+                    record(display(&location), Cut::Slimmed { of, slimmed })
+                }
                 None => continue 'phases,
             }
             size = json_len(value);
@@ -660,6 +749,10 @@ fn cap(
         .map(|(path, cut)| match cut {
             Cut::Items { from, to } => format!("{path} {from} → {to} items"),
             Cut::Bytes { from, to } => format!("{path} {from} → {to} bytes"),
+            Cut::Slimmed { of, slimmed } => format!(
+                "{path}: the last {slimmed} of {of} items only by what names them (sha, number, \
+                 id, path, name; read one with its own call, or ask for fewer per page)"
+            ),
         })
         .collect();
     if cuts.len() > MAX_CUTS_NAMED {

@@ -242,13 +242,29 @@ fn the_cap_cuts_the_largest_list_from_its_end_and_says_so() {
     let out = project(page.clone(), &m, &Requested::default());
     assert_valid(&out);
     assert!(out.cut);
-    let kept = out.value["issues"].as_array().unwrap();
     assert!(out.value.to_string().len() <= 24 * 1024);
-    assert!(kept.len() < 30 && kept.len() > 1);
-    assert_eq!(kept[..], page["issues"].as_array().unwrap()[..kept.len()], "cut from the end");
+    // Every issue is still named — the number the next call needs — but only the first ones
+    // whole: the list is cut from its end.
+    let items = out.value["issues"].as_array().unwrap();
+    assert_eq!(items.len(), 30);
+    let whole = items.iter().take_while(|i| i.get("title").is_some()).count();
+    assert!(whole < 30 && whole > 1, "{whole}");
+    assert_eq!(items[..whole], page["issues"].as_array().unwrap()[..whole], "cut from the end");
+    for (i, slim) in items[whole..].iter().enumerate() {
+        assert_eq!(slim["number"], json!(2000 + whole + i));
+        assert!(slim.as_object().unwrap().keys().all(|k| ["id", "number"].contains(&k.as_str())));
+    }
     assert_eq!(out.value["repository"], "octocat/Hello-World");
-    assert_eq!(out.note, Some(format!("cut to 24 KiB: issues 30 → {} items", kept.len())));
+    let slimmed = 30 - whole;
+    assert_eq!(
+        out.note,
+        Some(format!(
+            "cut to 24 KiB: issues: the last {slimmed} of 30 items only by what names them (sha, \
+             number, id, path, name; read one with its own call, or ask for fewer per page)"
+        ))
+    );
     assert!(out.tokens_after < out.tokens_before);
+    let kept = whole;
 
     // Left-out groups and the cut share one note; dropping first leaves more items.
     let m = model(json!({"value_class": "supporting",
@@ -258,14 +274,13 @@ fn the_cap_cuts_the_largest_list_from_its_end_and_says_so() {
         "cost_model": {"max_kb": 24.0}}));
     let out = project(page, &m, &Requested::default());
     assert_valid(&out);
-    let more = out.value["issues"].as_array().unwrap().len();
-    assert!(more > kept.len(), "{more} > {}", kept.len());
-    assert_eq!(
-        out.note,
-        Some(format!(
-            r#"left out: api_urls (ask with "fields": ["api_urls"]); cut to 24 KiB: issues 30 → {more} items"#
-        ))
-    );
+    let items = out.value["issues"].as_array().unwrap();
+    let more = items.iter().take_while(|i| i.get("title").is_some()).count();
+    assert!(more > kept, "{more} > {kept}");
+    assert!(out.note.as_deref().unwrap().starts_with(&format!(
+        r#"left out: api_urls (ask with "fields": ["api_urls"]); cut to 24 KiB: issues: the last {} of 30 items"#,
+        30 - more
+    )));
 }
 
 #[test]
@@ -283,15 +298,18 @@ fn a_long_string_is_truncated_rather_than_its_field_removed() {
     let out = project(page, &m, &Requested::default());
     assert_valid(&out);
     assert!(out.value.to_string().len() <= 8 * 1024, "{}", out.value.to_string().len());
+    // The first issue keeps its (cut) body; the other two only their names.
     let issues = out.value["issues"].as_array().unwrap();
-    assert_eq!(issues.len(), 1);
+    assert_eq!(issues.len(), 3);
     let body = issues[0]["body"].as_str().expect("the body field is still there");
     assert!(body.starts_with("Stack trace line") && body.contains("…[+"), "{body:.80}");
+    assert!(issues[1].get("body").is_none() && issues[2]["number"].is_number(), "{issues:?}");
     let note = out.note.unwrap();
     assert!(
-        note.starts_with("cut to 8 KiB: issues 3 → 1 items, issues[0].body 20580 → "),
+        note.starts_with("cut to 8 KiB: issues: the last 2 of 3 items only by what names them"),
         "{note}"
     );
+    assert!(note.contains(", issues[0].body 20580 → "), "{note}");
 }
 
 #[test]
