@@ -37,6 +37,11 @@ pub enum Served {
         /// The call whose answer started the pre-fetch.
         from: usize,
     },
+    /// As long as the recording says it took (a call not replayed: another server's tool).
+    Took {
+        /// Its recorded latency.
+        ms: u64,
+    },
 }
 
 /// One call of a session as the wall-time model sees it.
@@ -46,6 +51,9 @@ pub struct TimedCall {
     pub served: Served,
     /// Pre-fetches its answer started.
     pub prefetches_started: usize,
+    /// The agent's think time before it, when the recording's timestamps say (else the
+    /// model's `think_ms`).
+    pub think_before_ms: Option<u64>,
 }
 
 /// The wall-time model's constants.
@@ -64,16 +72,18 @@ pub struct TimeModel {
 /// A call's pre-fetches start when the service has answered it and run in parallel (the
 /// planner starts at most `max_parallel_prefetches`, each one request); its answer waits for
 /// them at most `prefetch_wait_ms`. A call served by a pre-fetch waits for what is left of it —
-/// nothing, when the think time covered it. The next call starts `think_ms` after an answer.
+/// nothing, when the think time covered it. The next call starts `think_ms` after an answer,
+/// or as long after as the recording says.
 pub fn wall_time_ms(model: &TimeModel, calls: &[TimedCall]) -> u64 {
     let mut ready_at = vec![0u64; calls.len()];
     let mut now = 0u64;
     for (i, call) in calls.iter().enumerate() {
         if i > 0 {
-            now += model.think_ms;
+            now += call.think_before_ms.unwrap_or(model.think_ms);
         }
         let answered = match call.served {
             Served::Service { requests } => now + u64::from(requests) * model.service_ms,
+            Served::Took { ms } => now + ms,
             Served::Cache => now,
             Served::Prefetch { from } => now.max(ready_at.get(from).copied().unwrap_or(now)),
         };
@@ -290,11 +300,16 @@ mod tests {
         let service = |prefetches_started| TimedCall {
             served: Served::Service { requests: 1 },
             prefetches_started,
+            think_before_ms: None,
         };
         // Off: two service calls and the think time between them.
         assert_eq!(wall_time_ms(&MODEL, &[service(0), service(0)]), 300 + 2000 + 300);
         // On: the first answer waits for its pre-fetch (300 ms), the second is served at once.
-        let hit = TimedCall { served: Served::Prefetch { from: 0 }, prefetches_started: 0 };
+        let hit = TimedCall {
+            served: Served::Prefetch { from: 0 },
+            prefetches_started: 0,
+            think_before_ms: None,
+        };
         assert_eq!(wall_time_ms(&MODEL, &[service(1), hit]), 300 + 300 + 2000);
         // With no think time the second call waits for nothing either: the first answer
         // already waited for the pre-fetch.
@@ -305,8 +320,16 @@ mod tests {
         assert_eq!(wall_time_ms(&eager, &[service(1), hit]), 300 + 100 + 200);
         // A wasted pre-fetch still holds its answer.
         assert_eq!(wall_time_ms(&MODEL, &[service(1), service(0)]), 600 + 2000 + 300);
-        let cached = TimedCall { served: Served::Cache, prefetches_started: 0 };
+        let cached =
+            TimedCall { served: Served::Cache, prefetches_started: 0, think_before_ms: None };
         assert_eq!(wall_time_ms(&MODEL, &[service(0), cached]), 2300);
+        // The recording's own think time and latency, where it has them.
+        let recorded = TimedCall {
+            served: Served::Took { ms: 40 },
+            prefetches_started: 0,
+            think_before_ms: Some(9000),
+        };
+        assert_eq!(wall_time_ms(&MODEL, &[service(0), recorded]), 300 + 9000 + 40);
     }
 
     #[test]

@@ -45,8 +45,10 @@ fn replay_with(config_text: &str, args: &[&str], files: &[String]) -> Value {
         config.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    all.push("--traces");
-    all.extend(files.iter().map(String::as_str));
+    if !files.is_empty() {
+        all.push("--traces");
+        all.extend(files.iter().map(String::as_str));
+    }
     let out = quiver(&all, &[]);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "quiver {all:?} failed:\n{stdout}\n{stderr}");
@@ -96,6 +98,26 @@ fn replay_serves_each_recorded_answer_and_counts_what_pre_fetching_added() {
     assert_eq!((&get_commit["declines"], &get_commit["declines_called"]), (&2.into(), &1.into()));
     assert_eq!(report["effectiveness"]["declines"], 2, "{report}");
     assert_eq!(count(&report, "requests_on"), count(&report, "requests_off"));
+}
+
+#[test]
+fn a_claude_code_transcript_times_each_turn_by_its_own_timestamps() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/claude-github");
+    let dir = dir.to_str().unwrap();
+    let newest_commit_next =
+        "[tools.\"github.list_commits\"]\nfollow_up = [{ tool = \"get_commit\", \
+         probability = 0.9, projection = \"$.commits[*].sha\", projection_arg = \"sha\" }]\n";
+    let report = replay_with(newest_commit_next, &["--claude-dir", dir], &[]);
+    // github-mcp-server's tools through Claude Code (`mcp__github__…`) are replayed; Claude
+    // Code's own Bash is timed as recorded.
+    assert_eq!((count(&report, "calls"), count(&report, "replayed")), (3, 2), "{report}");
+    assert_eq!(report["other_servers"]["the agent's own tools"], 1, "{report}");
+    assert_eq!(count(&report, "think_from_recording"), 2, "{report}");
+    // Off: a request (300 ms), 5 s of thought, a request, 3 s of thought, Bash's 8 s.
+    assert_eq!(count(&report, "wall_ms_off"), 300 + 5000 + 300 + 3000 + 8000);
+    // On: the newest commit was pre-fetched while the agent thought, and served at once.
+    assert_eq!(report["effectiveness"]["prefetches_cited"], 1, "{report}");
+    assert_eq!(count(&report, "wall_ms_on"), 300 + 5000 + 3000 + 8000);
 }
 
 #[test]

@@ -169,15 +169,20 @@ enum TuneCommand {
 struct ReplayArgs {
     /// Agent traces with tool calls and their outputs, one session per file (as `tune
     /// from-logs --traces` reads them); a session's task is the name of its file's folder.
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "claude_dir")]
     traces: Vec<PathBuf>,
+    /// Claude Code transcripts (JSONL), read at any depth: their timestamps give each turn's
+    /// think time and each other tool's latency.
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
     /// The provider whose tools the sessions called (bare and github-mcp-server names mapped).
     #[arg(long, value_name = "NAME", default_value = "github")]
     provider: String,
     /// Which tasks: all, the calibration part, or the held-out part (split by task name).
     #[arg(long, value_enum, default_value = "all")]
     part: replay::Part,
-    /// The agent's think time between an answer and its next call, in the wall-time model.
+    /// The agent's think time between an answer and its next call, in the wall-time model,
+    /// where the recording has no timestamps.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     think_ms: u64,
     /// One service request, in the wall-time model.
@@ -327,6 +332,7 @@ fn replay_command(
     let loaded = LoadedConfig::discover(config)?;
     let options = replay::ReplayOptions {
         traces: args.traces,
+        claude_dir: args.claude_dir,
         provider: args.provider,
         part: args.part,
         think_ms: args.think_ms,

@@ -45,6 +45,8 @@ pub(crate) enum Part {
 /// What to replay and how to time it.
 pub(crate) struct ReplayOptions {
     pub(crate) traces: Vec<PathBuf>,
+    /// Claude Code transcripts (JSONL), read at any depth.
+    pub(crate) claude_dir: Option<PathBuf>,
     pub(crate) provider: String,
     pub(crate) part: Part,
     pub(crate) think_ms: u64,
@@ -140,6 +142,10 @@ const OTHER_SERVER: &str = "another server: ";
 /// The server a trace's tool belongs to when it is not `provider`: the prefix harnesses put
 /// before a tool of several servers (`local-python-execute`, `mcp__filesystem__read_file`).
 fn other_server<'a>(tool: &'a str, provider: &str) -> Option<&'a str> {
+    // Claude Code's own tools (`Read`, `Bash`, `Grep`) are capitalised; MCP tools never are.
+    if tool.starts_with(char::is_uppercase) {
+        return Some("the agent's own tools");
+    }
     let server = match tool.strip_prefix("mcp__") {
         Some(rest) => rest.split_once("__")?.0,
         None => tool.split_once('-')?.0,
@@ -190,6 +196,10 @@ struct Replayed {
     recorded_text: Option<String>,
     /// The recording holds the service's answer, not an error.
     recorded_answer: bool,
+    /// The agent's think time before this call, and the call's own latency, where the
+    /// recording's timestamps say.
+    think_before_ms: Option<u64>,
+    took_ms: Option<u64>,
     off: Option<Outcome>,
     on: Option<Outcome>,
 }
@@ -246,6 +256,8 @@ pub(crate) struct ReplayReport {
     /// Requests nothing was recorded for: pre-fetches of calls the agent never made.
     pub(crate) requests_unrecorded: u64,
     pub(crate) think_ms: u64,
+    /// Calls whose think time came from the recording's timestamps (the rest use `think_ms`).
+    pub(crate) think_from_recording: u64,
     pub(crate) service_ms: u64,
     pub(crate) wall_ms_off: u64,
     pub(crate) wall_ms_on: u64,
@@ -331,7 +343,10 @@ pub(crate) fn replay(
         );
     }
     let name = |raw: &str| tune::trace_tool_name(&off, Some(&options.provider), raw);
-    let scan = tune::read_traces(&options.traces, &name);
+    let mut scan = tune::read_traces(&options.traces, &name);
+    if let Some(dir) = &options.claude_dir {
+        scan.merge(tune::read_transcripts(&tune::transcript_files(dir), &name));
+    }
     for problem in &scan.unreadable {
         eprintln!("quiver: skipped {problem}");
     }
@@ -371,7 +386,15 @@ pub(crate) fn replay(
         let mut calls: Vec<Replayed> = sequence
             .calls
             .iter()
-            .map(|call| {
+            .enumerate()
+            .map(|(i, call)| {
+                let gap = |from: Option<i64>, to: Option<i64>| {
+                    from.zip(to).and_then(|(a, b)| u64::try_from(b - a).ok())
+                };
+                let previous = i.checked_sub(1).map(|p| &sequence.calls[p]);
+                let think_before_ms =
+                    gap(previous.and_then(|p| p.answered_at_ms), call.called_at_ms);
+                let took_ms = gap(call.called_at_ms, call.answered_at_ms);
                 let recorded_text = call.blocks.as_deref().map(blocks_text);
                 let (replay, skipped) =
                     match replayable(&off, &options.provider, &call.tool, call.input.as_ref()) {
@@ -391,6 +414,8 @@ pub(crate) fn replay(
                     read,
                     recorded_text,
                     recorded_answer: call.blocks.as_deref().is_some_and(is_answer),
+                    think_before_ms,
+                    took_ms,
                     off: None,
                     on: None,
                 }
@@ -484,12 +509,19 @@ pub(crate) fn replay(
                             .or_default() += 1;
                     }
                 }
-                let unknown =
-                    TimedCall { served: Served::Service { requests: 1 }, prefetches_started: 0 };
+                let unknown = TimedCall {
+                    served: call
+                        .took_ms
+                        .map_or(Served::Service { requests: 1 }, |ms| Served::Took { ms }),
+                    prefetches_started: 0,
+                    think_before_ms: call.think_before_ms,
+                };
+                report.think_from_recording += u64::from(call.think_before_ms.is_some());
                 timed_off.push(unknown);
                 timed_on.push(unknown);
                 continue;
             };
+            report.think_from_recording += u64::from(call.think_before_ms.is_some());
             let figures = report.per_tool.entry(call.tool.clone()).or_default();
             figures.calls += 1;
             figures.replayed += 1;
@@ -517,6 +549,7 @@ pub(crate) fn replay(
                     Served::Service { requests: off.requests as u32 }
                 },
                 prefetches_started: 0,
+                think_before_ms: call.think_before_ms,
             });
             let own = on.requests.saturating_sub(on.prefetches_started as u64);
             let served = if on.prefetch_hit {
@@ -531,7 +564,11 @@ pub(crate) fn replay(
             } else {
                 Served::Service { requests: own as u32 }
             };
-            timed_on.push(TimedCall { served, prefetches_started: on.prefetches_started });
+            timed_on.push(TimedCall {
+                served,
+                prefetches_started: on.prefetches_started,
+                think_before_ms: call.think_before_ms,
+            });
             report.requests_off += off.requests;
             report.requests_on += on.requests;
             replayed_index += 1;
@@ -701,10 +738,17 @@ pub(crate) fn print(report: &ReplayReport) {
         report.requests_off,
         report.requests_unrecorded
     );
+    let think = if report.think_from_recording > 0 {
+        format!(
+            "think from the recording for {} of {} calls, else {} ms",
+            report.think_from_recording, report.calls, report.think_ms
+        )
+    } else {
+        format!("think {} ms", report.think_ms)
+    };
     println!(
-        "agent wall time, pre-fetch on / off   {:>7}   goal ≤ 80%   (think {} ms, a request {} ms)",
+        "agent wall time, pre-fetch on / off   {:>7}   goal ≤ 80%   ({think}, a request {} ms)",
         report.wall_time_ratio().map_or_else(|| "–".to_owned(), |r| format!("{r:.3}")),
-        report.think_ms,
         report.service_ms
     );
     for lost in report.survival.lost.iter().take(10) {

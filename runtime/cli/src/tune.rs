@@ -634,9 +634,22 @@ pub(crate) struct ObservedCall {
     pub(crate) input: Option<Value>,
     /// The result as JSON, when it was JSON and not an error (transcripts).
     pub(crate) output: Option<Value>,
-    /// The result as the server returned it: its MCP content blocks (agent traces), for
-    /// `quiver replay` to serve back.
+    /// The result as the server returned it: its MCP content blocks (agent traces, Claude Code
+    /// transcripts), for `quiver replay` to serve back.
     pub(crate) blocks: Option<Vec<Value>>,
+    /// When the agent made the call (ms since the epoch), where the log says (Claude Code
+    /// transcripts).
+    pub(crate) called_at_ms: Option<i64>,
+    /// When its answer came back: with the next call's time, the agent's think time.
+    pub(crate) answered_at_ms: Option<i64>,
+}
+
+/// A log line's `timestamp` (RFC 3339) in ms since the epoch.
+fn timestamp_ms(entry: &serde_json::Map<String, Value>) -> Option<i64> {
+    let text = entry.get("timestamp")?.as_str()?;
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 impl ObservedCall {
@@ -768,6 +781,8 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
         let mut sequences: Vec<(String, Vec<ObservedCall>)> = Vec::new();
         // tool_use id → (sequence index, call index), to attach results.
         let mut pending: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        // A session's first request, by session id.
+        let mut prompts: BTreeMap<String, String> = BTreeMap::new();
         for line in reader.split(b'\n') {
             let Ok(line) = line else {
                 scan.skipped_lines += 1;
@@ -780,10 +795,17 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
                 scan.skipped_lines += 1;
                 continue;
             };
-            let Some(Value::Array(blocks)) = entry.get("message").and_then(|m| m.get("content"))
-            else {
+            let content = entry.get("message").and_then(|m| m.get("content"));
+            if let (Some("user"), Some(Value::String(text))) =
+                (entry.get("type").and_then(Value::as_str), content)
+            {
+                let session = entry.get("sessionId").and_then(Value::as_str).unwrap_or("");
+                prompts.entry(session.to_owned()).or_insert_with(|| text.clone());
+            }
+            let Some(Value::Array(blocks)) = content else {
                 continue;
             };
+            let at = timestamp_ms(&entry);
             match entry.get("type").and_then(Value::as_str) {
                 Some("assistant") => {
                     let session = entry.get("sessionId").and_then(Value::as_str).unwrap_or("");
@@ -809,6 +831,7 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
                         calls.push(ObservedCall {
                             tool: name(tool),
                             input: block.get("input").cloned(),
+                            called_at_ms: at,
                             ..ObservedCall::default()
                         });
                         if let Some(id) = block.get("id").and_then(Value::as_str) {
@@ -818,9 +841,7 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
                 }
                 Some("user") => {
                     for block in blocks {
-                        if block.get("type").and_then(Value::as_str) != Some("tool_result")
-                            || block.get("is_error").and_then(Value::as_bool) == Some(true)
-                        {
+                        if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                             continue;
                         }
                         let Some(&(s, c)) = block
@@ -830,16 +851,25 @@ pub(crate) fn read_transcripts(files: &[PathBuf], name: &dyn Fn(&str) -> String)
                         else {
                             continue;
                         };
-                        sequences[s].1[c].output = block.get("content").and_then(result_json);
+                        let call = &mut sequences[s].1[c];
+                        call.answered_at_ms = at;
+                        call.blocks = block.get("content").map(trace_output_blocks);
+                        if block.get("is_error").and_then(Value::as_bool) != Some(true) {
+                            call.output = block.get("content").and_then(result_json);
+                        }
                     }
                 }
                 _ => {}
             }
         }
-        scan.sequences.extend(sequences.into_iter().map(|(session, calls)| CallSequence {
-            origin: format!("{}#{session}", file.display()),
-            calls,
-            ..CallSequence::default()
+        scan.sequences.extend(sequences.into_iter().map(|(session, calls)| {
+            // A sidechain's prompt is its session's.
+            let id = session.trim_end_matches("/sidechain");
+            CallSequence {
+                origin: format!("{}#{session}", file.display()),
+                calls,
+                prompt: prompts.get(id).cloned().unwrap_or_default(),
+            }
         }));
     }
     scan
@@ -1056,9 +1086,14 @@ pub(crate) fn trace_tool_name(host: &Host, provider: Option<&str>, raw: &str) ->
         return known;
     }
     let Some(provider) = provider else { return known };
-    // Harnesses that front several servers prefix a tool with its server (`github-get_issue`).
-    let raw =
-        raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw);
+    // Harnesses that front several servers prefix a tool with its server (`github-get_issue`,
+    // Claude Code's `mcp__github__get_issue`).
+    let raw = match raw.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+        Some((server, tool)) if server == provider => tool,
+        _ => {
+            raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw)
+        }
+    };
     let local = if provider == "github" {
         GITHUB_MCP_NAMES.iter().find(|(theirs, _)| *theirs == raw).map_or(raw, |(_, ours)| *ours)
     } else {
