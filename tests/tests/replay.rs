@@ -177,3 +177,18 @@ fn a_trace_that_cannot_be_read_is_named_and_nothing_is_replayed() {
     );
     assert!(stderr.contains("no session with tool calls in the traces given"), "{stderr}");
 }
+
+#[test]
+fn neighbors_and_links_are_scored_on_the_tool_called_next() {
+    let traces = traces_dir();
+    let files = [traces.join("responses.json"), traces.join("chat.json")]
+        .map(|p| p.to_str().unwrap().to_owned());
+    let report = replay(&["--neighbors"], &files);
+    let next = &report["next_tool"];
+    // Two sessions of four calls: three transitions each.
+    assert_eq!(next["transitions"], 6, "{report}");
+    // get_issue → list_issue_comments and list_commits → get_commit are the provider's links.
+    assert_eq!(next["named_by_links"], 4, "{report}");
+    let by_neighbors = next["named_by_neighbors"].as_u64().unwrap();
+    assert!(by_neighbors <= 6 && next["k"].as_u64().unwrap() > 0, "{report}");
+}

@@ -191,6 +191,10 @@ struct ReplayArgs {
     /// A pre-fetch counts as used when the agent made the same call within this many calls.
     #[arg(long, default_value_t = 3)]
     within: usize,
+    /// Also run the `neighbors` enrichment and say how often it, and the follow-up links, name
+    /// the tool the agent called next.
+    #[arg(long)]
+    neighbors: bool,
     /// As JSON.
     #[arg(long)]
     json: bool,
@@ -333,6 +337,7 @@ fn replay_command(
     let options = replay::ReplayOptions {
         traces: args.traces,
         claude_dir: args.claude_dir,
+        neighbors: args.neighbors,
         provider: args.provider,
         part: args.part,
         think_ms: args.think_ms,

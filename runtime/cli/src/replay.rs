@@ -47,6 +47,8 @@ pub(crate) struct ReplayOptions {
     pub(crate) traces: Vec<PathBuf>,
     /// Claude Code transcripts (JSONL), read at any depth.
     pub(crate) claude_dir: Option<PathBuf>,
+    /// Also measure how often the `neighbors` enrichment names the tool called next.
+    pub(crate) neighbors: bool,
     pub(crate) provider: String,
     pub(crate) part: Part,
     pub(crate) think_ms: u64,
@@ -262,6 +264,20 @@ pub(crate) struct ReplayReport {
     pub(crate) wall_ms_off: u64,
     pub(crate) wall_ms_on: u64,
     pub(crate) per_tool: BTreeMap<String, ToolFigures>,
+    /// With `--neighbors`: how often each source of candidate follow-ups named the tool the
+    /// agent called next.
+    pub(crate) next_tool: Option<NextToolFigures>,
+}
+
+/// Of the transitions between two replayed calls (a call, then the agent's next), how many the
+/// `neighbors` enrichment's top successors and the follow-up links named.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct NextToolFigures {
+    pub(crate) transitions: u64,
+    pub(crate) named_by_neighbors: u64,
+    pub(crate) named_by_links: u64,
+    /// The neighbours kept per tool.
+    pub(crate) k: usize,
 }
 
 fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
@@ -591,6 +607,9 @@ pub(crate) fn replay(
             .collect();
         report.survival.add_session(prompt, &survival_calls);
     }
+    if options.neighbors {
+        report.next_tool = Some(next_tool_figures(base, plugins, &replayed_sessions)?);
+    }
     for (tool, (used, survived)) in &report.survival.per_tool {
         let figures = report.per_tool.entry(tool.clone()).or_default();
         (figures.values_used, figures.values_survived) = (*used, *survived);
@@ -598,6 +617,42 @@ pub(crate) fn replay(
     debug_assert!(served >= report.requests_off + report.requests_on);
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(report)
+}
+
+/// Runs the `neighbors` enrichment (and what it needs, from the cache where it can) over the
+/// catalog of `base`'s host and counts, over every replayed call followed by another, how often
+/// the first's neighbours and its follow-up links name the second's tool.
+fn next_tool_figures(
+    base: &LoadedConfig,
+    plugins: Option<&Path>,
+    sessions: &[(String, String, Vec<Replayed>)],
+) -> anyhow::Result<NextToolFigures> {
+    use quiver_runtime::enrich::{run_for_host, EnrichmentSet, RunOptions};
+    let host = Host::with_config(base.clone(), plugins);
+    let set = EnrichmentSet::new(&host.config().config.enrichments)?;
+    let only = quiver_core::enrich::EnrichmentKind::Neighbors;
+    if !set.schedule().order().contains(&only) {
+        bail!("the config's [[enrichments]] leave out `neighbors`: add type = \"neighbors\"");
+    }
+    let options = RunOptions { only: Some(only), ..RunOptions::default() };
+    let neighbors = run_for_host(&host, &set, &options)?.neighbors.unwrap_or_default();
+    let mut figures = NextToolFigures {
+        k: neighbors.values().map(Vec::len).max().unwrap_or(0),
+        ..NextToolFigures::default()
+    };
+    for (_, _, calls) in sessions {
+        let tools: Vec<&str> =
+            calls.iter().filter_map(|c| c.call.as_ref().map(|(t, _)| t.as_str())).collect();
+        for pair in tools.windows(2) {
+            let (from, next) = (pair[0], pair[1]);
+            figures.transitions += 1;
+            let named = neighbors.get(from).is_some_and(|n| n.iter().any(|n| n.tool == next));
+            figures.named_by_neighbors += u64::from(named);
+            let linked = host.follow_up_candidates(&[from.to_owned()]);
+            figures.named_by_links += u64::from(linked.iter().any(|c| c.link.tool == next));
+        }
+    }
+    Ok(figures)
 }
 
 /// For each Call event of a session (in order), the index among them of the call whose answer
@@ -751,6 +806,16 @@ pub(crate) fn print(report: &ReplayReport) {
         report.wall_time_ratio().map_or_else(|| "–".to_owned(), |r| format!("{r:.3}")),
         report.service_ms
     );
+    if let Some(next) = &report.next_tool {
+        println!(
+            "next tool named by its neighbours      {:>7}   ({} of {} transitions, top {}); by its follow-up links {}",
+            percent(ratio(next.named_by_neighbors, next.transitions)),
+            next.named_by_neighbors,
+            next.transitions,
+            next.k,
+            percent(ratio(next.named_by_links, next.transitions)),
+        );
+    }
     for lost in report.survival.lost.iter().take(10) {
         println!("  lost: {} of {} ({})", lost.value, lost.from_tool, lost.argument);
     }
