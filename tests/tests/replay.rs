@@ -69,7 +69,17 @@ fn replay_serves_each_recorded_answer_and_counts_what_pre_fetching_added() {
     let newest_commit_next =
         "[tools.\"github.list_commits\"]\nfollow_up = [{ tool = \"get_commit\", \
          probability = 0.9, projection = \"$.commits[*].sha\", projection_arg = \"sha\" }]\n";
-    let report = replay_with(newest_commit_next, &[], &files);
+    let kept = tempfile::tempdir().unwrap();
+    let kept_dir = kept.path().join("telemetry");
+    let report =
+        replay_with(newest_commit_next, &["--telemetry-out", kept_dir.to_str().unwrap()], &files);
+    // The run with pre-fetching on left its telemetry for `tune analyze`: two pre-fetches.
+    let events: String = std::fs::read_dir(&kept_dir)
+        .unwrap()
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .collect();
+    assert_eq!(events.matches("\"kind\":\"prefetch\"").count(), 2, "{events}");
     // Every call of the two sessions is a quiver tool, replayed and answered as recorded.
     assert_eq!((count(&report, "calls"), count(&report, "replayed")), (8, 8), "{report}");
     assert_eq!(count(&report, "failed"), 0, "{report}");

@@ -195,6 +195,11 @@ struct ReplayArgs {
     /// the tool the agent called next.
     #[arg(long)]
     neighbors: bool,
+    /// Keep the telemetry of the run with pre-fetching on in DIR: `quiver tune analyze DIR/*
+    /// --apply` then writes what it shows (speculate = false for tools whose pre-fetches went
+    /// unused).
+    #[arg(long, value_name = "DIR")]
+    telemetry_out: Option<PathBuf>,
     /// As JSON.
     #[arg(long)]
     json: bool,
@@ -338,6 +343,7 @@ fn replay_command(
         traces: args.traces,
         claude_dir: args.claude_dir,
         neighbors: args.neighbors,
+        telemetry_out: args.telemetry_out,
         provider: args.provider,
         part: args.part,
         think_ms: args.think_ms,

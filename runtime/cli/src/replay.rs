@@ -49,6 +49,8 @@ pub(crate) struct ReplayOptions {
     pub(crate) claude_dir: Option<PathBuf>,
     /// Also measure how often the `neighbors` enrichment names the tool called next.
     pub(crate) neighbors: bool,
+    /// Keep the telemetry of the run with pre-fetching on here, for `quiver tune analyze`.
+    pub(crate) telemetry_out: Option<PathBuf>,
     pub(crate) provider: String,
     pub(crate) part: Part,
     pub(crate) think_ms: u64,
@@ -615,6 +617,9 @@ pub(crate) fn replay(
         (figures.values_used, figures.values_survived) = (*used, *survived);
     }
     debug_assert!(served >= report.requests_off + report.requests_on);
+    if let Some(out) = &options.telemetry_out {
+        keep_telemetry(&on_dir, out)?;
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(report)
 }
@@ -678,6 +683,17 @@ fn prefetch_owners(events: &[&CallEvent]) -> Vec<Option<usize>> {
         }
     }
     owners
+}
+
+/// Copies the event files of `from` into `to` (created), each under its own name.
+fn keep_telemetry(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for file in telemetry::event_files(from) {
+        let name = file.file_name().map(PathBuf::from).unwrap_or_else(|| "events.jsonl".into());
+        std::fs::copy(&file, to.join(&name))
+            .with_context(|| format!("copying the replay's telemetry to {}", to.display()))?;
+    }
+    Ok(())
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {
