@@ -74,7 +74,7 @@ pub(crate) static MODELS: &[Model] = &[
     // Repository contents.
     Model { tool: "get_file_contents", value_class: Critical, typical_kb: 8.0, max_kb: 70.0,
             freshness_ttl_s: 120,
-            follow_up: &[("get_file_contents", 0.27, "$.entries[*].path", "path")], ..ROW },
+            follow_up: &[("get_file_contents", 0.4, "$.entries[*].path", "path")], ..ROW },
     // Issue changes.
     Model { tool: "update_issue", value_class: Critical, side_effect: MutatesExternal,
             typical_kb: 0.6, max_kb: 3.0, latency_ms_p50: 600, freshness_ttl_s: 0,
