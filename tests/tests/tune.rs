@@ -247,10 +247,11 @@ fn from_logs_proposes_links_with_probability_and_projection_and_writes_nothing()
     assert!(
         stdout.contains(
             "# github.list_pull_requests → github.list_pull_request_files: 3 of 3 calls (p 1.00); \
-             $.pull_requests[*].number fed number in 3 of 3\n\
+             $.pull_requests[*].number fed number in 3 of 3, its first value in 2 (p 0.67 \
+             written: a pre-fetch runs the first)\n\
              [[tools.\"github.list_pull_requests\".follow_up]]\n\
              tool = \"list_pull_request_files\"\n\
-             probability = 1.0\n\
+             probability = 0.67\n\
              projection = \"$.pull_requests[*].number\"\n\
              projection_arg = \"number\"\n"
         ),
@@ -260,7 +261,8 @@ fn from_logs_proposes_links_with_probability_and_projection_and_writes_nothing()
     assert!(
         stdout.contains(
             "# github.list_issues → github.get_issue: 3 of 4 calls (p 0.75); $.issues[*].number \
-             fed number in 3 of 3\n#   already linked (p 0.04); left as it is\n"
+             fed number in 3 of 3, its first value in 2 (p 0.50 written: a pre-fetch runs the \
+             first)\n#   already linked (p 0.04); left as it is\n"
         ),
         "{stdout}"
     );
@@ -358,7 +360,7 @@ fn from_logs_apply_seeds_and_links_without_touching_hand_written_sections() {
     assert!(!stdout.contains("no_longer_served"), "not served, not seeded: {stdout}");
     assert!(
         stdout.contains(
-            "  linked github.list_pull_requests → github.list_pull_request_files (p 0.75, \
+            "  linked github.list_pull_requests → github.list_pull_request_files (p 0.50, \
              $.pull_requests[*].number → number)"
         ),
         "{stdout}"
@@ -372,7 +374,7 @@ fn from_logs_apply_seeds_and_links_without_touching_hand_written_sections() {
              user follow_up replaces the list whole)\n\
              follow_up = [\n    \
              { tool = \"get_pull_request\", probability = 0.07, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n    \
-             { tool = \"list_pull_request_files\", probability = 0.75, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n\
+             { tool = \"list_pull_request_files\", probability = 0.5, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" },\n\
              ]\n",
         )
         .replace(
@@ -584,6 +586,9 @@ fn from_logs_reads_openai_responses_and_chat_traces_with_bare_tool_names() {
         ),
         "{stdout}"
     );
+    // One agent read the newest commit, the other the one before: a pre-fetch of the first
+    // listed commit would have served one of two, and that is the probability written.
+    assert!(stdout.contains("its first value in 1 (p 0.50 written"), "{stdout}");
     // github-mcp-server's name for quiver's list_issue_comments.
     assert!(
         stdout.contains("# github.get_issue → github.list_issue_comments: 2 of 2 calls"),

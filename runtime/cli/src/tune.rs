@@ -1153,6 +1153,21 @@ pub(crate) struct MinedProjection {
     pub(crate) matched: u64,
     /// Transitions where both values were known.
     pub(crate) observed: u64,
+    /// Transitions where the value was the path's first: what a pre-fetch of the first
+    /// projection would have served.
+    pub(crate) first: u64,
+}
+
+impl MinedLink {
+    /// The probability written into the link: how often the call its first projection names
+    /// was made next — what the planner weighs, since a pre-fetch runs the first projection
+    /// (the tool-level rate when no projection was seen).
+    pub(crate) fn written_probability(&self) -> f64 {
+        match &self.projection {
+            Some(p) => (p.first as f64 / self.from_calls.max(1) as f64 * 100.0).round() / 100.0,
+            None => self.probability,
+        }
+    }
 }
 
 /// A follow-up link seen in the logs.
@@ -1181,6 +1196,7 @@ pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<Mi
     let mut transitions: BTreeMap<Pair, u64> = BTreeMap::new();
     let mut observed: BTreeMap<Pair, u64> = BTreeMap::new();
     let mut fed: BTreeMap<Pair, BTreeMap<(String, String), u64>> = BTreeMap::new();
+    let mut fed_first: BTreeMap<Pair, BTreeMap<(String, String), u64>> = BTreeMap::new();
     for sequence in sequences {
         let mut collapsed: Vec<&ObservedCall> = Vec::new();
         for call in &sequence.calls {
@@ -1198,8 +1214,15 @@ pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<Mi
             *transitions.entry(key.clone()).or_default() += 1;
             if let (Some(output), Some(Value::Object(args))) = (&a.output, &b.input) {
                 *observed.entry(key.clone()).or_default() += 1;
+                let found = feeding(a.input.as_ref(), output, args);
+                let firsts = fed_first.entry(key.clone()).or_default();
+                for (path, arg) in &found {
+                    if first_projection_is(output, path, arg, args.get(arg)) {
+                        *firsts.entry((path.clone(), arg.clone())).or_default() += 1;
+                    }
+                }
                 let counts = fed.entry(key).or_default();
-                for found in feeding(a.input.as_ref(), output, args) {
+                for found in found {
                     *counts.entry(found).or_default() += 1;
                 }
             }
@@ -1226,6 +1249,11 @@ pub(crate) fn mine_links(sequences: &[CallSequence], min_support: u64) -> Vec<Mi
                         arg: arg.clone(),
                         matched: *matched,
                         observed: seen,
+                        first: fed_first
+                            .get(&(from.clone(), to.clone()))
+                            .and_then(|f| f.get(&(path.clone(), arg.clone())))
+                            .copied()
+                            .unwrap_or(0),
                     })
             });
             let probability = (n as f64 / from_calls as f64 * 100.0).round() / 100.0;
@@ -1277,6 +1305,20 @@ fn feeding(
         }
     }
     out
+}
+
+/// Whether the first value `path` projects out of `output` is `value` (B's `arg`).
+fn first_projection_is(output: &Value, path: &str, arg: &str, value: Option<&Value>) -> bool {
+    let Some(value) = value else { return false };
+    let wanted = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    quiver_core::projection::project(output, path, arg)
+        .ok()
+        .and_then(|calls| calls.into_iter().next())
+        .and_then(|call| call.get(arg).cloned())
+        .is_some_and(|first| same_scalar(&first, &wanted))
 }
 
 /// A number equals its decimal spelling: agents pass `"1347"` where a result said `1347`.
@@ -1397,7 +1439,7 @@ pub(crate) fn propose_links(
                 if to.name.provider == from.name.provider { to.name.tool.clone() } else { to_name };
             let link = FollowUpLink {
                 tool,
-                probability: mined.probability,
+                probability: mined.written_probability(),
                 projection: mined.projection.as_ref().map(|p| p.path.clone()),
                 projection_arg: mined.projection.as_ref().map(|p| p.arg.clone()),
             };
@@ -1467,8 +1509,14 @@ pub(crate) fn proposals_toml(proposals: &[LinkProposal]) -> String {
         );
         if let Some(p) = &m.projection {
             evidence.push_str(&format!(
-                "; {} fed {} in {} of {}",
-                p.path, p.arg, p.matched, p.observed
+                "; {} fed {} in {} of {}, its first value in {} (p {:.2} written: a pre-fetch \
+                 runs the first)",
+                p.path,
+                p.arg,
+                p.matched,
+                p.observed,
+                p.first,
+                m.written_probability()
             ));
         }
         out.push_str(&evidence);
