@@ -20,6 +20,11 @@ use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const REPO: &str = "/repos/octocat/Hello-World";
+
+/// The scripted agent reads the pull requests a list shows first, as its user says in a link
+/// (the built-in prior, calibrated on real sessions, would not pre-fetch them).
+const LINK: &str = "[tools.\"github.list_pull_requests\"]\nfollow_up = [{ tool = \"get_pull_request\", \
+    probability = 0.9, projection = \"$.pull_requests[*].number\", projection_arg = \"number\" }]\n";
 const LATENCY: Duration = Duration::from_millis(150);
 
 fn speculation(c: &mut Criterion) {
@@ -47,7 +52,7 @@ fn speculation(c: &mut Criterion) {
     let host = |enabled: bool| {
         let text = format!(
             "[providers.github]\nbase_url = \"{}\"\n[enrichment]\nenabled = {enabled}\n\
-             prefetch_timeout_ms = 50\n",
+             prefetch_timeout_ms = 50\nmax_prefetches_per_link = 3\n{LINK}",
             server.uri()
         );
         let config = LoadedConfig::parse(Path::new("quiver.toml"), &text).unwrap();
