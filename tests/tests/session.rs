@@ -593,31 +593,54 @@ async fn each_credential_has_its_own_per_host_budget() {
     assert_eq!(host.state().available_permits("127.0.0.1").await, 1, "the permit came back");
 }
 
+/// A listing of the repository: its path under the repository, its recorded page, the query
+/// parameter that tells pages apart, and the key of an item's identity.
+struct Listing {
+    path: &'static str,
+    file: &'static str,
+    param: &'static str,
+    key: &'static str,
+}
+
+/// A loopback GitHub answering `listing` for each of `values` of its parameter with the recorded
+/// page whose first item's identity is `first(i)`, and any one item of it with `detail_file`.
+async fn pages_by_query(
+    listing: &Listing,
+    values: &[&str],
+    first: impl Fn(usize) -> Value,
+    detail_file: &str,
+) -> MockServer {
+    let server = MockServer::start().await;
+    let page: Value = serde_json::from_str(&quiver_tests::recorded("github", listing.file))
+        .expect("recorded listing");
+    for (i, value) in values.iter().enumerate() {
+        let mut page = page.clone();
+        page[0][listing.key] = first(i);
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/{}", listing.path)))
+            .and(wiremock::matchers::query_param(listing.param, *value))
+            .respond_with(ResponseTemplate::new(200).set_body_json(page))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/{}/[0-9a-f]+$", listing.path)))
+        .respond_with(reply(200, detail_file))
+        .mount(&server)
+        .await;
+    server
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chain_the_agent_keeps_taking_is_prefetched_once_the_session_has_shown_it() {
     // Three branches, each listing a different newest commit; the agent reads each list's
     // newest commit next. The built-in prior (a listed commit is rarely the one read next) is
     // below min_prefetch_probability: nothing is pre-fetched until the session has shown the
     // chain twice, and then the third newest commit is pre-fetched and served.
-    let server = MockServer::start().await;
-    let list: Value = serde_json::from_str(&quiver_tests::recorded("github", "commits_list.json"))
-        .expect("recorded commit list");
-    let newest = |i: usize| format!("{:040x}", i + 1);
-    for (i, branch) in ["a", "b", "c"].iter().enumerate() {
-        let mut page = list.clone();
-        page[0]["sha"] = json!(newest(i));
-        Mock::given(method("GET"))
-            .and(path(format!("{REPO}/commits")))
-            .and(wiremock::matchers::query_param("sha", *branch))
-            .respond_with(ResponseTemplate::new(200).set_body_json(page))
-            .mount(&server)
-            .await;
-    }
-    Mock::given(method("GET"))
-        .and(wiremock::matchers::path_regex(format!("^{REPO}/commits/[0-9a-f]{{40}}$")))
-        .respond_with(reply(200, "commit.json"))
-        .mount(&server)
-        .await;
+    let newest = |i: usize| json!(format!("{:040x}", i + 1));
+    let listing = Listing { path: "commits", file: "commits_list.json", param: "sha", key: "sha" };
+    let server = pages_by_query(&listing, &["a", "b", "c"], newest, "commit.json").await;
+    let newest = |i: usize| newest(i).as_str().unwrap().to_owned();
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let host = host(&server, plugins.path(), "[enrichment]\nenabled = true\n");
     let session = Session::new(Arc::clone(&host), "habit");
@@ -643,26 +666,10 @@ async fn a_chain_the_agent_keeps_taking_is_prefetched_once_the_session_has_shown
 async fn a_tool_whose_prefetches_a_session_leaves_unused_is_not_prefetched_there_again() {
     // Each list's first pull request is pre-fetched (the user's link says the agent reads it),
     // but the agent never reads one: after two unused pre-fetches the session stops.
-    let server = MockServer::start().await;
-    let list: Value =
-        serde_json::from_str(&quiver_tests::recorded("github", "pull_requests_list.json"))
-            .expect("recorded pull request list");
     let states = ["open", "closed", "all"];
-    for (i, state) in states.iter().enumerate() {
-        let mut page = list.clone();
-        page[0]["number"] = json!(100 + i);
-        Mock::given(method("GET"))
-            .and(path(format!("{REPO}/pulls")))
-            .and(wiremock::matchers::query_param("state", *state))
-            .respond_with(ResponseTemplate::new(200).set_body_json(page))
-            .mount(&server)
-            .await;
-    }
-    Mock::given(method("GET"))
-        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
-        .respond_with(reply(200, "pull_request.json"))
-        .mount(&server)
-        .await;
+    let listing =
+        Listing { path: "pulls", file: "pull_requests_list.json", param: "state", key: "number" };
+    let server = pages_by_query(&listing, &states, |i| json!(100 + i), "pull_request.json").await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let extra = format!("[enrichment]\nenabled = true\n{PR_LINK}");
     let host = host(&server, plugins.path(), &extra);
