@@ -140,6 +140,9 @@ fn github_arguments(tool: &str, mut args: Map<String, Value>) -> Map<String, Val
     args
 }
 
+/// The token the replay's provider sends to the cassette.
+const REPLAY_TOKEN: &str = "quiver-replay-7f3a9c51e0b2";
+
 /// Why a call of another server's tool was not replayed (followed by the server's name).
 const OTHER_SERVER: &str = "another server: ";
 
@@ -324,7 +327,8 @@ fn replay_config(
     section.enabled = true;
     section.token_env = Some("QUIVER_REPLAY_TOKEN".to_owned());
     section.settings.insert("base_url".into(), toml::Value::String(cassette.url()));
-    section.settings.insert("token".into(), toml::Value::String("replay".into()));
+    // A token no recorded answer contains: it is masked wherever it appears, like every token.
+    section.settings.insert("token".into(), toml::Value::String(REPLAY_TOKEN.into()));
     section.settings.remove("ca_file");
     config.state.backend = StateBackendKind::Memory;
     config.telemetry.enabled = true;
@@ -343,7 +347,12 @@ pub(crate) fn replay(
 ) -> anyhow::Result<ReplayReport> {
     let runtime = crate::runtime()?;
     let cassette = runtime.block_on(Cassette::start()).context("starting the cassette")?;
-    let scratch = tempfile_dir()?;
+    // Removed when the replay ends, however it ends.
+    let scratch_dir = tempfile::Builder::new()
+        .prefix("quiver-replay-")
+        .tempdir()
+        .context("creating the replay's scratch directory")?;
+    let scratch = scratch_dir.path().to_path_buf();
     let (off_dir, on_dir) = (scratch.join("off"), scratch.join("on"));
     let off = Arc::new(Host::with_config(
         replay_config(base, &options.provider, &cassette, &off_dir, false),
@@ -620,7 +629,7 @@ pub(crate) fn replay(
     if let Some(out) = &options.telemetry_out {
         keep_telemetry(&on_dir, out)?;
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch_dir);
     Ok(report)
 }
 
@@ -694,12 +703,6 @@ fn keep_telemetry(from: &Path, to: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("copying the replay's telemetry to {}", to.display()))?;
     }
     Ok(())
-}
-
-fn tempfile_dir() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("quiver-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
 }
 
 fn percent(value: Option<f64>) -> String {
