@@ -551,7 +551,9 @@ async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad(
     ) + "deny = [\"github.list_issues\"]\n";
     assert_ne!(changed, original + "deny = [\"github.list_issues\"]\n");
     std::fs::write(&config, changed).unwrap();
-    let text = logged("config reloaded (the file changed)", 1).await;
+    // The reload's line and its notes are written one after the other: wait for the last.
+    let text = logged("that takes effect when quiver restarts", 1).await;
+    assert!(text.contains("config reloaded (the file changed)"), "{text}");
     assert!(
         text.contains(
             "[providers.github] base_url changed; that takes effect when quiver restarts"
