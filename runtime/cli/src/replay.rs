@@ -20,7 +20,6 @@ use quiver_core::replay::{
 };
 use quiver_core::response_projection::estimate_text_tokens;
 use quiver_core::telemetry::{annotate_citations, CallEvent, Effectiveness, EventKind};
-use quiver_core::SideEffectClass;
 use quiver_runtime::config::StateBackendKind;
 use quiver_runtime::{telemetry, Host, LoadedConfig, Session};
 use serde::Serialize;
@@ -153,8 +152,9 @@ fn other_server<'a>(tool: &'a str, provider: &str) -> Option<&'a str> {
     if tool.starts_with(char::is_uppercase) {
         return Some("the agent's own tools");
     }
-    let server = match tool.strip_prefix("mcp__") {
-        Some(rest) => rest.split_once("__")?.0,
+    let server = match tune::mcp_server_and_tool(tool) {
+        Some((server, _)) => server,
+        None if tool.starts_with("mcp__") => return None,
         None => tool.split_once('-')?.0,
     };
     (server != provider).then_some(server)
@@ -401,12 +401,11 @@ pub(crate) fn replay(
         service_ms: options.service_ms,
         ..ReplayReport::default()
     };
-    let time = |wait: u64| TimeModel {
+    let time = TimeModel {
         think_ms: options.think_ms,
         service_ms: options.service_ms,
-        prefetch_wait_ms: wait,
+        prefetch_wait_ms: base.config.enrichment.prefetch_timeout_ms,
     };
-    let prefetch_wait = base.config.enrichment.prefetch_timeout_ms;
     let mut replayed_sessions = Vec::new();
     for (index, sequence) in sessions.iter().enumerate() {
         let session_id = format!("replay-{index}");
@@ -428,12 +427,10 @@ pub(crate) fn replay(
                         Ok(call) => (Some(call), None),
                         Err(why) => (None, Some(why)),
                     };
-                let read = replay.as_ref().and_then(|(tool, _)| off.tool(tool)).is_some_and(|t| {
-                    matches!(
-                        off.value_model(&t).model.side_effect_class,
-                        SideEffectClass::Pure | SideEffectClass::ReadOnly
-                    )
-                });
+                let read = replay
+                    .as_ref()
+                    .and_then(|(tool, _)| off.tool(tool))
+                    .is_some_and(|t| off.value_model(&t).model.side_effect_class.is_speculatable());
                 Replayed {
                     tool: call.tool.clone(),
                     call: replay,
@@ -522,6 +519,7 @@ pub(crate) fn replay(
             calls.iter().enumerate().filter(|(_, c)| c.call.is_some()).map(|(i, _)| i).collect();
         for call in calls {
             report.calls += 1;
+            report.think_from_recording += u64::from(call.think_before_ms.is_some());
             let (Some(off), Some(on)) = (&call.off, &call.on) else {
                 let why = call.skipped.as_deref().unwrap_or("not replayed");
                 match why.strip_prefix(OTHER_SERVER) {
@@ -543,12 +541,10 @@ pub(crate) fn replay(
                     prefetches_started: 0,
                     think_before_ms: call.think_before_ms,
                 };
-                report.think_from_recording += u64::from(call.think_before_ms.is_some());
                 timed_off.push(unknown);
                 timed_on.push(unknown);
                 continue;
             };
-            report.think_from_recording += u64::from(call.think_before_ms.is_some());
             let figures = report.per_tool.entry(call.tool.clone()).or_default();
             figures.calls += 1;
             figures.replayed += 1;
@@ -600,18 +596,15 @@ pub(crate) fn replay(
             report.requests_on += on.requests;
             replayed_index += 1;
         }
-        report.wall_ms_off += wall_time_ms(&time(prefetch_wait), &timed_off);
-        report.wall_ms_on += wall_time_ms(&time(prefetch_wait), &timed_on);
-        let args: Vec<Value> = calls
-            .iter()
-            .map(|c| c.call.as_ref().map(|(_, a)| a.clone()).unwrap_or(Value::Null))
-            .collect();
+        report.wall_ms_off += wall_time_ms(&time, &timed_off);
+        report.wall_ms_on += wall_time_ms(&time, &timed_on);
+        // A call not replayed names no arguments quiver would have passed.
+        static NO_ARGUMENTS: Value = Value::Null;
         let survival_calls: Vec<SurvivalCall<'_>> = calls
             .iter()
-            .zip(&args)
-            .map(|(c, args)| SurvivalCall {
+            .map(|c| SurvivalCall {
                 tool: &c.tool,
-                args,
+                args: c.call.as_ref().map_or(&NO_ARGUMENTS, |(_, args)| args),
                 recorded: c.recorded_text.as_deref(),
                 delivered: c.off.as_ref().map(|o| o.delivered.as_str()),
             })

@@ -1088,7 +1088,7 @@ pub(crate) fn trace_tool_name(host: &Host, provider: Option<&str>, raw: &str) ->
     let Some(provider) = provider else { return known };
     // Harnesses that front several servers prefix a tool with its server (`github-get_issue`,
     // Claude Code's `mcp__github__get_issue`).
-    let raw = match raw.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+    let raw = match mcp_server_and_tool(raw) {
         Some((server, tool)) if server == provider => tool,
         _ => {
             raw.strip_prefix(provider).and_then(|r| r.strip_prefix(['-', '_', '.'])).unwrap_or(raw)
@@ -1125,16 +1125,17 @@ fn result_json(content: &Value) -> Option<Value> {
     first.ok().filter(|v| v.is_object() || v.is_array())
 }
 
+/// The server and tool of a Claude Code name for an MCP tool, `mcp__<server>__<tool>`.
+pub(crate) fn mcp_server_and_tool(raw: &str) -> Option<(&str, &str)> {
+    raw.strip_prefix("mcp__")?.split_once("__")
+}
+
 /// The name links use for a tool named `raw` in a transcript: `mcp__<server>__<tool>` becomes
 /// the qualified name of the quiver tool whose MCP name is `<tool>` (`mcp__quiver__github_get_issue`
 /// → `github.get_issue`); any other name (Claude's `Read`, `Grep`, other MCP servers' tools)
 /// stays as it is.
 pub(crate) fn canonical_tool_name(host: &Host, raw: &str) -> String {
-    let local = raw
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-        .map(|(_, tool)| tool)
-        .unwrap_or(raw);
+    let local = mcp_server_and_tool(raw).map_or(raw, |(_, tool)| tool);
     host.tool(local).map_or_else(|| raw.to_owned(), |tool| tool.name.to_string())
 }
 

@@ -31,7 +31,7 @@ use quiver_core::session_cache::{
 };
 use quiver_core::telemetry::{arguments_hash, CallEvent, EventKind};
 use quiver_core::tool::RETRY_AFTER_METADATA;
-use quiver_core::{Content, SideEffectClass, ToolErrorKind, ToolResult, ToolValueModel};
+use quiver_core::{Content, ToolErrorKind, ToolResult, ToolValueModel};
 use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 
@@ -273,7 +273,7 @@ fn rate_limit_holds(host: &str, left: Duration) -> ToolResult {
 
 /// Whether a tool only reads: identical calls of it in flight may share one request.
 fn is_read(model: &ToolValueModel) -> bool {
-    matches!(model.side_effect_class, SideEffectClass::Pure | SideEffectClass::ReadOnly)
+    model.side_effect_class.is_speculatable()
 }
 
 impl Session {
@@ -666,21 +666,21 @@ impl Session {
         }
         for candidate in &candidates {
             let arguments = self.host.project_args(from, result, &candidate.link);
-            projections.insert(candidate.link.tool.clone(), arguments.clone());
-            let Some(target) = self.host.tool(&candidate.link.tool) else { continue };
-            let Ok(first) = arguments else { continue };
-            let Some(arguments) = first.into_iter().next() else { continue };
-            let key = CallKey::new(
-                &candidate.link.tool,
-                &Value::Object(arguments),
-                Some(&target.spec.input_schema),
-            );
-            self.predictions.lock().unwrap_or_else(|e| e.into_inner()).push(Prediction {
-                link: (candidate.from.clone(), candidate.link.tool.clone()),
-                key: key.clone(),
-                at_call: calls_made,
-            });
-            projected.insert(candidate.link.tool.clone(), key);
+            let first = arguments.as_ref().ok().and_then(|all| all.first());
+            if let (Some(first), Some(target)) = (first, self.host.tool(&candidate.link.tool)) {
+                let key = CallKey::new(
+                    &candidate.link.tool,
+                    &Value::Object(first.clone()),
+                    Some(&target.spec.input_schema),
+                );
+                self.predictions.lock().unwrap_or_else(|e| e.into_inner()).push(Prediction {
+                    link: (candidate.from.clone(), candidate.link.tool.clone()),
+                    key: key.clone(),
+                    at_call: calls_made,
+                });
+                projected.insert(candidate.link.tool.clone(), key);
+            }
+            projections.insert(candidate.link.tool.clone(), arguments);
         }
         // A link whose projection finds nothing in this result does not apply to it (a chain
         // from a directory after a file was read): no call to plan, decline or predict.
