@@ -147,6 +147,35 @@ pub enum ToolErrorKind {
 /// The metadata key of an error result that says how long a rate limit holds, in seconds.
 pub const RETRY_AFTER_METADATA: &str = "retry_after_s";
 
+/// The metadata key of a result that says how much of the service's rate budget is left:
+/// a [`RateHeadroom`], from the last response the call read.
+pub const RATE_HEADROOM_METADATA: &str = "rate_headroom";
+
+/// What the service's rate-limit headers said is left of the window (`x-ratelimit-remaining` of
+/// `x-ratelimit-limit` on GitHub, `ratelimit-*` on GitLab).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RateHeadroom {
+    /// Requests left in the window.
+    pub remaining: u64,
+    /// Requests per window.
+    pub limit: u64,
+}
+
+impl RateHeadroom {
+    /// The share of the window left, 0..=1 (a limit of 0 counts as nothing left).
+    pub fn share(&self) -> f64 {
+        if self.limit == 0 {
+            return 0.0;
+        }
+        (self.remaining.min(self.limit) as f64) / (self.limit as f64)
+    }
+
+    /// The headroom a result reports, if it reports one.
+    pub fn of(result: &ToolResult) -> Option<Self> {
+        serde_json::from_value(result.metadata.get(RATE_HEADROOM_METADATA)?.clone()).ok()
+    }
+}
+
 /// What a call returns.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult {

@@ -684,3 +684,51 @@ async fn a_tool_whose_prefetches_a_session_leaves_unused_is_not_prefetched_there
     assert_eq!(started, [1, 1, 0]);
     session.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_window_running_out_is_left_to_the_agent() {
+    // The same likely follow-up (0.9) after three lists, each answered with what GitHub says is
+    // left of the token's rate window: with 28% left (reserve 20%) a 0.9 link is no longer worth
+    // a request, with 98% it is, with 10% nothing is.
+    let server = MockServer::start().await;
+    let page = quiver_tests::recorded("github", "pull_requests_list.json");
+    for (state, remaining) in [("closed", "1400"), ("open", "4900"), ("all", "500")] {
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/pulls")))
+            .and(wiremock::matchers::query_param("state", state))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(page.clone(), "application/json")
+                    .insert_header("x-ratelimit-limit", "5000")
+                    .insert_header("x-ratelimit-remaining", remaining),
+            )
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!("^{REPO}/pulls/[0-9]+$")))
+        .respond_with(reply(200, "pull_request.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let extra = format!(
+        "[enrichment]\nenabled = true\nprefetch_timeout_ms = 3000\nstop_after_unused = 0\n\
+         prefetch_rate_reserve = 0.2\n{PR_LINK}"
+    );
+    let host = host(&server, plugins.path(), &extra);
+    let session = Session::new(Arc::clone(&host), "window");
+    let mut started = Vec::new();
+    for state in ["closed", "open", "all"] {
+        let list = json!({"owner": "octocat", "repo": "Hello-World", "state": state});
+        let (listed, effects) = session.call("github.list_pull_requests", list, &[]).await;
+        assert!(!listed.is_error, "{listed:?}");
+        started.push(effects.prefetches_started);
+    }
+    session.shutdown().await;
+    assert_eq!(started, [0, 1, 0]);
+    let details = server.received_requests().await.unwrap();
+    assert_eq!(
+        details.iter().filter(|r| r.url.path().starts_with(&format!("{REPO}/pulls/"))).count(),
+        1
+    );
+}

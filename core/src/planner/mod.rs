@@ -121,6 +121,38 @@ pub fn session_probability(prior: f64, made: u32, missed: u32) -> f64 {
         / (SESSION_PRIOR_WEIGHT + f64::from(made) + f64::from(missed))
 }
 
+/// The probability a pre-fetch must reach to be worth a request of a service whose rate window
+/// has `share` left (0..=1), when `min_probability` is the bar with the whole window left and
+/// `reserve` is the share kept for the agent's own calls.
+///
+/// A pre-fetch pays when `p × (the wait it saves) ≥ (1 − p) × (the price of the request it
+/// spends)`, so its break-even odds `p / (1 − p)` are the request's price. With the whole window
+/// left that price is what `min_probability` says; as the window empties towards the reserve the
+/// price grows as `1 / (share − reserve)`, and at or below the reserve no probability is enough
+/// (the answer is above 1). At `min_probability` 0.5 and a reserve of 0.2: 0.5 with the window
+/// full, 0.53 at 90% left, 0.73 at half, 0.94 at a quarter.
+///
+/// ```
+/// use quiver_core::planner::rate_budget_probability;
+/// assert_eq!(rate_budget_probability(0.5, 1.0, 0.2), 0.5);
+/// assert!((rate_budget_probability(0.5, 0.5, 0.2) - 0.727).abs() < 0.001);
+/// assert!(rate_budget_probability(0.5, 0.2, 0.2) > 1.0);
+/// ```
+pub fn rate_budget_probability(min_probability: f64, share: f64, reserve: f64) -> f64 {
+    let finite_or = |x: f64, or: f64| if x.is_finite() { x } else { or };
+    let min = finite_or(min_probability, 1.0).clamp(0.0, 1.0);
+    let share = finite_or(share, 0.0).clamp(0.0, 1.0);
+    let reserve = finite_or(reserve, 0.0).clamp(0.0, 1.0);
+    if share <= reserve {
+        return f64::INFINITY;
+    }
+    if min >= 1.0 {
+        return 1.0;
+    }
+    let odds = min / (1.0 - min) * (1.0 - reserve) / (share - reserve);
+    odds / (1.0 + odds)
+}
+
 /// Why a candidate was left out of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

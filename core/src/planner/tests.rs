@@ -444,3 +444,22 @@ fn a_session_moves_a_link_by_what_the_agent_did() {
     assert!(session_probability(0.03, 1, 0) < 0.5, "one call is not yet a habit");
     assert_eq!(session_probability(f64::NAN, 0, 0), 0.0);
 }
+
+#[test]
+fn an_emptying_rate_window_raises_the_bar_until_only_the_agent_may_spend_it() {
+    // A full window leaves the configured bar as it is.
+    assert_eq!(rate_budget_probability(0.5, 1.0, 0.2), 0.5);
+    // The bar only rises as the window empties.
+    let bars: Vec<f64> =
+        [1.0, 0.9, 0.5, 0.25, 0.21].iter().map(|&s| rate_budget_probability(0.5, s, 0.2)).collect();
+    assert!(bars.windows(2).all(|w| w[0] < w[1]), "{bars:?}");
+    assert!(bars[4] < 1.0 && bars[4] > 0.98, "{bars:?}");
+    // At or below the reserve nothing is pre-fetched, however certain.
+    assert!(rate_budget_probability(0.5, 0.2, 0.2) > 1.0);
+    assert!(rate_budget_probability(0.0, 0.1, 0.2) > 1.0);
+    // No reserve: the last request may still go to a certain follow-up, not to a likely one.
+    assert!(rate_budget_probability(0.5, 0.01, 0.0) > 0.98);
+    // Garbage in is no pre-fetch out, never a panic.
+    assert!(rate_budget_probability(f64::NAN, f64::NAN, 0.2) > 1.0);
+    assert_eq!(rate_budget_probability(1.0, 0.9, 0.2), 1.0);
+}

@@ -105,7 +105,19 @@ impl<P: Provider> Instance<P> {
             .map_err(|e| format!("the host sent an unreadable call context: {e}"))?;
         let timeout = ctx.timeout_ms.map(Duration::from_millis);
         let result = runtime().block_on(async {
-            let call = self.provider.call(tool, args, ctx);
+            // What the service said is left of its rate window travels with the result.
+            let call = async {
+                let (mut result, headroom) =
+                    crate::support::http::with_rate_headroom(self.provider.call(tool, args, ctx))
+                        .await;
+                if let Some(headroom) = headroom {
+                    result
+                        .metadata
+                        .entry(quiver_core::tool::RATE_HEADROOM_METADATA.to_owned())
+                        .or_insert_with(|| serde_json::json!(headroom));
+                }
+                result
+            };
             let cancel = async {
                 while !cancelled.load(Ordering::Relaxed) {
                     tokio::time::sleep(CANCEL_POLL).await;

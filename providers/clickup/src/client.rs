@@ -7,8 +7,8 @@ use std::time::Duration;
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
     error_chain, format_unix_time, human_duration, is_transient_status, mask_secret,
-    set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit, RateLimit, RetryBudget,
-    TransientRetries,
+    note_rate_headroom, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
+    RateLimit, RetryBudget, TransientRetries,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use reqwest::{Method, StatusCode};
@@ -242,6 +242,12 @@ impl Client {
                     continue;
                 }
             }
+            note_rate_headroom(&RateLimit::from_headers(
+                |name| header(&reply.headers, name),
+                "x-ratelimit-reset",
+                "x-ratelimit-remaining",
+                "x-ratelimit-limit",
+            ));
             if reply.status == StatusCode::TOO_MANY_REQUESTS {
                 let limit = RateLimit::from_headers(
                     |name| header(&reply.headers, name),

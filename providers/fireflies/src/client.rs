@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
     error_chain, format_unix_time, human_duration, is_transient_status, mask_secret,
-    parse_retry_after, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
-    RateLimit as Signal, RetryBudget, TransientRetries,
+    note_rate_headroom, parse_retry_after, set_token_hint, tls_advice, too_large_message, unix_now,
+    BodyLimit, RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use quiver_plugin_sdk::support::json::nullable;
 use reqwest::header::HeaderMap;
@@ -342,6 +342,12 @@ impl Client {
                     return Err(failure.error);
                 }
             };
+            note_rate_headroom(&Signal::from_headers(
+                |name| header(&reply.headers, name),
+                "x-ratelimit-reset",
+                "x-ratelimit-remaining",
+                "x-ratelimit-limit",
+            ));
             let envelope = serde_json::from_str::<Envelope>(&reply.body).ok();
             // Before the 5xx retry: a `too_many_requests` entry rides on any status and is waited
             // out for as long as Fireflies asks, not after a short jittered pause.

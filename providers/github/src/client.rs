@@ -9,8 +9,8 @@ use octocrab::Octocrab;
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
     encode_component, error_chain, format_unix_time, human_duration, is_timeout,
-    is_transient_status, mask_secret, page_query, set_token_hint, tls_advice, too_large_message,
-    unix_now, BodyLimit, RateLimit as Signal, RetryBudget, TransientRetries,
+    is_transient_status, mask_secret, note_rate_headroom, page_query, set_token_hint, tls_advice,
+    too_large_message, unix_now, BodyLimit, RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use serde::de::DeserializeOwned;
 
@@ -339,6 +339,12 @@ impl Client {
                     continue;
                 }
             }
+            note_rate_headroom(&Signal::from_headers(
+                |name| header(&reply.headers, name),
+                "x-ratelimit-reset",
+                "x-ratelimit-remaining",
+                "x-ratelimit-limit",
+            ));
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
     encode_component, error_chain, format_unix_time, human_duration, is_transient_status,
-    mask_secret, page_query, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
-    RateLimit as Signal, RetryBudget, TransientRetries,
+    mask_secret, note_rate_headroom, page_query, set_token_hint, tls_advice, too_large_message,
+    unix_now, BodyLimit, RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, LOCATION};
 use reqwest::{Method, StatusCode};
@@ -273,6 +273,12 @@ impl Client {
                     continue;
                 }
             }
+            note_rate_headroom(&Signal::from_headers(
+                |name| header(&reply.headers, name),
+                "ratelimit-reset",
+                "ratelimit-remaining",
+                "ratelimit-limit",
+            ));
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.signal.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {

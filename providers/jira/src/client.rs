@@ -10,8 +10,8 @@ use gouqi::{ClientCore, Credentials};
 use quiver_plugin_sdk::prelude::*;
 use quiver_plugin_sdk::support::http::{
     error_chain, format_unix_time, human_duration, is_transient_status, mask_credential,
-    set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit, RateLimit as Signal,
-    RetryBudget, TransientRetries,
+    note_rate_headroom, set_token_hint, tls_advice, too_large_message, unix_now, BodyLimit,
+    RateLimit as Signal, RetryBudget, TransientRetries,
 };
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -261,6 +261,12 @@ impl Client {
             };
             // Before the 5xx retry: a 503 with `Retry-After` is Cloud's rate limit and is waited
             // out for as long as Jira asks, not after a short jittered pause.
+            note_rate_headroom(&Signal::from_headers(
+                |name| header(&reply.headers, name),
+                "x-ratelimit-reset",
+                "x-ratelimit-remaining",
+                "x-ratelimit-limit",
+            ));
             if let Some(limit) = RateLimit::of(&reply) {
                 let wait = limit.wait(unix_now());
                 if let Some(w) = budget.next_wait(wait) {

@@ -488,6 +488,11 @@ pub struct EnrichmentConfig {
     /// costs a request of the service's rate budget, a used one saves the agent a wait: at 0.5
     /// a pre-fetch is used more often than not.
     pub min_prefetch_probability: f64,
+    /// The share of a service's rate window pre-fetches leave to the agent's own calls. As the
+    /// window the service reports (`x-ratelimit-remaining` of `x-ratelimit-limit`) empties
+    /// towards it, a pre-fetch must be ever likelier to be used (its break-even odds grow as
+    /// `1 / (left − reserve)`); at or below it, nothing is pre-fetched.
+    pub prefetch_rate_reserve: f64,
     /// Token budget the planner may spend after one call.
     pub prefetch_budget_tokens: u32,
     /// Calls in flight per rate-limit host (`api.github.com`), main calls and pre-fetches
@@ -504,6 +509,7 @@ impl Default for EnrichmentConfig {
             max_prefetches_per_link: 1,
             stop_after_unused: 2,
             min_prefetch_probability: 0.5,
+            prefetch_rate_reserve: 0.2,
             prefetch_budget_tokens: 8000,
             per_host_concurrency: 4,
         }

@@ -153,6 +153,11 @@ pub struct Host {
         std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef, bool)>,
     /// Provider instances by (provider, token variable), created on first use.
     per_credential: Mutex<std::collections::HashMap<(String, String), Arc<ProviderHandle>>>,
+    /// What the last response of each (rate-limit host, credentials) said is left of its rate
+    /// window. In this process only: every response refreshes it, so a replica's own view is a
+    /// few calls old at most, and sharing it would cost a state write per call.
+    rate_headroom:
+        Mutex<std::collections::HashMap<(String, String), quiver_core::tool::RateHeadroom>>,
     /// Every provider a plugin file here names, started or not.
     seen_providers: std::collections::BTreeSet<String>,
     /// `[providers.NAME]` keys the provider's settings do not have, or values of the wrong
@@ -247,6 +252,7 @@ impl Host {
             upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
             modules: std::collections::BTreeMap::new(),
             per_credential: Mutex::new(std::collections::HashMap::new()),
+            rate_headroom: Mutex::new(std::collections::HashMap::new()),
             seen_providers: std::collections::BTreeSet::new(),
             config_problems: Vec::new(),
         };
@@ -638,6 +644,31 @@ impl Host {
         &self.state
     }
 
+    /// Keeps the rate headroom a fresh `result` of a call to `host` with the credentials of
+    /// `scope` reports (see [`quiver_core::tool::RATE_HEADROOM_METADATA`]).
+    pub fn note_rate_headroom(&self, host: &str, scope: &str, result: &ToolResult) {
+        if let Some(headroom) = quiver_core::tool::RateHeadroom::of(result) {
+            self.rate_headroom
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((host.to_owned(), scope.to_owned()), headroom);
+        }
+    }
+
+    /// What the last response from `host` to the credentials of `scope` said is left of its
+    /// rate window, if one said.
+    pub fn rate_headroom(
+        &self,
+        host: &str,
+        scope: &str,
+    ) -> Option<quiver_core::tool::RateHeadroom> {
+        self.rate_headroom
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(host.to_owned(), scope.to_owned()))
+            .copied()
+    }
+
     /// Why the configured `[state]` backend could not be opened, if it could not.
     pub fn state_error(&self) -> Option<&str> {
         self.state_error.as_deref()
@@ -812,10 +843,10 @@ impl Host {
         }
         let hint =
             |key: &str| annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_bool);
-        if hint("readOnlyHint") == Some(false) || hint("destructiveHint") == Some(true) {
-            if trusted.model.side_effect_class.is_speculatable() {
-                return SideEffectClass::MutatesExternal;
-            }
+        let says_it_writes =
+            hint("readOnlyHint") == Some(false) || hint("destructiveHint") == Some(true);
+        if says_it_writes && trusted.model.side_effect_class.is_speculatable() {
+            return SideEffectClass::MutatesExternal;
         }
         trusted.model.side_effect_class
     }

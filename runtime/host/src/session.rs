@@ -11,7 +11,10 @@
 //! agent did with it), run in the background with the provider's own argument projection (its
 //! first `max_prefetches_per_link`); the response waits at most `prefetch_timeout_ms` (0 by
 //! default) for them and says in one line what landed. A tool whose pre-fetches the session
-//! left unused `stop_after_unused` times is not pre-fetched there again. Late results still land in the cache. A call whose
+//! left unused `stop_after_unused` times is not pre-fetched there again, and a service whose
+//! rate window (as its last response reported it) is running out towards
+//! `prefetch_rate_reserve` gets only ever likelier pre-fetches, none below the reserve. Late
+//! results still land in the cache. A call whose
 //! pre-fetch is still running joins it instead of asking the provider again (it waits at most its
 //! own timeout, and calls the provider itself if the pre-fetch fails); a pre-fetched result is
 //! delivered whole the first time the agent asks for it. [`Session::shutdown`] (or dropping the
@@ -411,6 +414,9 @@ impl Session {
                                     )
                                     .await;
                                 drop(permit);
+                                if let Some(host) = rate_limit_host.as_deref() {
+                                    self.host.note_rate_headroom(host, &credentials_scope, &result);
+                                }
                                 if let (Some(host), Some(wait)) =
                                     (rate_limit_host.as_deref(), rate_limit_of(&result))
                                 {
@@ -757,15 +763,33 @@ impl Session {
                 {
                     continue;
                 }
-                // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
                 let host_name = self.host.rate_limit_host(&target, &arguments);
-                let permit = match host_name.as_deref() {
-                    Some(host) => {
-                        match state.try_permit(host, &self.credentials_scope_for(&target)).await {
-                            Some(permit) => permit,
-                            None => continue,
-                        }
+                let credentials_scope = self.credentials_scope_for(&target);
+                // A request of a rate window running out is worth more to the agent's own
+                // calls: the emptier the window, the likelier a pre-fetch must be.
+                let headroom = host_name
+                    .as_deref()
+                    .and_then(|h| self.host.rate_headroom(h, &credentials_scope));
+                if let Some(headroom) = headroom {
+                    let bar = planner::rate_budget_probability(
+                        settings.min_prefetch_probability,
+                        headroom.share(),
+                        settings.prefetch_rate_reserve,
+                    );
+                    if admitted.probability < bar {
+                        self.record(EventKind::Decline, admitted.tool, Some(&key), |e| {
+                            e.decline_reason = Some("rate_budget".to_owned());
+                            e.predicted_cost_tokens = Some(admitted.cost_tokens);
+                        });
+                        continue;
                     }
+                }
+                // Pre-fetches never queue behind main calls: no free permit, no pre-fetch.
+                let permit = match host_name.as_deref() {
+                    Some(host) => match state.try_permit(host, &credentials_scope).await {
+                        Some(permit) => permit,
+                        None => continue,
+                    },
                     None => Permit::none(),
                 };
                 let label = format!("{}({arguments})", admitted.tool);
@@ -786,7 +810,7 @@ impl Session {
                 let report =
                     prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
                 set.spawn(async move {
-                    let _permit = permit;
+                    let permit = permit;
                     let result = host
                         .call_with(
                             &tool,
@@ -797,6 +821,10 @@ impl Session {
                             credentials.as_deref(),
                         )
                         .await;
+                    drop(permit);
+                    if let Some(rate_host) = host_name.as_deref() {
+                        host.note_rate_headroom(rate_host, &credentials_scope, &result);
+                    }
                     let landed = !result.is_error;
                     if landed {
                         // Unseen before it is cached, so a call finding it in the cache

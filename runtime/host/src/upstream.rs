@@ -342,8 +342,8 @@ async fn guard_frames(
 fn frame_id(head: &[u8], tail: &[u8]) -> Option<Value> {
     let value_after = |text: &str, at: usize| -> Option<(Value, usize)> {
         let rest = text[at + 5..].trim_start();
-        let end = if rest.starts_with('"') {
-            rest[1..].find('"').map(|i| i + 2)?
+        let end = if let Some(quoted) = rest.strip_prefix('"') {
+            quoted.find('"').map(|i| i + 2)?
         } else {
             rest.find([',', '}']).unwrap_or(rest.len())
         };

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use quiver_core::tool::RateHeadroom;
+
 use super::time::parse_timestamp_ms;
 
 /// The page number of the `rel="next"` link among `Link` header values, if any.
@@ -109,6 +111,37 @@ impl RateLimit {
             self.reset_at.map(|reset| Duration::from_secs(reset.saturating_sub(now).max(1)))
         })
     }
+}
+
+tokio::task_local! {
+    /// The last rate headroom a response of the call in progress reported.
+    static CALL_HEADROOM: std::cell::Cell<Option<RateHeadroom>>;
+}
+
+/// Notes what a response's rate-limit headers say is left, for the call in progress: the SDK
+/// reports the last one noted in the result's metadata ([`RATE_HEADROOM_METADATA`]), and the
+/// host's pre-fetching spends less of a window that is running out. Call it on every response
+/// (not only the limited ones); without both `remaining` and `limit` it does nothing, and outside
+/// a call (a provider's own tests) too.
+///
+/// [`RATE_HEADROOM_METADATA`]: quiver_core::tool::RATE_HEADROOM_METADATA
+pub fn note_rate_headroom(limit: &RateLimit) {
+    if let (Some(remaining), Some(limit)) = (limit.remaining, limit.limit) {
+        let _ = CALL_HEADROOM.try_with(|cell| cell.set(Some(RateHeadroom { remaining, limit })));
+    }
+}
+
+/// Runs `call` with a place for [`note_rate_headroom`], and returns what was noted last.
+pub(crate) async fn with_rate_headroom<F: std::future::Future>(
+    call: F,
+) -> (F::Output, Option<RateHeadroom>) {
+    let cell = std::cell::Cell::new(None);
+    CALL_HEADROOM
+        .scope(cell, async {
+            let output = call.await;
+            (output, CALL_HEADROOM.with(std::cell::Cell::get))
+        })
+        .await
 }
 
 /// A rate limit's reset time as Unix seconds: sent as Unix seconds (`1715000000`: GitHub, GitLab,
