@@ -202,3 +202,95 @@ fn neighbors_and_links_are_scored_on_the_tool_called_next() {
     let by_neighbors = next["named_by_neighbors"].as_u64().unwrap();
     assert!(by_neighbors <= 6 && next["k"].as_u64().unwrap() > 0, "{report}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_quiver_recorded_replays_with_its_own_results() {
+    use quiver_runtime::{Host, LoadedConfig, Session};
+    use wiremock::matchers::{method, path, path_regex};
+    use wiremock::{Mock, MockServer};
+
+    // A session through a host that records: a commit list, its newest commit, the list again.
+    const REPO: &str = "/repos/octocat/Hello-World";
+    let server = MockServer::start().await;
+    let reply = |file| quiver_tests::recorded_reply(200, "github", file);
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits")))
+        .respond_with(reply("commits_list.json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex(format!("^{REPO}/commits/[0-9a-f]{{40}}$")))
+        .respond_with(reply("commit.json"))
+        .mount(&server)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let telemetry = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[providers.github]\nbase_url = \"{}\"\n\n[telemetry]\nrecord_sessions = true\ndir = \
+         \"{}\"\n",
+        server.uri(),
+        telemetry.path().display()
+    );
+    let config = LoadedConfig::parse(Path::new("quiver.toml"), &text).unwrap();
+    let host = std::sync::Arc::new(Host::with_config(config, Some(plugins.path())));
+    let session = Session::new(std::sync::Arc::clone(&host), "mcp-session-1");
+    let list = serde_json::json!({"owner": "octocat", "repo": "Hello-World"});
+    let newest = "24606b5f326a1356f031dd06431cfb0beddd475f";
+    let get = serde_json::json!({"owner": "octocat", "repo": "Hello-World", "sha": newest});
+    let (listed, _) = session.call("github.list_commits", list.clone(), &[]).await;
+    let (commit, _) = session.call("github.get_commit", get.clone(), &[]).await;
+    let (again, effects) = session.call("github.list_commits", list.clone(), &[]).await;
+    assert!(!listed.is_error && !commit.is_error && effects.cache_hit, "{again:?}");
+    session.shutdown().await;
+    // What the provider gives, before a session projects it.
+    let whole_list = host.call("github.list_commits", list, None, "direct", None).await;
+    let whole = host.call("github.get_commit", get, None, "direct", None).await;
+    drop(host);
+
+    // Every call is recorded with its whole result, the repeat too.
+    let sessions = telemetry.path().join("sessions");
+    let files: Vec<PathBuf> =
+        std::fs::read_dir(&sessions).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let recorded = quiver_runtime::recording::read_recording(&files[0]).unwrap();
+    let tools: Vec<&str> = recorded.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, ["github.list_commits", "github.get_commit", "github.list_commits"]);
+    assert_eq!(recorded[1].result.structured, whole.structured);
+    assert_eq!(recorded[0].result.structured, whole_list.structured);
+    assert_eq!(recorded[2].result.structured, whole_list.structured);
+
+    // Replayed with a link saying the newest commit is read next: it is pre-fetched from the
+    // recorded results and used, and the list's repeat comes from the cache.
+    let newest_commit_next =
+        "[tools.\"github.list_commits\"]\nfollow_up = [{ tool = \"get_commit\", \
+         probability = 0.9, projection = \"$.commits[*].sha\", projection_arg = \"sha\" }]\n";
+    let report =
+        replay_with(newest_commit_next, &["--recordings", sessions.to_str().unwrap()], &[]);
+    assert_eq!((count(&report, "calls"), count(&report, "replayed")), (3, 3), "{report}");
+    assert_eq!(count(&report, "failed"), 0, "{report}");
+    assert_eq!(report["effectiveness"]["prefetches"], 1, "{report}");
+    assert_eq!(report["effectiveness"]["prefetches_cited"], 1, "{report}");
+    assert_eq!((count(&report, "requests_off"), count(&report, "requests_on")), (2, 2));
+    assert_eq!(count(&report, "requests_unrecorded"), 0, "{report}");
+    assert_eq!(count(&report, "think_from_recording"), 2, "{report}");
+    assert!(count(&report, "recorded_tokens") > 0, "{report}");
+    assert!(count(&report, "delivered_tokens") <= count(&report, "recorded_tokens"), "{report}");
+
+    // A file that is not a recording is named, with what writes them.
+    std::fs::write(sessions.join("notes.jsonl"), "not json\n").unwrap();
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let out = quiver(
+        &[
+            "replay",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--recordings",
+            sessions.join("notes.jsonl").to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("notes.jsonl:1: not a recorded call"), "{stderr}");
+    assert!(stderr.contains("record_sessions = true"), "{stderr}");
+}

@@ -272,7 +272,8 @@ async fn run_case(case: &Case, status: u16) -> Run {
     std::fs::write(
         &config,
         format!(
-            "{}base_url = \"{base_url}\"\nmax_retry_wait_s = 0\n[telemetry]\nenabled = true\n",
+            "{}base_url = \"{base_url}\"\nmax_retry_wait_s = 0\n[telemetry]\nenabled = true\n\
+             record_sessions = true\n",
             case.section
         ),
     )
@@ -434,7 +435,8 @@ async fn run_successful_case(case: &Case) -> Run {
         format!(
             "{}base_url = \"{base_url}\"\nmax_retry_wait_s = 0\n\
              [tools.\"{}\"]\ncost_model = {{ freshness_ttl_s = 300 }}\n\
-             [state]\nbackend = \"redis\"\n[telemetry]\nenabled = true\n{bob_entry}{alice_entry}",
+             [state]\nbackend = \"redis\"\n[telemetry]\nenabled = true\n\
+             record_sessions = true\n{bob_entry}{alice_entry}",
             case.section, case.tool
         ),
     )
@@ -479,7 +481,14 @@ async fn run_successful_case(case: &Case) -> Run {
     // SIGTERM: the server finishes writing telemetry and logs before the files are read.
     let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
-    outputs.extend(files_under(dir.path()));
+    let files = files_under(dir.path());
+    assert!(
+        files.iter().any(|(name, text)| name.contains("sessions") && text.contains(MARKER)),
+        "{}: the session recording must hold the answer, or nothing was tested: {:?}",
+        case.label,
+        files.iter().map(|(name, _)| name).collect::<Vec<_>>()
+    );
+    outputs.extend(files);
     let log_text = std::fs::read_to_string(&log).unwrap();
     assert!(log_text.contains("DEBUG"), "{}: the log is at debug level: {log_text}", case.label);
     Run { outputs }

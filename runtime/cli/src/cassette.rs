@@ -20,6 +20,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use base64::Engine;
+use quiver_core::session_cache::CallKey;
+use quiver_core::ToolResult;
+use quiver_runtime::recording::RecordedAnswers;
 use serde_json::{json, Value};
 
 /// One recorded answer, in the service's own form.
@@ -168,6 +171,72 @@ impl Cassette {
     pub(crate) fn served(&self) -> (u64, u64) {
         let tapes = self.tapes();
         (tapes.served, tapes.unrecorded)
+    }
+}
+
+/// Results quiver recorded itself (`[telemetry] record_sessions`), answered where the host would
+/// call a provider or an upstream ([`quiver_runtime::Host::answer_from`]): the recording already
+/// holds what the provider returned, so nothing needs turning back into a service's shape. The
+/// cassette's rules: a call gets the result recorded for it at the latest step not after the
+/// current one, else its earliest; each answer counts as a request, and a call nothing was
+/// recorded for is counted apart.
+#[derive(Clone, Default)]
+pub(crate) struct RecordedResults {
+    tapes: Arc<Mutex<ResultTapes>>,
+}
+
+#[derive(Default)]
+struct ResultTapes {
+    recorded: HashMap<CallKey, Vec<(usize, ToolResult)>>,
+    step: usize,
+    served: u64,
+    unrecorded: u64,
+}
+
+impl RecordedResults {
+    fn tapes(&self) -> std::sync::MutexGuard<'_, ResultTapes> {
+        self.tapes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Files `result` as the answer to `key` at `step`.
+    pub(crate) fn record(&self, step: usize, key: CallKey, result: ToolResult) {
+        let mut tapes = self.tapes();
+        let answers = tapes.recorded.entry(key).or_default();
+        answers.push((step, result));
+        answers.sort_by_key(|(at, _)| *at);
+    }
+
+    /// Forgets every recorded result (between sessions).
+    pub(crate) fn clear(&self) {
+        let mut tapes = self.tapes();
+        tapes.recorded.clear();
+        tapes.step = 0;
+    }
+
+    /// The step of the session being replayed.
+    pub(crate) fn at_step(&self, step: usize) {
+        self.tapes().step = step;
+    }
+
+    /// Calls answered so far, and how many of them had nothing recorded.
+    pub(crate) fn served(&self) -> (u64, u64) {
+        let tapes = self.tapes();
+        (tapes.served, tapes.unrecorded)
+    }
+}
+
+impl RecordedAnswers for RecordedResults {
+    fn answer(&self, key: &CallKey) -> Option<ToolResult> {
+        let mut tapes = self.tapes();
+        tapes.served += 1;
+        let step = tapes.step;
+        let found = tapes.recorded.get(key).and_then(|answers| {
+            answers.iter().rev().find(|(at, _)| *at <= step).or(answers.first()).cloned()
+        });
+        if found.is_none() {
+            tapes.unrecorded += 1;
+        }
+        found.map(|(_, result)| result)
     }
 }
 

@@ -169,8 +169,18 @@ enum TuneCommand {
 struct ReplayArgs {
     /// Agent traces with tool calls and their outputs, one session per file (as `tune
     /// from-logs --traces` reads them); a session's task is the name of its file's folder.
-    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "claude_dir")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 1..,
+        required_unless_present_any = ["claude_dir", "recordings"]
+    )]
     traces: Vec<PathBuf>,
+    /// quiver's own session recordings (`[telemetry] record_sessions = true`): files or folders
+    /// of them, any provider's tools, each recorded result served where the provider would
+    /// answer; a recording's task is its own file.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    recordings: Vec<PathBuf>,
     /// Claude Code transcripts (JSONL), read at any depth: their timestamps give each turn's
     /// think time and each other tool's latency.
     #[arg(long, value_name = "DIR")]
@@ -342,6 +352,7 @@ fn replay_command(
     let options = replay::ReplayOptions {
         traces: args.traces,
         claude_dir: args.claude_dir,
+        recordings: args.recordings,
         neighbors: args.neighbors,
         telemetry_out: args.telemetry_out,
         provider: args.provider,

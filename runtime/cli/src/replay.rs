@@ -19,13 +19,16 @@ use quiver_core::replay::{
     task_is_held_out, wall_time_ms, ArgumentSurvival, Served, SurvivalCall, TimeModel, TimedCall,
 };
 use quiver_core::response_projection::estimate_text_tokens;
+use quiver_core::session_cache::CallKey;
 use quiver_core::telemetry::{annotate_citations, CallEvent, Effectiveness, EventKind};
+use quiver_core::ToolResult;
 use quiver_runtime::config::StateBackendKind;
+use quiver_runtime::recording::{read_recording, recording_files, RecordedAnswers};
 use quiver_runtime::{telemetry, Host, LoadedConfig, Session};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::cassette::{blocks_text, is_answer, rest_answer, Cassette};
+use crate::cassette::{blocks_text, is_answer, rest_answer, Cassette, RecordedResults};
 use crate::tune::{self, CallSequence};
 
 /// Which sessions a replay takes, by task (a session's task is the name of the folder its file
@@ -46,6 +49,8 @@ pub(crate) struct ReplayOptions {
     pub(crate) traces: Vec<PathBuf>,
     /// Claude Code transcripts (JSONL), read at any depth.
     pub(crate) claude_dir: Option<PathBuf>,
+    /// quiver's own session recordings: files, or folders read at any depth.
+    pub(crate) recordings: Vec<PathBuf>,
     /// Also measure how often the `neighbors` enrichment names the tool called next.
     pub(crate) neighbors: bool,
     /// Keep the telemetry of the run with pre-fetching on here, for `quiver tune analyze`.
@@ -139,6 +144,47 @@ fn github_arguments(tool: &str, mut args: Map<String, Value>) -> Map<String, Val
     args
 }
 
+/// quiver's own session recordings under `paths` as call sequences (origin: the file), each
+/// with its recorded results by call; and the files that could not be read, each with why.
+fn read_recordings(paths: &[PathBuf]) -> (Vec<(CallSequence, Vec<ToolResult>)>, Vec<String>) {
+    let mut sessions = Vec::new();
+    let mut unreadable = Vec::new();
+    for path in paths {
+        let files = recording_files(path);
+        if files.is_empty() {
+            unreadable.push(format!("{}: no recordings (.jsonl files) there", path.display()));
+        }
+        for file in files {
+            let recorded = match read_recording(&file) {
+                Ok(recorded) => recorded,
+                Err(why) => {
+                    unreadable.push(why);
+                    continue;
+                }
+            };
+            let at = |ms: u64| i64::try_from(ms).ok();
+            let calls = recorded
+                .iter()
+                .map(|r| tune::ObservedCall {
+                    tool: r.tool.clone(),
+                    input: Some(r.arguments.clone()),
+                    output: r.result.structured.clone().filter(|_| !r.result.is_error),
+                    blocks: serde_json::to_value(&r.result.content)
+                        .ok()
+                        .and_then(|v| v.as_array().cloned()),
+                    called_at_ms: at(r.at_ms),
+                    answered_at_ms: at(r.answered_ms),
+                    ..tune::ObservedCall::default()
+                })
+                .collect();
+            let origin = file.display().to_string();
+            let sequence = CallSequence { origin, calls, prompt: String::new() };
+            sessions.push((sequence, recorded.into_iter().map(|r| r.result).collect()));
+        }
+    }
+    (sessions, unreadable)
+}
+
 /// The token the replay's provider sends to the cassette.
 const REPLAY_TOKEN: &str = "quiver-replay-7f3a9c51e0b2";
 
@@ -167,17 +213,24 @@ fn replayable(
     provider: &str,
     tool: &str,
     input: Option<&Value>,
+    own: bool,
 ) -> Result<(String, Value), String> {
-    let registered = host.tool(tool).ok_or_else(|| match other_server(tool, provider) {
-        Some(server) => format!("{OTHER_SERVER}{server}"),
-        None => format!("{provider} has no such tool"),
+    let registered = host.tool(tool).ok_or_else(|| match (own, other_server(tool, provider)) {
+        // quiver recorded it under its own qualified name: a provider not loaded here, or an
+        // upstream (a replay connects to none).
+        (true, _) => format!("{OTHER_SERVER}{}", tool.split_once('.').map_or(tool, |(p, _)| p)),
+        (false, Some(server)) => format!("{OTHER_SERVER}{server}"),
+        (false, None) => format!("{provider} has no such tool"),
     })?;
-    if registered.name.provider != provider {
+    if !own && registered.name.provider != provider {
         return Err(format!("a tool of {}, not of {provider}", registered.name.provider));
     }
     let args = input.and_then(Value::as_object).cloned().unwrap_or_default();
-    let args =
-        if provider == "github" { github_arguments(&registered.name.tool, args) } else { args };
+    let args = if provider == "github" && !own {
+        github_arguments(&registered.name.tool, args)
+    } else {
+        args
+    };
     let schema = &registered.spec.input_schema;
     let declared = schema.get("properties").and_then(Value::as_object);
     let args: Map<String, Value> =
@@ -333,6 +386,8 @@ fn replay_config(
     config.state.backend = StateBackendKind::Memory;
     config.telemetry.enabled = true;
     config.telemetry.dir = Some(dir.to_path_buf());
+    // A replay of recordings is not a session worth recording.
+    config.telemetry.record_sessions = false;
     config.upstreams.clear();
     config.enrichment.enabled = on;
     config.enrichment.prefetch_timeout_ms = 600_000;
@@ -362,7 +417,8 @@ pub(crate) fn replay(
         replay_config(base, &options.provider, &cassette, &on_dir, true),
         plugins,
     ));
-    if off.tools().iter().all(|t| t.name.provider != options.provider) {
+    let traces_given = !options.traces.is_empty() || options.claude_dir.is_some();
+    if traces_given && off.tools().iter().all(|t| t.name.provider != options.provider) {
         bail!(
             "no tools of provider `{}` loaded: is its plugin in the plugins folder (`quiver \
              plugins` says)?",
@@ -374,13 +430,29 @@ pub(crate) fn replay(
     if let Some(dir) = &options.claude_dir {
         scan.merge(tune::read_transcripts(&tune::transcript_files(dir), &name));
     }
+    let (recorded, unreadable) = read_recordings(&options.recordings);
+    scan.unreadable.extend(unreadable);
     for problem in &scan.unreadable {
         eprintln!("quiver: skipped {problem}");
     }
+    let mut recorded_results = BTreeMap::new();
+    for (sequence, results) in recorded {
+        recorded_results.insert(sequence.origin.clone(), results);
+        scan.sequences.push(sequence);
+    }
+    // A recording's task is its own file (quiver records sessions, not tasks); a trace's is
+    // its folder.
+    let task = |s: &CallSequence| {
+        if recorded_results.contains_key(&s.origin) {
+            s.origin.clone()
+        } else {
+            task_of(&s.origin)
+        }
+    };
     let sessions: Vec<&CallSequence> = scan
         .sequences
         .iter()
-        .filter(|s| in_part(&task_of(&s.origin), options.part))
+        .filter(|s| in_part(&task(s), options.part))
         .filter(|s| !s.calls.is_empty())
         .collect();
     if sessions.is_empty() {
@@ -392,11 +464,7 @@ pub(crate) fn replay(
     let mut report = ReplayReport {
         part: Some(options.part),
         sessions: sessions.len(),
-        tasks: sessions
-            .iter()
-            .map(|s| task_of(&s.origin))
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
+        tasks: sessions.iter().map(|s| task(s)).collect::<std::collections::BTreeSet<_>>().len(),
         think_ms: options.think_ms,
         service_ms: options.service_ms,
         ..ReplayReport::default()
@@ -406,9 +474,11 @@ pub(crate) fn replay(
         service_ms: options.service_ms,
         prefetch_wait_ms: base.config.enrichment.prefetch_timeout_ms,
     };
+    let results = RecordedResults::default();
     let mut replayed_sessions = Vec::new();
     for (index, sequence) in sessions.iter().enumerate() {
         let session_id = format!("replay-{index}");
+        let own = recorded_results.get(&sequence.origin);
         let mut calls: Vec<Replayed> = sequence
             .calls
             .iter()
@@ -422,8 +492,9 @@ pub(crate) fn replay(
                     gap(previous.and_then(|p| p.answered_at_ms), call.called_at_ms);
                 let took_ms = gap(call.called_at_ms, call.answered_at_ms);
                 let recorded_text = call.blocks.as_deref().map(blocks_text);
+                let input = call.input.as_ref();
                 let (replay, skipped) =
-                    match replayable(&off, &options.provider, &call.tool, call.input.as_ref()) {
+                    match replayable(&off, &options.provider, &call.tool, input, own.is_some()) {
                         Ok(call) => (Some(call), None),
                         Err(why) => (None, Some(why)),
                     };
@@ -437,7 +508,10 @@ pub(crate) fn replay(
                     skipped,
                     read,
                     recorded_text,
-                    recorded_answer: call.blocks.as_deref().is_some_and(is_answer),
+                    recorded_answer: match own {
+                        Some(results) => results.get(i).is_some_and(|r| !r.is_error),
+                        None => call.blocks.as_deref().is_some_and(is_answer),
+                    },
                     think_before_ms,
                     took_ms,
                     off: None,
@@ -445,25 +519,44 @@ pub(crate) fn replay(
                 }
             })
             .collect();
-        // Learn: each recorded answer under the requests the plugin makes for its call.
         cassette.clear();
-        for (step, (call, observed)) in calls.iter().zip(&sequence.calls).enumerate() {
-            let (Some((tool, args)), Some(blocks)) = (&call.call, &observed.blocks) else {
-                continue;
-            };
-            let local = tool.split_once('.').map_or(tool.as_str(), |(_, t)| t);
-            cassette.learn(rest_answer(local, args, blocks));
-            runtime.block_on(off.call(tool, args.clone(), None, "replay-learn", None));
-            cassette.learned(step);
+        results.clear();
+        match own {
+            // quiver's own results, answered where the provider would be called.
+            Some(recorded) => {
+                for (step, (call, result)) in calls.iter().zip(recorded).enumerate() {
+                    let Some((tool, args)) = &call.call else { continue };
+                    let schema = off.tool(tool).map(|t| t.spec.input_schema.clone());
+                    let key = CallKey::new(tool, args, schema.as_ref());
+                    results.record(step, key, result.clone());
+                }
+            }
+            // Learn: each recorded answer under the requests the plugin makes for its call.
+            None => {
+                for (step, (call, observed)) in calls.iter().zip(&sequence.calls).enumerate() {
+                    let (Some((tool, args)), Some(blocks)) = (&call.call, &observed.blocks) else {
+                        continue;
+                    };
+                    let local = tool.split_once('.').map_or(tool.as_str(), |(_, t)| t);
+                    cassette.learn(rest_answer(local, args, blocks));
+                    runtime.block_on(off.call(tool, args.clone(), None, "replay-learn", None));
+                    cassette.learned(step);
+                }
+            }
         }
+        let answers: Option<Arc<dyn RecordedAnswers>> =
+            own.map(|_| Arc::new(results.clone()) as Arc<dyn RecordedAnswers>);
+        let served = || if own.is_some() { results.served().0 } else { cassette.served().0 };
         for (host, on_mode) in [(&off, false), (&on, true)] {
+            host.answer_from(answers.clone());
             let session = Session::new(Arc::clone(host), session_id.clone());
             for (step, call) in calls.iter_mut().enumerate() {
                 let Some((tool, args)) = &call.call else { continue };
                 cassette.at_step(step);
-                let (before, _) = cassette.served();
+                results.at_step(step);
+                let before = served();
                 let (result, effects) = runtime.block_on(session.call(tool, args.clone(), &[]));
-                let (after, _) = cassette.served();
+                let after = served();
                 let outcome = Outcome {
                     delivered: result.text_content(),
                     is_error: result.is_error,
@@ -479,11 +572,13 @@ pub(crate) fn replay(
                 }
             }
             runtime.block_on(session.shutdown());
+            host.answer_from(None);
         }
         replayed_sessions.push((session_id, sequence.prompt.clone(), calls));
     }
     let (served, unrecorded) = cassette.served();
-    report.requests_unrecorded = unrecorded;
+    let (served_recorded, unrecorded_recorded) = results.served();
+    report.requests_unrecorded = unrecorded + unrecorded_recorded;
     drop((off, on));
 
     let (mut events, problems) = telemetry::read_events(&telemetry::event_files(&on_dir));
@@ -618,7 +713,7 @@ pub(crate) fn replay(
         let figures = report.per_tool.entry(tool.clone()).or_default();
         (figures.values_used, figures.values_survived) = (*used, *survived);
     }
-    debug_assert!(served >= report.requests_off + report.requests_on);
+    debug_assert!(served + served_recorded >= report.requests_off + report.requests_on);
     if let Some(out) = &options.telemetry_out {
         keep_telemetry(&on_dir, out)?;
     }

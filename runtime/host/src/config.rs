@@ -439,6 +439,9 @@ impl SelectorConfig {
 pub struct TelemetryConfig {
     /// Write events.
     pub enabled: bool,
+    /// Also record each session's calls with their arguments and whole results under
+    /// `dir/sessions/`, for `quiver replay --recordings` (off: they hold the services' data).
+    pub record_sessions: bool,
     /// Where (default: `$QUIVER_DATA_DIR/telemetry`, else `$XDG_DATA_HOME/quiver/telemetry`,
     /// else `~/.local/share/quiver/telemetry`).
     pub dir: Option<PathBuf>,

@@ -158,6 +158,9 @@ pub struct Host {
     /// few calls old at most, and sharing it would cost a state write per call.
     rate_headroom:
         Mutex<std::collections::HashMap<(String, String), quiver_core::tool::RateHeadroom>>,
+    /// A replay's recorded answers, given to every call in place of the providers' and
+    /// upstreams' (see [`Host::answer_from`]).
+    recorded_answers: std::sync::RwLock<Option<Arc<dyn crate::recording::RecordedAnswers>>>,
     /// Every provider a plugin file here names, started or not.
     seen_providers: std::collections::BTreeSet<String>,
     /// `[providers.NAME]` keys the provider's settings do not have, or values of the wrong
@@ -253,6 +256,7 @@ impl Host {
             modules: std::collections::BTreeMap::new(),
             per_credential: Mutex::new(std::collections::HashMap::new()),
             rate_headroom: Mutex::new(std::collections::HashMap::new()),
+            recorded_answers: std::sync::RwLock::new(None),
             seen_providers: std::collections::BTreeSet::new(),
             config_problems: Vec::new(),
         };
@@ -644,6 +648,13 @@ impl Host {
         &self.state
     }
 
+    /// Answers every call from `answers` instead of the providers and upstreams (a call nothing
+    /// was recorded for gets a `not_found` error saying so), or, with `None`, from them again:
+    /// how `quiver replay --recordings` puts recorded sessions through the whole pipeline.
+    pub fn answer_from(&self, answers: Option<Arc<dyn crate::recording::RecordedAnswers>>) {
+        *self.recorded_answers.write().unwrap_or_else(|e| e.into_inner()) = answers;
+    }
+
     /// Keeps the rate headroom a fresh `result` of a call to `host` with the credentials of
     /// `scope` reports (see [`quiver_core::tool::RATE_HEADROOM_METADATA`]).
     pub fn note_rate_headroom(&self, host: &str, scope: &str, result: &ToolResult) {
@@ -998,6 +1009,20 @@ impl Host {
         let Some(mut tool) = self.tool(name) else {
             return ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name));
         };
+        let recorded = self.recorded_answers.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(answers) = recorded {
+            let key = quiver_core::session_cache::CallKey::new(
+                &tool.name.to_string(),
+                &args,
+                Some(&tool.spec.input_schema),
+            );
+            return answers.answer(&key).unwrap_or_else(|| {
+                ToolResult::error(
+                    ToolErrorKind::NotFound,
+                    format!("nothing was recorded for {key}: the recorded session never made it"),
+                )
+            });
+        }
         if let Some(token_env) = credentials.and_then(|c| c.0.get(&tool.name.provider)) {
             if tool.plugin().is_some() {
                 match self.provider_with_token(&tool.name.provider, token_env) {

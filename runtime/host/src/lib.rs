@@ -16,6 +16,8 @@
 //!   similarity) and chooses the tools to show a model this turn.
 //! - [`upstream`]: other MCP servers (`[[upstreams]]`), each a supervised client whose tools are
 //!   served beside the plugins' through the same pipeline.
+//! - [`recording`]: session recordings (each call's arguments and whole result, opt-in) and the
+//!   recorded answers a replay serves in place of providers.
 //! - [`session`]: one conversation's calls: session cache, invalidation, fail-fast, response
 //!   projection by field groups, and pre-fetches of likely follow-ups ([`speculation`]).
 //!
@@ -45,6 +47,7 @@ pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
+pub mod recording;
 pub mod registry;
 pub mod selector;
 pub mod session;

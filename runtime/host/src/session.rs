@@ -114,6 +114,8 @@ pub struct Session {
     link_outcomes: Mutex<HashMap<(String, String), LinkOutcomes>>,
     /// Calls the links of recent answers projected, not yet made or missed.
     predictions: Mutex<Vec<Prediction>>,
+    /// With `[telemetry] record_sessions`: where each call and its whole result are recorded.
+    recorder: Option<crate::recording::SessionRecorder>,
 }
 
 /// A predicted call counts as made when the agent makes it within this many calls.
@@ -145,7 +147,12 @@ impl Session {
     /// A session named `id` (it reaches providers as `ToolContext::session`).
     pub fn new(host: Arc<Host>, id: impl Into<String>) -> Self {
         let id = id.into();
+        let telemetry = &host.config().config.telemetry;
+        let recorder = telemetry
+            .record_sessions
+            .then(|| crate::recording::SessionRecorder::new(&telemetry.directory(), &id, now_ms()));
         Self {
+            recorder,
             host,
             scope: id.clone(),
             credentials_scope: crate::state::SHARED_CREDENTIALS.to_owned(),
@@ -317,6 +324,7 @@ impl Session {
         };
         let call_number = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
         let qualified = tool.name.to_string();
+        let recorded = self.recorder.as_ref().map(|_| (now_ms(), args.clone()));
         let model = self.host.value_model(&tool).model;
         let schema = &tool.spec.input_schema;
         let key = CallKey::new(&qualified, &args, Some(schema));
@@ -353,6 +361,7 @@ impl Session {
                 None
             } else if let Some(hit) = hit {
                 drop(prefetched);
+                self.keep_recording(&tool, recorded, &hit.result);
                 let requested = Requested::from_arguments(&args, Some(schema), intent.to_vec());
                 return self.repeat(&qualified, &key, &model, &requested, &hit);
             } else if fresh {
@@ -446,6 +455,7 @@ impl Session {
             }
         };
         state.record_call(&self.caller, &key, !is_unproductive(&result)).await;
+        self.keep_recording(&tool, recorded, &result);
         if !prefetch_hit {
             // The provider answered the agent itself: an older pre-fetch of this call (one that
             // expired from the cache before it was asked for) is no longer news.
@@ -583,6 +593,27 @@ impl Session {
         };
         fill(&mut event);
         sink.record(&event);
+    }
+
+    /// Records a call made at `recorded.0` with arguments `recorded.1` and its whole `result`,
+    /// when this session records.
+    fn keep_recording(
+        &self,
+        tool: &RegisteredTool,
+        recorded: Option<(u64, Value)>,
+        result: &ToolResult,
+    ) {
+        let (Some(recorder), Some((at_ms, arguments))) = (&self.recorder, recorded) else {
+            return;
+        };
+        let call = crate::recording::RecordedCall {
+            at_ms,
+            answered_ms: now_ms(),
+            tool: tool.name.to_string(),
+            arguments,
+            result: result.clone(),
+        };
+        recorder.record(call, &tool.spec.sensitive_params);
     }
 
     /// A repeat inside the freshness window: the short reference, or the data again for
