@@ -122,7 +122,7 @@ fn a_claude_code_transcript_times_each_turn_by_its_own_timestamps() {
     // Code's own Bash is timed as recorded.
     assert_eq!((count(&report, "calls"), count(&report, "replayed")), (3, 2), "{report}");
     assert_eq!(report["other_servers"]["the agent's own tools"], 1, "{report}");
-    assert_eq!(count(&report, "think_from_recording"), 2, "{report}");
+    assert_eq!(count(&report, "think_from_recording"), 3, "{report}");
     // Off: a request (300 ms), 5 s of thought, a request, 3 s of thought, Bash's 8 s.
     assert_eq!(count(&report, "wall_ms_off"), 300 + 5000 + 300 + 3000 + 8000);
     // On: the newest commit was pre-fetched while the agent thought, and served at once.
@@ -141,15 +141,25 @@ fn replay_of_recorded_github_sessions_keeps_the_values_agents_use_next() {
     let failures = report["failures"].as_object().unwrap();
     assert_eq!(failures.keys().collect::<Vec<_>>(), ["github.update_issue"], "{report}");
     assert!(count(&report, "replayed") >= 190, "{report}");
-    // Other servers' tools are counted in the timing and never replayed.
-    assert!(report["other_servers"]["local"].as_u64().unwrap() > 0, "{report}");
+    // Other MCP servers' tools go through a stand-in of each server, served like any upstream:
+    // every call of theirs is replayed, none fails.
+    let per_server = report["per_server"].as_object().unwrap();
+    for server in ["emails", "fetch", "filesystem", "local", "notion", "terminal"] {
+        let figures = &per_server[server];
+        assert!(figures["replayed"].as_u64().unwrap() > 0, "{server}: {figures}");
+        assert_eq!(figures["replayed"], figures["calls"], "{server}: {figures}");
+        assert_eq!(figures["failed"], 0, "{server}: {figures}");
+    }
+    assert!(report["other_servers"].as_object().unwrap().is_empty(), "{report}");
+    let github = &per_server["github"];
     // The directory listings' paths and the branch names were what the agents called next:
     // quiver's answers kept all of them.
     let survival = &report["survival"];
     assert!(survival["used"].as_u64().unwrap() >= 100, "{report}");
     assert_eq!(survival["used"], survival["survived"], "{}", survival["lost"]);
-    // Projection delivered less than the server's answers.
-    assert!(count(&report, "delivered_tokens") * 2 < count(&report, "recorded_tokens"));
+    // Projection delivered less than GitHub's server answered.
+    let tokens = |key: &str| github[key].as_u64().unwrap();
+    assert!(tokens("delivered_tokens") * 2 < tokens("recorded_tokens"), "{github}");
 }
 
 #[test]
@@ -259,6 +269,22 @@ async fn a_session_quiver_recorded_replays_with_its_own_results() {
     assert_eq!(recorded[0].result.structured, whole_list.structured);
     assert_eq!(recorded[2].result.structured, whole_list.structured);
 
+    // The same session also called a tool of an upstream quiver fronted (appended here as a
+    // host fronting one would have recorded it).
+    let upstream = quiver_runtime::recording::RecordedCall {
+        at_ms: recorded[2].answered_ms + 1000,
+        answered_ms: recorded[2].answered_ms + 1200,
+        tool: "linear.get_issue".into(),
+        arguments: serde_json::json!({"id": "ENG-42"}),
+        result: quiver_core::ToolResult::from_json(
+            serde_json::json!({"id": "ENG-42", "title": "t"}),
+        ),
+    };
+    let mut text = std::fs::read_to_string(&files[0]).unwrap();
+    text.push_str(&serde_json::to_string(&upstream).unwrap());
+    text.push('\n');
+    std::fs::write(&files[0], text).unwrap();
+
     // Replayed with a link saying the newest commit is read next: it is pre-fetched from the
     // recorded results and used, and the list's repeat comes from the cache.
     let newest_commit_next =
@@ -266,13 +292,15 @@ async fn a_session_quiver_recorded_replays_with_its_own_results() {
          probability = 0.9, projection = \"$.commits[*].sha\", projection_arg = \"sha\" }]\n";
     let report =
         replay_with(newest_commit_next, &["--recordings", sessions.to_str().unwrap()], &[]);
-    assert_eq!((count(&report, "calls"), count(&report, "replayed")), (3, 3), "{report}");
+    assert_eq!((count(&report, "calls"), count(&report, "replayed")), (4, 4), "{report}");
     assert_eq!(count(&report, "failed"), 0, "{report}");
+    // The upstream's tool through the replay's stand-in for it.
+    assert_eq!(report["per_server"]["linear"]["replayed"], 1, "{report}");
     assert_eq!(report["effectiveness"]["prefetches"], 1, "{report}");
     assert_eq!(report["effectiveness"]["prefetches_cited"], 1, "{report}");
-    assert_eq!((count(&report, "requests_off"), count(&report, "requests_on")), (2, 2));
+    assert_eq!((count(&report, "requests_off"), count(&report, "requests_on")), (3, 3));
     assert_eq!(count(&report, "requests_unrecorded"), 0, "{report}");
-    assert_eq!(count(&report, "think_from_recording"), 2, "{report}");
+    assert_eq!(count(&report, "think_from_recording"), 3, "{report}");
     assert!(count(&report, "recorded_tokens") > 0, "{report}");
     assert!(count(&report, "delivered_tokens") <= count(&report, "recorded_tokens"), "{report}");
 

@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod cassette;
+mod cassette_upstream;
 mod enrich_cli;
 mod replay;
 mod select_cli;
@@ -283,7 +284,14 @@ fn main() -> ExitCode {
         1 => LevelFilter::INFO,
         _ => LevelFilter::DEBUG,
     };
-    quiver_runtime::logging::init(level);
+    // A replay's stand-ins for other MCP servers run in this process, beside quiver's clients
+    // of them: the MCP library's notes on their connections are not the user's business.
+    let quiet: &[&str] = if matches!(cli.command, Command::Replay(_)) && cli.verbose < 2 {
+        &["rmcp=off"]
+    } else {
+        &[]
+    };
+    quiver_runtime::logging::init_with(level, quiet);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

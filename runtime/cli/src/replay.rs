@@ -29,6 +29,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::cassette::{blocks_text, is_answer, rest_answer, Cassette, RecordedResults};
+use crate::cassette_upstream::{CassetteUpstreams, UpstreamCall};
 use crate::tune::{self, CallSequence};
 
 /// Which sessions a replay takes, by task (a session's task is the name of the folder its file
@@ -206,6 +207,41 @@ fn other_server<'a>(tool: &'a str, provider: &str) -> Option<&'a str> {
     (server != provider).then_some(server)
 }
 
+/// The server and tool name of a recorded call of another MCP server's tool, as the replay's
+/// cassette upstream serves it (`mcp__linear__get_issue` → `linear`, `get_issue`;
+/// `notion-search` → `notion`, `search`; in quiver's own recordings `linear.get_issue`); `None`
+/// for the agent's own tools and for `provider`'s. The server's name must be one an
+/// `[[upstreams]]` entry may have.
+fn upstream_tool(tool: &str, provider: &str, own: bool) -> Option<(String, String)> {
+    let (server, local) = if own {
+        tool.split_once('.')?
+    } else {
+        other_server(tool, provider)?;
+        match tune::mcp_server_and_tool(tool) {
+            Some(split) => split,
+            None => tool.split_once('-')?,
+        }
+    };
+    let valid = |name: &str| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    (server != provider && valid(server) && !local.is_empty())
+        .then(|| (server.to_owned(), local.to_owned()))
+}
+
+/// A recorded result's blocks as MCP content: text and embedded resources as they are, anything
+/// else as its JSON text.
+fn mcp_content(blocks: &[Value]) -> Vec<Value> {
+    blocks
+        .iter()
+        .map(|b| match (b.get("type").and_then(Value::as_str), b.get("text")) {
+            (Some("text"), Some(Value::String(_))) | (Some("resource"), _) => b.clone(),
+            (_, Some(Value::String(text))) => serde_json::json!({"type": "text", "text": text}),
+            _ => serde_json::json!({"type": "text", "text": b.to_string()}),
+        })
+        .collect()
+}
+
 /// A recorded call as quiver's tool takes it: the tool's qualified name and the arguments its
 /// schema declares, or why it cannot be replayed.
 fn replayable(
@@ -215,7 +251,15 @@ fn replayable(
     input: Option<&Value>,
     own: bool,
 ) -> Result<(String, Value), String> {
-    let registered = host.tool(tool).ok_or_else(|| match (own, other_server(tool, provider)) {
+    // Another server's tool, served by the replay's cassette upstream of that name.
+    let upstream =
+        upstream_tool(tool, provider, own).map(|(server, local)| format!("{server}.{local}"));
+    let registered = host.tool(tool).or_else(|| upstream.and_then(|name| host.tool(&name)));
+    if let Some(registered) = registered.as_ref().filter(|r| r.plugin().is_none()) {
+        let args = input.and_then(Value::as_object).cloned().unwrap_or_default();
+        return Ok((registered.name.to_string(), Value::Object(args)));
+    }
+    let registered = registered.ok_or_else(|| match (own, other_server(tool, provider)) {
         // quiver recorded it under its own qualified name: a provider not loaded here, or an
         // upstream (a replay connects to none).
         (true, _) => format!("{OTHER_SERVER}{}", tool.split_once('.').map_or(tool, |(p, _)| p)),
@@ -322,6 +366,8 @@ pub(crate) struct ReplayReport {
     pub(crate) wall_ms_off: u64,
     pub(crate) wall_ms_on: u64,
     pub(crate) per_tool: BTreeMap<String, ToolFigures>,
+    /// The same, summed by provider or upstream (the part of a qualified name before the dot).
+    pub(crate) per_server: BTreeMap<String, ToolFigures>,
     /// With `--neighbors`: how often each source of candidate follow-ups named the tool the
     /// agent called next.
     pub(crate) next_tool: Option<NextToolFigures>,
@@ -365,12 +411,13 @@ impl ReplayReport {
 
 /// The config a replay runs on: the user's value models and settings, with `provider` pointed
 /// at the cassette (and a token that is not the user's), state in memory, telemetry in `dir`,
-/// no upstreams, and pre-fetching `on` or off — answers wait for their pre-fetches, so what
+/// the cassette `upstreams` instead of the user's, and pre-fetching `on` or off — answers wait for their pre-fetches, so what
 /// landed does not depend on this machine's speed.
 fn replay_config(
     base: &LoadedConfig,
     provider: &str,
     cassette: &Cassette,
+    upstreams: &[quiver_runtime::upstream::UpstreamConfig],
     dir: &Path,
     on: bool,
 ) -> LoadedConfig {
@@ -388,7 +435,8 @@ fn replay_config(
     config.telemetry.dir = Some(dir.to_path_buf());
     // A replay of recordings is not a session worth recording.
     config.telemetry.record_sessions = false;
-    config.upstreams.clear();
+    // The cassette upstreams, in place of the servers the sessions called.
+    config.upstreams = upstreams.to_vec();
     config.enrichment.enabled = on;
     config.enrichment.prefetch_timeout_ms = 600_000;
     loaded
@@ -409,23 +457,21 @@ pub(crate) fn replay(
         .context("creating the replay's scratch directory")?;
     let scratch = scratch_dir.path().to_path_buf();
     let (off_dir, on_dir) = (scratch.join("off"), scratch.join("on"));
-    let off = Arc::new(Host::with_config(
-        replay_config(base, &options.provider, &cassette, &off_dir, false),
+    // Reads the sessions with the plugins' tools; the hosts that replay them also have the
+    // cassette upstreams, made from what the sessions called.
+    let probe = Host::with_config(
+        replay_config(base, &options.provider, &cassette, &[], &off_dir, false),
         plugins,
-    ));
-    let on = Arc::new(Host::with_config(
-        replay_config(base, &options.provider, &cassette, &on_dir, true),
-        plugins,
-    ));
+    );
     let traces_given = !options.traces.is_empty() || options.claude_dir.is_some();
-    if traces_given && off.tools().iter().all(|t| t.name.provider != options.provider) {
+    if traces_given && probe.tools().iter().all(|t| t.name.provider != options.provider) {
         bail!(
             "no tools of provider `{}` loaded: is its plugin in the plugins folder (`quiver \
              plugins` says)?",
             options.provider
         );
     }
-    let name = |raw: &str| tune::trace_tool_name(&off, Some(&options.provider), raw);
+    let name = |raw: &str| tune::trace_tool_name(&probe, Some(&options.provider), raw);
     let mut scan = tune::read_traces(&options.traces, &name);
     if let Some(dir) = &options.claude_dir {
         scan.merge(tune::read_transcripts(&tune::transcript_files(dir), &name));
@@ -469,6 +515,53 @@ pub(crate) fn replay(
         service_ms: options.service_ms,
         ..ReplayReport::default()
     };
+    // Every call of another server's tool, by session and step, for the cassette upstreams.
+    let upstream_calls: Vec<Vec<(usize, UpstreamCall)>> = sessions
+        .iter()
+        .map(|sequence| {
+            let own = recorded_results.get(&sequence.origin);
+            sequence
+                .calls
+                .iter()
+                .enumerate()
+                .filter(|(_, call)| probe.tool(&call.tool).is_none())
+                .filter_map(|(step, call)| {
+                    let (server, tool) = upstream_tool(&call.tool, &options.provider, own.is_some())?;
+                    let arguments = call.input.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+                    let result = match own.and_then(|results| results.get(step)) {
+                        Some(recorded) => serde_json::json!({
+                            "content": mcp_content(&serde_json::to_value(&recorded.content).ok()?.as_array()?.clone()),
+                            "structuredContent": recorded.structured,
+                            "isError": recorded.is_error,
+                        }),
+                        None => serde_json::json!({"content": mcp_content(call.blocks.as_deref().unwrap_or_default())}),
+                    };
+                    Some((step, UpstreamCall { server, tool, arguments, result }))
+                })
+                .collect()
+        })
+        .collect();
+    drop(probe);
+    let all_upstream_calls: Vec<&UpstreamCall> =
+        upstream_calls.iter().flatten().map(|(_, call)| call).collect();
+    let upstreams = runtime
+        .block_on(CassetteUpstreams::start(&all_upstream_calls))
+        .context("starting the cassette upstreams")?;
+    let upstream_configs = upstreams.upstreams();
+    let off = Arc::new(Host::with_config(
+        replay_config(base, &options.provider, &cassette, &upstream_configs, &off_dir, false),
+        plugins,
+    ));
+    let on = Arc::new(Host::with_config(
+        replay_config(base, &options.provider, &cassette, &upstream_configs, &on_dir, true),
+        plugins,
+    ));
+    runtime.block_on(async { tokio::join!(off.start_upstreams(), on.start_upstreams()) });
+    for report in off.upstream_reports() {
+        if let quiver_runtime::upstream::UpstreamState::Failed { reason } = &report.state {
+            eprintln!("quiver: the replay's stand-in for {}: {reason}", report.name);
+        }
+    }
     let time = TimeModel {
         think_ms: options.think_ms,
         service_ms: options.service_ms,
@@ -503,7 +596,8 @@ pub(crate) fn replay(
                     .and_then(|(tool, _)| off.tool(tool))
                     .is_some_and(|t| off.value_model(&t).model.side_effect_class.is_speculatable());
                 Replayed {
-                    tool: call.tool.clone(),
+                    // quiver's name once replayed (another server's tool through its stand-in).
+                    tool: replay.as_ref().map_or_else(|| call.tool.clone(), |(t, _)| t.clone()),
                     call: replay,
                     skipped,
                     read,
@@ -521,6 +615,7 @@ pub(crate) fn replay(
             .collect();
         cassette.clear();
         results.clear();
+        upstreams.load(upstream_calls[index].iter().map(|(step, call)| (*step, call)));
         match own {
             // quiver's own results, answered where the provider would be called.
             Some(recorded) => {
@@ -546,7 +641,8 @@ pub(crate) fn replay(
         }
         let answers: Option<Arc<dyn RecordedAnswers>> =
             own.map(|_| Arc::new(results.clone()) as Arc<dyn RecordedAnswers>);
-        let served = || if own.is_some() { results.served().0 } else { cassette.served().0 };
+        // Each call reaches one of them: the recorded results, a cassette upstream, the cassette.
+        let served = || results.served().0 + upstreams.served().0 + cassette.served().0;
         for (host, on_mode) in [(&off, false), (&on, true)] {
             host.answer_from(answers.clone());
             let session = Session::new(Arc::clone(host), session_id.clone());
@@ -554,6 +650,7 @@ pub(crate) fn replay(
                 let Some((tool, args)) = &call.call else { continue };
                 cassette.at_step(step);
                 results.at_step(step);
+                upstreams.at_step(step);
                 let before = served();
                 let (result, effects) = runtime.block_on(session.call(tool, args.clone(), &[]));
                 let after = served();
@@ -578,7 +675,8 @@ pub(crate) fn replay(
     }
     let (served, unrecorded) = cassette.served();
     let (served_recorded, unrecorded_recorded) = results.served();
-    report.requests_unrecorded = unrecorded + unrecorded_recorded;
+    let (served_upstream, unrecorded_upstream) = upstreams.served();
+    report.requests_unrecorded = unrecorded + unrecorded_recorded + unrecorded_upstream;
     drop((off, on));
 
     let (mut events, problems) = telemetry::read_events(&telemetry::event_files(&on_dir));
@@ -713,7 +811,28 @@ pub(crate) fn replay(
         let figures = report.per_tool.entry(tool.clone()).or_default();
         (figures.values_used, figures.values_survived) = (*used, *survived);
     }
-    debug_assert!(served + served_recorded >= report.requests_off + report.requests_on);
+    for (tool, f) in &report.per_tool {
+        let Some((server, _)) = tool.split_once('.') else { continue };
+        let sum = report.per_server.entry(server.to_owned()).or_default();
+        for (total, part) in [
+            (&mut sum.calls, f.calls),
+            (&mut sum.replayed, f.replayed),
+            (&mut sum.failed, f.failed),
+            (&mut sum.recorded_tokens, f.recorded_tokens),
+            (&mut sum.delivered_tokens, f.delivered_tokens),
+            (&mut sum.values_used, f.values_used),
+            (&mut sum.values_survived, f.values_survived),
+            (&mut sum.prefetches, f.prefetches),
+            (&mut sum.prefetches_used, f.prefetches_used),
+            (&mut sum.declines, f.declines),
+            (&mut sum.declines_called, f.declines_called),
+        ] {
+            *total += part;
+        }
+    }
+    debug_assert!(
+        served + served_recorded + served_upstream >= report.requests_off + report.requests_on
+    );
     if let Some(out) = &options.telemetry_out {
         keep_telemetry(&on_dir, out)?;
     }
@@ -743,8 +862,13 @@ fn next_tool_figures(
         ..NextToolFigures::default()
     };
     for (_, _, calls) in sessions {
-        let tools: Vec<&str> =
-            calls.iter().filter_map(|c| c.call.as_ref().map(|(t, _)| t.as_str())).collect();
+        // The calls of the catalog the enrichment ran over (the replay's stand-ins for other
+        // servers are not in it, and neither source could name them).
+        let tools: Vec<&str> = calls
+            .iter()
+            .filter_map(|c| c.call.as_ref().map(|(t, _)| t.as_str()))
+            .filter(|t| host.tool(t).is_some())
+            .collect();
         for pair in tools.windows(2) {
             let (from, next) = (pair[0], pair[1]);
             figures.transitions += 1;
@@ -833,6 +957,26 @@ pub(crate) fn print(report: &ReplayReport) {
             f.declines_called
         );
     }
+    if report.per_server.len() > 1 {
+        println!();
+        for (server, f) in &report.per_server {
+            println!(
+                "{:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
+                format!("{server} (all its tools)"),
+                f.calls,
+                f.replayed,
+                f.failed,
+                f.recorded_tokens,
+                f.delivered_tokens,
+                percent(ratio(f.delivered_tokens, f.recorded_tokens)),
+                format!("{}/{}", f.values_survived, f.values_used),
+                f.prefetches,
+                f.prefetches_used,
+                f.declines,
+                f.declines_called
+            );
+        }
+    }
     let e = &report.effectiveness;
     println!();
     println!(
@@ -861,7 +1005,7 @@ pub(crate) fn print(report: &ReplayReport) {
     if !report.other_servers.is_empty() {
         let others: Vec<String> =
             report.other_servers.iter().map(|(s, n)| format!("{s} {n}")).collect();
-        println!("# calls of other servers' tools (timed, not replayed): {}", others.join(", "));
+        println!("# calls not replayed, only timed (the agent's own tools): {}", others.join(", "));
     }
     println!(
         "tokens delivered / recorded (reads)   {:>7}   goal ≤ 20%   ({} of {})",

@@ -59,7 +59,19 @@ pub fn scrub_json(value: &mut Value) {
 /// is written: a library that logs a server's 401 body echoing the request's header, or its own
 /// request, cannot show a token.
 pub fn init(default: LevelFilter) {
-    let filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
+    init_with(default, &[]);
+}
+
+/// [`init`], with `directives` (`rmcp=error`) applied unless `RUST_LOG` says otherwise.
+pub fn init_with(default: LevelFilter, directives: &[&str]) {
+    let mut filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
+    if std::env::var_os(EnvFilter::DEFAULT_ENV).is_none_or(|v| v.is_empty()) {
+        for directive in directives {
+            if let Ok(directive) = directive.parse() {
+                filter = filter.add_directive(directive);
+            }
+        }
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(ScrubbedStderr)
