@@ -122,7 +122,7 @@ fn a_claude_code_transcript_times_each_turn_by_its_own_timestamps() {
     // Code's own Bash is timed as recorded.
     assert_eq!((count(&report, "calls"), count(&report, "replayed")), (3, 2), "{report}");
     assert_eq!(report["other_servers"]["the agent's own tools"], 1, "{report}");
-    assert_eq!(count(&report, "think_from_recording"), 3, "{report}");
+    assert_eq!(count(&report, "think_from_recording"), 2, "{report}");
     // Off: a request (300 ms), 5 s of thought, a request, 3 s of thought, Bash's 8 s.
     assert_eq!(count(&report, "wall_ms_off"), 300 + 5000 + 300 + 3000 + 8000);
     // On: the newest commit was pre-fetched while the agent thought, and served at once.
@@ -303,6 +303,27 @@ async fn a_session_quiver_recorded_replays_with_its_own_results() {
     assert_eq!(count(&report, "think_from_recording"), 3, "{report}");
     assert!(count(&report, "recorded_tokens") > 0, "{report}");
     assert!(count(&report, "delivered_tokens") <= count(&report, "recorded_tokens"), "{report}");
+
+    // `tune from-logs` mines the same recordings, each link with the path its value came from.
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let out = quiver(
+        &[
+            "tune",
+            "from-logs",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--min-support",
+            "1",
+            "--claude-dir",
+            telemetry.path().join("no-transcripts").to_str().unwrap(),
+            "--recordings",
+            sessions.to_str().unwrap(),
+        ],
+        &[("QUIVER_DATA_DIR", telemetry.path().join("data").to_str().unwrap())],
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("get_commit") && stdout.contains("$.commits[*].sha"), "{stdout}");
 
     // A file that is not a recording is named, with what writes them.
     std::fs::write(sessions.join("notes.jsonl"), "not json\n").unwrap();

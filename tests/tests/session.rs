@@ -732,3 +732,42 @@ async fn a_rate_window_running_out_is_left_to_the_agent() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_nobody_sized_is_predicted_by_what_it_returned() {
+    // The noop fixture's tool has no cost model of its own: the verb priors guess its size
+    // until its results say it. A size the user wrote is never replaced.
+    let plugins = plugins_dir(&["quiver-fixture-noop"]);
+    let load = |text: &str| {
+        let config = LoadedConfig::parse(Path::new("quiver.toml"), text).unwrap();
+        Arc::new(Host::with_config(config, Some(plugins.path())))
+    };
+    let host = load("");
+    let tool = host.tool("noop.noop").expect("the fixture's tool");
+    let guessed = host.value_model(&tool);
+    assert!(
+        !guessed
+            .source_of("cost_model.typical_kb")
+            .is_some_and(|s| format!("{s:?}").contains("observed")),
+        "{guessed:?}"
+    );
+    let session = Session::new(Arc::clone(&host), "sizes");
+    for n in [1, 22] {
+        let (result, _) = session.call("noop.noop", json!({"n": n}), &[]).await;
+        assert!(!result.is_error, "{result:?}");
+    }
+    let learned = host.value_model(&tool);
+    let source = format!("{:?}", learned.source_of("cost_model.typical_kb"));
+    assert!(source.contains("observed:mean of 2 results"), "{source}");
+    let kb = learned.model.cost_model.typical_kb;
+    assert!(kb > 0.0 && kb < 0.1, "a {{\"n\": …}} result is a few tokens, not {kb} KB");
+    session.shutdown().await;
+
+    let host = load("[tools.\"noop.noop\"]\ncost_model = { typical_kb = 9.0 }\n");
+    let session = Session::new(Arc::clone(&host), "sized");
+    let (result, _) = session.call("noop.noop", json!({"n": 1}), &[]).await;
+    assert!(!result.is_error, "{result:?}");
+    let tool = host.tool("noop.noop").unwrap();
+    assert_eq!(host.value_model(&tool).model.cost_model.typical_kb, 9.0);
+    session.shutdown().await;
+}

@@ -152,6 +152,10 @@ enum TuneCommand {
         /// (`tool_calls` / `role: tool`), as a JSON array or an object with `messages`.
         #[arg(long, value_name = "FILE", num_args = 1..)]
         traces: Vec<PathBuf>,
+        /// quiver's own session recordings (`[telemetry] record_sessions = true`), files or
+        /// folders: arguments and whole results, so links come with their projections.
+        #[arg(long, value_name = "PATH", num_args = 1..)]
+        recordings: Vec<PathBuf>,
         /// The provider bare tool names in traces belong to (`get_issue` → `github.get_issue`,
         /// with github-mcp-server's own names mapped to quiver's).
         #[arg(long, value_name = "NAME")]
@@ -731,8 +735,16 @@ fn tune(
         TuneCommand::Analyze { files, within, apply, force } => {
             tune_analyze(&host, &target, files, within, apply, force)
         }
-        TuneCommand::FromLogs { files, claude_dir, traces, provider, min_support, apply } => {
-            let logs = tune::Logs { telemetry: files, claude_dir, traces, provider };
+        TuneCommand::FromLogs {
+            files,
+            claude_dir,
+            traces,
+            recordings,
+            provider,
+            min_support,
+            apply,
+        } => {
+            let logs = tune::Logs { telemetry: files, claude_dir, traces, recordings, provider };
             tune_from_logs(&host, &target, logs, min_support, apply)
         }
     }
@@ -863,7 +875,7 @@ fn tune_from_logs(
     min_support: u64,
     apply: bool,
 ) -> anyhow::Result<ExitCode> {
-    let tune::Logs { telemetry: files, claude_dir, traces, provider } = logs;
+    let tune::Logs { telemetry: files, claude_dir, traces, recordings, provider } = logs;
     let (files, telemetry_dir) = telemetry_files(host, files);
     let scan = tune::telemetry_sequences(&files);
     for problem in &scan.problems {
@@ -871,7 +883,7 @@ fn tune_from_logs(
     }
     let claude_dir = claude_dir.or_else(tune::default_claude_dir);
     let transcripts = claude_dir.as_deref().map(tune::transcript_files).unwrap_or_default();
-    if files.is_empty() && transcripts.is_empty() && traces.is_empty() {
+    if files.is_empty() && transcripts.is_empty() && traces.is_empty() && recordings.is_empty() {
         let claude =
             claude_dir.map(|d| d.display().to_string()).unwrap_or("~/.claude/projects".into());
         bail!(
@@ -885,6 +897,13 @@ fn tune_from_logs(
     let trace_name = |raw: &str| tune::trace_tool_name(host, provider.as_deref(), raw);
     let traced = tune::read_traces(&traces, &trace_name);
     read.merge(traced);
+    let (recorded, unreadable) = replay::read_recordings(&recordings);
+    read.unreadable.extend(unreadable);
+    read.files += recorded.len();
+    for (sequence, _) in recorded {
+        read.tool_calls += sequence.calls.len();
+        read.sequences.push(sequence);
+    }
     for problem in &read.unreadable {
         eprintln!("quiver: skipped {problem}");
     }

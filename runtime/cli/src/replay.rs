@@ -147,7 +147,9 @@ fn github_arguments(tool: &str, mut args: Map<String, Value>) -> Map<String, Val
 
 /// quiver's own session recordings under `paths` as call sequences (origin: the file), each
 /// with its recorded results by call; and the files that could not be read, each with why.
-fn read_recordings(paths: &[PathBuf]) -> (Vec<(CallSequence, Vec<ToolResult>)>, Vec<String>) {
+pub(crate) fn read_recordings(
+    paths: &[PathBuf],
+) -> (Vec<(CallSequence, Vec<ToolResult>)>, Vec<String>) {
     let mut sessions = Vec::new();
     let mut unreadable = Vec::new();
     for path in paths {
@@ -332,6 +334,9 @@ pub(crate) struct ToolFigures {
     pub(crate) prefetches_used: u64,
     pub(crate) declines: u64,
     pub(crate) declines_called: u64,
+    /// Calls whose size the value model predicted, and those that came out ≥ 130% of it.
+    pub(crate) predictions: u64,
+    pub(crate) overruns: u64,
 }
 
 /// What a replay measured.
@@ -688,7 +693,11 @@ pub(crate) fn replay(
     for event in &events {
         by_session.entry(event.session.as_str()).or_default().push(event);
         report.effectiveness.accumulate(event);
+        let mut own = Effectiveness::default();
+        own.accumulate(event);
         let figures = report.per_tool.entry(event.tool.clone()).or_default();
+        figures.predictions += own.predictions;
+        figures.overruns += own.overruns;
         match event.kind {
             EventKind::Prefetch => {
                 figures.prefetches += 1;
@@ -826,6 +835,8 @@ pub(crate) fn replay(
             (&mut sum.prefetches_used, f.prefetches_used),
             (&mut sum.declines, f.declines),
             (&mut sum.declines_called, f.declines_called),
+            (&mut sum.predictions, f.predictions),
+            (&mut sum.overruns, f.overruns),
         ] {
             *total += part;
         }

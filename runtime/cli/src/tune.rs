@@ -884,6 +884,8 @@ pub(crate) struct Logs {
     pub(crate) claude_dir: Option<PathBuf>,
     /// Agent traces, one session each.
     pub(crate) traces: Vec<PathBuf>,
+    /// quiver's own session recordings.
+    pub(crate) recordings: Vec<PathBuf>,
     /// The provider bare tool names of traces belong to.
     pub(crate) provider: Option<String>,
 }

@@ -158,6 +158,9 @@ pub struct Host {
     /// few calls old at most, and sharing it would cost a state write per call.
     rate_headroom:
         Mutex<std::collections::HashMap<(String, String), quiver_core::tool::RateHeadroom>>,
+    /// Tokens of the results each tool gave so far (count, sum): the size a tool with no cost
+    /// model of its own (an upstream's, or one only the priors describe) is predicted to have.
+    observed_tokens: Mutex<std::collections::HashMap<String, (u64, u64)>>,
     /// A replay's recorded answers, given to every call in place of the providers' and
     /// upstreams' (see [`Host::answer_from`]).
     recorded_answers: std::sync::RwLock<Option<Arc<dyn crate::recording::RecordedAnswers>>>,
@@ -257,6 +260,7 @@ impl Host {
             per_credential: Mutex::new(std::collections::HashMap::new()),
             rate_headroom: Mutex::new(std::collections::HashMap::new()),
             recorded_answers: std::sync::RwLock::new(None),
+            observed_tokens: Mutex::new(std::collections::HashMap::new()),
             seen_providers: std::collections::BTreeSet::new(),
             config_problems: Vec::new(),
         };
@@ -648,6 +652,14 @@ impl Host {
         &self.state
     }
 
+    /// Notes that a call of `tool` (qualified) returned a result of `tokens` (before projection).
+    pub fn observe_result_tokens(&self, tool: &str, tokens: u64) {
+        let mut observed = self.observed_tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, sum) = observed.entry(tool.to_owned()).or_default();
+        *count += 1;
+        *sum += tokens;
+    }
+
     /// Answers every call from `answers` instead of the providers and upstreams (a call nothing
     /// was recorded for gets a `not_found` error saying so), or, with `None`, from them again:
     /// how `quiver replay --recordings` puts recorded sessions through the whole pipeline.
@@ -883,6 +895,23 @@ impl Host {
         let user_says_class = user.iter().any(|(_, l)| l.side_effect_class.is_some());
         layers.extend(user);
         let mut resolved = resolve(&layers);
+        // Nobody said how large its results are: what it returned so far says it better than a
+        // guess by its verb.
+        let size_guessed = matches!(
+            resolved.source_of("cost_model.typical_kb"),
+            None | Some(LayerSource::Baseline | LayerSource::BuiltIn(_))
+        );
+        if size_guessed {
+            let observed = self.observed_tokens.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(&(count, sum)) = observed.get(&qualified).filter(|(count, _)| *count > 0) {
+                let mean_tokens = sum as f64 / count as f64;
+                resolved.model.cost_model.typical_kb = mean_tokens / TOKENS_PER_KB;
+                resolved.provenance.insert(
+                    "cost_model.typical_kb".into(),
+                    LayerSource::BuiltIn(format!("observed:mean of {count} results")),
+                );
+            }
+        }
         if matches!(tool.origin, ToolOrigin::Upstream { .. }) && !user_says_class {
             resolved.model.speculate = Some(false);
             resolved.provenance.insert(
@@ -1205,6 +1234,10 @@ fn scrub_result(mut result: ToolResult) -> ToolResult {
     }
     result
 }
+
+/// Tokens per KiB of a result, to turn observed tokens into a cost model's `typical_kb` (the
+/// planner's default rate, so the two round-trip).
+const TOKENS_PER_KB: f64 = 256.0;
 
 /// The longest error text a call returns; longer ones keep their start and end.
 pub const MAX_ERROR_BYTES: usize = 4096;

@@ -471,6 +471,9 @@ impl Session {
         };
         let Some(structured) = result.structured.clone() else {
             let tokens = estimate_tokens(&Value::String(result.text_content()));
+            if !result.is_error {
+                self.host.observe_result_tokens(&qualified, tokens);
+            }
             self.record(EventKind::Call, &qualified, Some(&key), |e| {
                 (e.latency_ms, e.is_error, e.predicted_cost_tokens) =
                     (latency_ms, result.is_error, Some(predicted));
@@ -488,6 +491,9 @@ impl Session {
                 (0, Vec::new())
             };
         let projected = project(structured, &model, &requested);
+        if !result.is_error {
+            self.host.observe_result_tokens(&qualified, projected.tokens_before);
+        }
         self.record(EventKind::Call, &qualified, Some(&key), |e| {
             (e.latency_ms, e.predicted_cost_tokens) = (latency_ms, Some(predicted));
             (e.tokens_before, e.tokens_after) = (projected.tokens_before, projected.tokens_after);
