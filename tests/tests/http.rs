@@ -998,3 +998,63 @@ async fn stdio_serves_2026_07_28_clients_too() {
     assert!(tools.iter().any(|t| t.name == GET_ISSUE), "{tools:?}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_an_unknown_cursor_and_ending_a_session_answer_as_the_spec_says() {
+    let (key, entry) = new_user_key("alice", "");
+    let served = Served::start(&entry);
+    let http = reqwest::Client::new();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    });
+    let stateless = |method: &str, params: Value| {
+        http.post(format!("{}/mcp", served.url))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+            .send()
+    };
+    // ping on 2026-07-28 over HTTP: an empty result, as on stdio and on 2025-11-25.
+    let pong = stateless("ping", json!({"_meta": meta})).await.unwrap();
+    assert_eq!(pong.status(), 200);
+    let pong: Value = pong.json().await.unwrap();
+    assert_eq!((&pong["id"], &pong["result"]), (&json!(7), &json!({})), "{pong}");
+    // A cursor quiver never handed out is an invalid parameter, not the first page again.
+    let listed = stateless("tools/list", json!({"cursor": "bogus", "_meta": meta})).await.unwrap();
+    let text = listed.text().await.unwrap();
+    let answer: Value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").and_then(|d| serde_json::from_str(d).ok()))
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer in {text}"));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("without one"), "{answer}");
+    // Ending a 2025-11-25 session: 204, which every official client takes as done.
+    let opened = post_initialize(&http, &served.url, &key).await;
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let ended = http
+        .delete(format!("{}/mcp", served.url))
+        .bearer_auth(&key)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
+    // … and it is gone.
+    let after = http
+        .post(format!("{}/mcp", served.url))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 404);
+}

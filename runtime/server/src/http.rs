@@ -393,6 +393,15 @@ async fn check_json_rpc(State(state): State<AppState>, request: Request, next: N
         request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(
             |v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"),
         );
+    if request.method() == axum::http::Method::DELETE {
+        // rmcp ends the session and says 202; the spec's answer is 200 or 204, and the official
+        // Python client reports anything else as a failed termination.
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return response;
+    }
     if request.method() != axum::http::Method::POST || !is_json {
         return next.run(request).await;
     }
@@ -411,6 +420,15 @@ async fn check_json_rpc(State(state): State<AppState>, request: Request, next: N
         Ok(message) => message,
         Err(error) => return (StatusCode::BAD_REQUEST, Json(error)).into_response(),
     };
+    // `ping` outside a session (2026-07-28, which has none): rmcp refuses it there, while a
+    // client that checks a server is alive expects an empty result on every revision and
+    // transport, as stdio gives it.
+    let method = message.get("method").and_then(serde_json::Value::as_str);
+    if method == Some("ping") && !parts.headers.contains_key("mcp-session-id") {
+        if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
+            return Json(json!({"jsonrpc": "2.0", "id": id, "result": {}})).into_response();
+        }
+    }
     // An `initialize` without a session opens one (2025-11-25): within the caps.
     let opens_session = !parts.headers.contains_key("mcp-session-id")
         && message.get("method").and_then(serde_json::Value::as_str) == Some("initialize");

@@ -833,9 +833,20 @@ impl ServerHandler for QuiverServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // The whole list is one page, so no cursor is one of quiver's (the spec's answer to an
+        // invalid cursor is -32602, not a first page the client would take for the next one).
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            let shown: String = cursor.chars().take(64).collect();
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown cursor `{shown}`: quiver lists every tool in one page and hands out                      no cursors; call tools/list without one"
+                ),
+                None,
+            ));
+        }
         let listed = self.list_for(&context);
         let tools: Vec<rmcp::model::Tool> = serde_json::from_value(listed["tools"].clone())
             .map_err(|e| McpError::internal_error(format!("a tool is not valid MCP: {e}"), None))?;
