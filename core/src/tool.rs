@@ -107,16 +107,58 @@ pub struct ToolContext {
     pub cancellation: CancellationFlag,
 }
 
-/// One block of a result's content, as MCP shows it to the model.
+/// One block of a result's content, as MCP shows it to the model. Providers write text; an
+/// upstream MCP server's blocks of every kind pass through as it sent them (MCP's own field
+/// names, `mimeType`, `annotations`, `_meta` included).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Content {
-    /// Plain text.
+    /// Text.
     Text {
         /// The text.
         text: String,
+        /// MCP annotations (`audience`, `priority`, `lastModified`), as the server sent them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// MCP `_meta`, as the server sent it.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Value>,
     },
+    /// An image: `data` (base64), `mimeType`, and the rest of the MCP block.
+    Image(serde_json::Map<String, Value>),
+    /// Audio: `data` (base64), `mimeType`, and the rest of the MCP block.
+    Audio(serde_json::Map<String, Value>),
+    /// An embedded resource: `resource` (`uri`, `mimeType`, `text` or `blob`), and the rest.
+    Resource(serde_json::Map<String, Value>),
+    /// A link to a resource: `uri`, `name`, and the rest of the MCP block.
+    ResourceLink(serde_json::Map<String, Value>),
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into(), annotations: None, meta: None }
+    }
+
+    /// The text a model reads in this block: a text block's, an embedded resource's `text`.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Content::Text { text, .. } => Some(text),
+            Content::Resource(block) => {
+                block.get("resource").and_then(|r| r.get("text")).and_then(Value::as_str)
+            }
+            Content::Image(_) | Content::Audio(_) | Content::ResourceLink(_) => None,
+        }
+    }
+
+    /// The bytes this block takes as MCP JSON: what caps count a binary block by.
+    pub fn size(&self) -> usize {
+        match self {
+            Content::Text { text, .. } => text.len(),
+            other => serde_json::to_string(other).map_or(0, |s| s.len()),
+        }
+    }
 }
 
 /// Why a call failed, so the host can react (retry later, ask for a token…) without parsing text.
@@ -200,18 +242,18 @@ impl ToolResult {
     /// model tokens and tell it nothing).
     pub fn from_json(value: Value) -> Self {
         let text = value.to_string();
-        Self { content: vec![Content::Text { text }], structured: Some(value), ..Self::default() }
+        Self { content: vec![Content::text(text)], structured: Some(value), ..Self::default() }
     }
 
     /// A successful plain-text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![Content::Text { text: text.into() }], ..Self::default() }
+        Self { content: vec![Content::text(text)], ..Self::default() }
     }
 
     /// A failed result with a message for the model.
     pub fn error(kind: ToolErrorKind, message: impl Into<String>) -> Self {
         Self {
-            content: vec![Content::Text { text: message.into() }],
+            content: vec![Content::text(message)],
             is_error: true,
             error_kind: Some(kind),
             ..Self::default()
@@ -224,15 +266,9 @@ impl ToolResult {
         self
     }
 
-    /// All text blocks joined by newlines.
+    /// All text blocks (and embedded resources' text) joined by newlines.
     pub fn text_content(&self) -> String {
-        self.content
-            .iter()
-            .map(|c| match c {
-                Content::Text { text } => text.as_str(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.content.iter().filter_map(Content::as_text).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -257,6 +293,24 @@ mod tests {
         let seen_by_provider = ctx.cancellation.clone();
         ctx.cancellation.cancel();
         assert!(seen_by_provider.is_cancelled());
+    }
+
+    #[test]
+    fn every_kind_of_mcp_block_round_trips_as_the_server_sent_it() {
+        let blocks = serde_json::json!([
+            {"type": "text", "text": "hi", "annotations": {"audience": ["user"], "priority": 0.5}},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav", "_meta": {"k": 1}},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "body"}},
+            {"type": "resource_link", "uri": "file:///b.md", "name": "b.md", "size": 12},
+        ]);
+        let content: Vec<Content> = serde_json::from_value(blocks.clone()).unwrap();
+        assert!(matches!(&content[0], Content::Text { annotations: Some(_), .. }));
+        assert!(matches!(&content[1], Content::Image(b) if b["mimeType"] == "image/png"));
+        assert!(matches!(&content[4], Content::ResourceLink(_)));
+        assert_eq!(serde_json::to_value(&content).unwrap(), blocks);
+        let result = ToolResult { content, ..ToolResult::default() };
+        assert_eq!(result.text_content(), "hi\nbody", "text and embedded text, not the binaries");
     }
 
     #[test]

@@ -862,3 +862,47 @@ async fn an_http_upstreams_answer_too_large_fails_at_once_saying_so() {
     assert!(text(&echo).contains("after"), "{}", text(&echo));
     client.cancel().await.unwrap();
 }
+
+/// A client of server-everything itself, started as quiver starts it.
+async fn everything_direct() -> RunningService<RoleClient, Seen> {
+    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
+        cmd.args(["-y", EVERYTHING]);
+    }))
+    .expect("spawn server-everything");
+    Seen::default().serve(transport).await.expect("initialize server-everything")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_annotations_resources_and_links_arrive_as_the_upstream_sent_them() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let through = gateway.serve("all").await;
+    let direct = everything_direct().await;
+    for (tool, args) in [
+        ("get-tiny-image", json!({})),
+        ("get-annotated-message", json!({"messageType": "error", "includeImage": true})),
+        ("get-resource-links", json!({"count": 3})),
+        ("get-resource-reference", json!({"resourceType": "Text", "resourceId": 2})),
+        ("get-resource-reference", json!({"resourceType": "Blob", "resourceId": 3})),
+    ] {
+        let theirs = serde_json::to_value(call(&direct, tool, args.clone()).await).unwrap();
+        let ours = serde_json::to_value(call(&through, &format!("everything_{tool}"), args).await)
+            .unwrap();
+        // Block for block, kinds, annotations and data as the server sent them.
+        assert_eq!(ours["content"], theirs["content"], "{tool}");
+    }
+    // The text a server sends beside structuredContent is its own: the JSON mirror of the
+    // structured value carries the same data (projected), and structuredContent is there.
+    let args = json!({"location": "Chicago"});
+    let theirs = serde_json::to_value(call(&direct, "get-structured-content", args.clone()).await);
+    let ours = call(&through, "everything_get-structured-content", args).await;
+    let ours = serde_json::to_value(ours).unwrap();
+    let theirs = theirs.unwrap();
+    assert_eq!(ours["structuredContent"], theirs["structuredContent"], "{ours}");
+    let text = |v: &Value| -> Value {
+        serde_json::from_str(v["content"][0]["text"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(text(&ours), text(&theirs));
+    through.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}

@@ -638,7 +638,7 @@ fn call(
                 // What the session says about the result (what was left out and how to ask
                 // for it, a cached repeat) goes to stderr, beside the data.
                 for note in result.content.iter().skip(1) {
-                    if let quiver_core::Content::Text { text } = note {
+                    if let quiver_core::Content::Text { text, .. } = note {
                         eprintln!("{text}");
                     }
                 }

@@ -1219,11 +1219,28 @@ fn call_provider(
 /// the log and every caller who runs on it.
 fn scrub_result(mut result: ToolResult) -> ToolResult {
     for content in &mut result.content {
-        if let quiver_core::tool::Content::Text { text } = content {
-            *text = logging::scrub(text);
-            if result.is_error && text.len() > MAX_ERROR_BYTES {
-                *text = cut_middle(text, MAX_ERROR_BYTES);
+        use quiver_core::tool::Content;
+        match content {
+            Content::Text { text, annotations, meta } => {
+                *text = logging::scrub(text);
+                if result.is_error && text.len() > MAX_ERROR_BYTES {
+                    *text = cut_middle(text, MAX_ERROR_BYTES);
+                }
+                for value in [annotations, meta].into_iter().flatten() {
+                    logging::scrub_json(value);
+                }
             }
+            // An upstream's other blocks: every string, a resource's text and a link's URI
+            // alike (a blob or an image is base64, which the masking covers too).
+            Content::Image(block)
+            | Content::Audio(block)
+            | Content::Resource(block)
+            | Content::ResourceLink(block) => {
+                for value in block.values_mut() {
+                    logging::scrub_json(value);
+                }
+            }
+            _ => {}
         }
     }
     if let Some(structured) = result.structured.as_mut() {

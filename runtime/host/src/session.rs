@@ -383,7 +383,7 @@ impl Session {
             }
         }
         let mut joined = false;
-        let result = match served {
+        let mut result = match served {
             Some(result) => result,
             None => {
                 // Identical reads in flight — of any session of this scope, on any replica —
@@ -506,18 +506,18 @@ impl Session {
             prefetches_landed: landed.len(),
             ..served_effects
         };
-        let mut content = vec![Content::Text { text: projected.value.to_string() }];
+        let original = std::mem::take(&mut result.content);
+        let mut content =
+            with_projected_text(original, result.structured.as_ref(), &projected.value);
         if let Some(note) = &projected.note {
-            content.push(Content::Text { text: format!("[quiver: {note}]") });
+            content.push(Content::text(format!("[quiver: {note}]")));
         }
         if !landed.is_empty() {
-            content.push(Content::Text {
-                text: format!(
-                    "[quiver: pre-fetched {} — call them as usual; the results come from the \
-                     session cache]",
-                    landed.join(", ")
-                ),
-            });
+            content.push(Content::text(format!(
+                "[quiver: pre-fetched {} — call them as usual; the results come from the session \
+                 cache]",
+                landed.join(", ")
+            )));
         }
         (ToolResult { content, structured: Some(projected.value), ..result }, effects)
     }
@@ -638,12 +638,10 @@ impl Session {
                 Some(structured) => {
                     let projected = project(structured, model, requested);
                     let mut result = ToolResult::from_json(projected.value);
-                    result.content.push(Content::Text {
-                        text: format!(
-                            "[quiver: the same call as {}, served from the cache]",
-                            hit.reference
-                        ),
-                    });
+                    result.content.push(Content::text(format!(
+                        "[quiver: the same call as {}, served from the cache]",
+                        hit.reference
+                    )));
                     result
                 }
                 None => ToolResult::clone(&hit.result),
@@ -899,6 +897,43 @@ impl Session {
         }
         (started, landed)
     }
+}
+
+/// A result's blocks once its structured value is projected: the text block that is the
+/// structured value's JSON (what providers send, and what MCP servers send beside
+/// `structuredContent`) becomes the projected value's; every other block — the server's own
+/// text, images, audio, resources, links — stays as it was. With no text block at all, the
+/// projected value's text comes first, so the model has something to read.
+fn with_projected_text(
+    original: Vec<Content>,
+    structured: Option<&Value>,
+    projected: &Value,
+) -> Vec<Content> {
+    let mut mirrored = false;
+    let mut any_text = false;
+    let mut content = Vec::with_capacity(original.len() + 1);
+    for block in original {
+        match block {
+            Content::Text { text, annotations, meta } => {
+                any_text = true;
+                let mirrors = !mirrored
+                    && structured.is_some_and(|s| {
+                        serde_json::from_str::<Value>(&text).is_ok_and(|parsed| &parsed == s)
+                    });
+                if mirrors {
+                    mirrored = true;
+                    content.push(Content::Text { text: projected.to_string(), annotations, meta });
+                } else {
+                    content.push(Content::Text { text, annotations, meta });
+                }
+            }
+            other => content.push(other),
+        }
+    }
+    if !any_text {
+        content.insert(0, Content::text(projected.to_string()));
+    }
+    content
 }
 
 /// The arguments the provider sees: without the host's control arguments (`_confirm`, and

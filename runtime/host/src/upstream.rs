@@ -1066,17 +1066,25 @@ async fn send_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
 /// answers with megabytes must not fill the client's context.
 pub const MAX_RESULT_TEXT: usize = 256 * 1024;
 
-/// `result` with its text cut to [`MAX_RESULT_TEXT`] bytes in all — the whole answer, not each
-/// block, so 60 blocks of 250 KB do not reach the client as 15 MB — on a character boundary,
-/// the blocks past the budget left out, saying how much; a structured value too large to keep
-/// is dropped likewise.
+/// `result` with its content cut to [`MAX_RESULT_TEXT`] bytes in all — the whole answer, not
+/// each block, so 60 blocks of 250 KB do not reach the client as 15 MB: text on a character
+/// boundary; an image, audio, resource or link counted by its size and kept or left out whole
+/// (half a picture is no picture); the blocks past the budget left out, saying how much; a
+/// structured value too large to keep is dropped likewise.
 fn cap_text(mut result: ToolResult) -> ToolResult {
     let mut budget = MAX_RESULT_TEXT;
     let (mut left_bytes, mut left_blocks) = (0usize, 0usize);
     let mut kept = Vec::with_capacity(result.content.len());
     for content in std::mem::take(&mut result.content) {
-        let Content::Text { mut text } = content else {
-            kept.push(content);
+        let Content::Text { mut text, annotations, meta } = content else {
+            let size = content.size();
+            if size > budget {
+                left_bytes += size;
+                left_blocks += 1;
+            } else {
+                budget -= size;
+                kept.push(content);
+            }
             continue;
         };
         if budget == 0 {
@@ -1093,7 +1101,7 @@ fn cap_text(mut result: ToolResult) -> ToolResult {
             text.truncate(end);
         }
         budget -= text.len();
-        kept.push(Content::Text { text });
+        kept.push(Content::Text { text, annotations, meta });
     }
     result.content = kept;
     let mut cut = left_bytes > 0;
@@ -1108,11 +1116,11 @@ fn cap_text(mut result: ToolResult) -> ToolResult {
             left_bytes / 1024
         );
         match result.content.iter_mut().rev().find_map(|c| match c {
-            Content::Text { text } => Some(text),
+            Content::Text { text, .. } => Some(text),
             _ => None,
         }) {
             Some(text) => text.push_str(&note),
-            None => result.content.push(Content::Text { text: note }),
+            None => result.content.push(Content::text(note.trim_start())),
         }
     }
     if result.structured.as_ref().is_some_and(|v| v.to_string().len() > MAX_RESULT_TEXT) {
@@ -1125,8 +1133,10 @@ fn cap_text(mut result: ToolResult) -> ToolResult {
     result
 }
 
-/// An MCP `CallToolResult` as a [`ToolResult`]: text blocks kept, other blocks as their JSON,
-/// `structuredContent` as the structured value, `isError` as an upstream error.
+/// An MCP `CallToolResult` as a [`ToolResult`]: every block as the server sent it (text with its
+/// annotations, images, audio, embedded resources, resource links); a block of a kind this
+/// revision does not know as its JSON text, so nothing is lost; `structuredContent` as the
+/// structured value, `isError` as an upstream error.
 fn from_mcp_result(json: &Value) -> ToolResult {
     let content: Vec<Content> = json
         .get("content")
@@ -1134,15 +1144,9 @@ fn from_mcp_result(json: &Value) -> ToolResult {
         .map(|blocks| {
             blocks
                 .iter()
-                .map(|block| match block.get("type").and_then(Value::as_str) {
-                    Some("text") => Content::Text {
-                        text: block
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    },
-                    _ => Content::Text { text: block.to_string() },
+                .map(|block| {
+                    serde_json::from_value::<Content>(block.clone())
+                        .unwrap_or_else(|_| Content::text(block.to_string()))
                 })
                 .collect()
         })
@@ -1152,7 +1156,7 @@ fn from_mcp_result(json: &Value) -> ToolResult {
         json.get("structuredContent").cloned().filter(|v| !v.is_null()).or_else(|| {
             // A single JSON text block is data the pipeline can project and cache by field.
             match content.as_slice() {
-                [Content::Text { text }] if !is_error => {
+                [Content::Text { text, .. }] if !is_error => {
                     serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
                 }
                 _ => None,
@@ -1398,7 +1402,7 @@ mod tests {
 
     #[test]
     fn many_blocks_are_capped_as_a_whole() {
-        let block = || Content::Text { text: "y".repeat(250 * 1024) };
+        let block = || Content::text("y".repeat(250 * 1024));
         let result = cap_text(ToolResult {
             content: (0..60).map(|_| block()).collect(),
             ..ToolResult::default()
@@ -1426,6 +1430,30 @@ mod tests {
     }
 
     #[test]
+    fn images_and_resources_pass_through_whole_or_not_at_all() {
+        let image = |kb: usize| json!({"type": "image", "data": "A".repeat(kb * 1024), "mimeType": "image/png"});
+        let answer = json!({"content": [
+            {"type": "text", "text": "two pictures", "annotations": {"audience": ["user"]}},
+            image(100),
+            {"type": "resource_link", "uri": "file:///x.md", "name": "x.md"},
+            image(200),
+            {"type": "hologram", "beam": 1},
+        ]});
+        let result = cap_text(from_mcp_result(&answer));
+        // The text keeps its annotations, the first picture and the link pass as they came;
+        // the second picture would pass the cap, so it is left out whole and the note says so.
+        assert!(matches!(&result.content[0], Content::Text { annotations: Some(_), .. }));
+        assert!(matches!(&result.content[1], Content::Image(b) if b["mimeType"] == "image/png"));
+        assert!(
+            matches!(&result.content[2], Content::ResourceLink(b) if b["uri"] == "file:///x.md")
+        );
+        // A kind of block this revision does not know stays, as its JSON.
+        assert!(result.text_content().contains("hologram"), "{:?}", result.content);
+        assert!(!result.content.iter().skip(3).any(|c| matches!(c, Content::Image(_))));
+        assert!(result.text_content().contains("1 more block(s) left out"), "{:?}", result.content);
+    }
+
+    #[test]
     fn huge_texts_are_cut_and_say_so() {
         let result = cap_text(ToolResult::text("é".repeat(MAX_RESULT_TEXT)));
         let text = result.text_content();
@@ -1450,6 +1478,7 @@ mod tests {
         let image = from_mcp_result(
             &json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
         );
-        assert!(image.text_content().contains("image/png"));
+        assert!(matches!(&image.content[..], [Content::Image(b)] if b["data"] == "AA=="));
+        assert_eq!(image.text_content(), "", "a picture is no text for the model");
     }
 }

@@ -978,14 +978,14 @@ const MAX_NOTE_BYTES: usize = 4096;
 
 fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
     let text = result.text_content();
+    // Every block as MCP writes it: `Content` keeps MCP's own field names.
     let content: Vec<Value> = result
         .content
         .iter()
-        .map(|c| match c {
-            quiver_core::Content::Text { text } => json!({"type": "text", "text": text}),
-            other => {
-                json!({"type": "text", "text": serde_json::to_string(other).unwrap_or_default()})
-            }
+        .map(|c| {
+            serde_json::to_value(c).unwrap_or_else(
+                |e| json!({"type": "text", "text": format!("a block quiver could not send: {e}")}),
+            )
         })
         .collect();
     // `resultType` is required on 2026-07-28; rmcp strips it for older peers.
