@@ -906,3 +906,57 @@ async fn images_annotations_resources_and_links_arrive_as_the_upstream_sent_them
     through.cancel().await.unwrap();
     direct.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_tools_are_listed_as_the_server_declared_them() {
+    require_npx();
+    let direct = everything_direct().await;
+    let theirs: Vec<Value> = direct
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .collect();
+    direct.cancel().await.unwrap();
+    let as_listed = |tools: Vec<rmcp::model::Tool>| -> std::collections::BTreeMap<String, Value> {
+        tools
+            .into_iter()
+            .filter_map(|t| {
+                let mut json = serde_json::to_value(&t).unwrap();
+                let name = json["name"].as_str()?.strip_prefix("everything_")?.to_owned();
+                json["name"] = json!(name);
+                Some((name, json))
+            })
+            .collect()
+    };
+    // By default: title, annotations, execution hints, descriptions and both schemas — with
+    // their `$schema`, `additionalProperties: false` and descriptions — as the server wrote them.
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let through = gateway.serve("all").await;
+    let ours = as_listed(through.list_all_tools().await.unwrap());
+    through.cancel().await.unwrap();
+    assert!(theirs.len() > 10 && ours.len() == theirs.len(), "{} vs {}", ours.len(), theirs.len());
+    for tool in &theirs {
+        let name = tool["name"].as_str().unwrap();
+        assert_eq!(ours.get(name), Some(tool), "{name}");
+    }
+    assert!(theirs.iter().any(|t| t.get("title").is_some() && t.get("outputSchema").is_some()));
+
+    // `schemas = "portable"`: the schemas rewritten as every client takes them, the rest as declared.
+    let portable = reference_upstreams().replacen(
+        "name = \"everything\"\n",
+        "name = \"everything\"\nschemas = \"portable\"\n",
+        1,
+    );
+    let gateway = Gateway::new(&portable, "");
+    let through = gateway.serve("all").await;
+    let ours = as_listed(through.list_all_tools().await.unwrap());
+    through.cancel().await.unwrap();
+    for tool in &theirs {
+        let name = tool["name"].as_str().unwrap();
+        let mine = &ours[name];
+        assert_eq!((&mine["title"], &mine["annotations"]), (&tool["title"], &tool["annotations"]));
+        assert!(mine["inputSchema"].get("$schema").is_none(), "{name}: {mine}");
+    }
+}

@@ -566,6 +566,21 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         println!("  group: {}", one_line(group));
     }
     println!("  served by: {}", tool.served_by());
+    if let quiver_runtime::registry::ToolOrigin::Upstream { upstream, declared, .. } = &tool.origin
+    {
+        let schemas = match upstream.config().schemas {
+            quiver_runtime::upstream::UpstreamSchemas::AsDeclared => "as the server declared them",
+            quiver_runtime::upstream::UpstreamSchemas::Portable => {
+                "rewritten (schemas = \"portable\")"
+            }
+        };
+        println!(
+            "  clients see: its definition as the server declared it (annotations: {}), schemas \
+             {schemas}; the value model below is quiver's own view, used for caching, \
+             projection and pre-fetching",
+            declared.get("annotations").map_or_else(|| "none".to_owned(), Value::to_string)
+        );
+    }
     println!();
     println!("effective value model (field = value  [layer that set it]):");
     let flat: BTreeMap<String, Value> =

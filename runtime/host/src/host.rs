@@ -340,6 +340,7 @@ impl Host {
                         origin: ToolOrigin::Upstream {
                             upstream: Arc::clone(upstream),
                             annotations: tool.annotations,
+                            declared: tool.declared,
                         },
                     }));
                 }

@@ -20,6 +20,8 @@ pub enum ToolOrigin {
         upstream: Arc<Upstream>,
         /// `annotations` from its `tools/list`.
         annotations: Option<serde_json::Value>,
+        /// Its whole definition from `tools/list`, as clients are shown it.
+        declared: serde_json::Map<String, serde_json::Value>,
     },
 }
 

@@ -81,6 +81,12 @@ pub struct UpstreamConfig {
     /// The longest one call may take, in seconds (60).
     #[serde(default = "default_timeout_s")]
     pub timeout_s: u64,
+    /// How its tools' schemas reach clients: as the server declared them (the default), or
+    /// rewritten as quiver writes its own plugins' (`portable`: references inlined, no custom
+    /// formats or null unions, output schemas promising only what projection keeps), for
+    /// clients that reject some of JSON Schema.
+    #[serde(default)]
+    pub schemas: UpstreamSchemas,
     /// The longest start-up (process start, handshake, first tool list) may take (30).
     #[serde(default = "default_start_timeout_s")]
     pub start_timeout_s: u64,
@@ -99,6 +105,17 @@ pub struct UpstreamConfig {
     /// Python SDK's 1 MB event, fails whole when one upstream's list is too large).
     #[serde(default = "default_max_list_kb")]
     pub max_list_kb: usize,
+}
+
+/// How an upstream's tool schemas reach clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamSchemas {
+    /// As the server declared them.
+    #[default]
+    AsDeclared,
+    /// Rewritten as every client accepts them, as quiver's own plugins' are.
+    Portable,
 }
 
 fn default_timeout_s() -> u64 {
@@ -386,6 +403,9 @@ pub struct UpstreamTool {
     pub spec: ToolSpec,
     /// The upstream's `annotations` (hints, not promises).
     pub annotations: Option<Value>,
+    /// Its whole definition as the upstream listed it (`title`, `annotations`, `execution`,
+    /// `icons`, `_meta`, the schemas…): what clients are shown of it.
+    pub declared: serde_json::Map<String, Value>,
 }
 
 /// Receives an upstream's progress for one call: (progress, total, message).
@@ -798,10 +818,12 @@ impl Upstream {
                 output_schema: json.get("outputSchema").cloned().filter(Value::is_object),
                 sensitive_params: Vec::new(),
             };
+            let declared = json.as_object().cloned().unwrap_or_default();
             tools.push(UpstreamTool {
                 name: ToolName::new(self.config.name.clone(), name),
                 spec,
                 annotations: json.get("annotations").cloned(),
+                declared,
             });
         }
         if over_budget > 0 {
@@ -1062,6 +1084,10 @@ async fn send_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
     let _ = peer.send_notification(ClientNotification::CancelledNotification(notification)).await;
 }
 
+/// The metadata key of an upstream result whose structured value quiver read from its one JSON
+/// text block (the server sent no `structuredContent`).
+pub const STRUCTURED_FROM_TEXT: &str = "structured_from_text";
+
 /// Longest text an upstream result keeps, in bytes: a model cannot use more, and a server that
 /// answers with megabytes must not fill the client's context.
 pub const MAX_RESULT_TEXT: usize = 256 * 1024;
@@ -1152,22 +1178,28 @@ fn from_mcp_result(json: &Value) -> ToolResult {
         })
         .unwrap_or_default();
     let is_error = json.get("isError").and_then(Value::as_bool).unwrap_or(false);
-    let structured =
-        json.get("structuredContent").cloned().filter(|v| !v.is_null()).or_else(|| {
-            // A single JSON text block is data the pipeline can project and cache by field.
-            match content.as_slice() {
-                [Content::Text { text, .. }] if !is_error => {
-                    serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
-                }
-                _ => None,
+    let sent = json.get("structuredContent").cloned().filter(|v| !v.is_null());
+    let read_from_text = sent.is_none();
+    let structured = sent.or_else(|| {
+        // A single JSON text block is data the pipeline can project and cache by field.
+        match content.as_slice() {
+            [Content::Text { text, .. }] if !is_error => {
+                serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
             }
-        });
+            _ => None,
+        }
+    });
+    let mut metadata = BTreeMap::new();
+    if read_from_text && structured.is_some() {
+        // Data for the pipeline, not something the server sent its clients.
+        metadata.insert(STRUCTURED_FROM_TEXT.to_owned(), json!(true));
+    }
     ToolResult {
         content,
         structured,
         is_error,
         error_kind: is_error.then_some(ToolErrorKind::Upstream),
-        metadata: BTreeMap::new(),
+        metadata,
     }
 }
 

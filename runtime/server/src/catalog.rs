@@ -17,6 +17,7 @@ use crate::policy::{Policy, Refusal};
 use quiver_runtime::config::ServeMode;
 use quiver_runtime::enrich::CatalogTool;
 use quiver_runtime::host::Host;
+use quiver_runtime::upstream::UpstreamSchemas;
 
 /// The longest name MCP clients accept (`^[a-zA-Z0-9_-]{1,64}$`).
 pub const MAX_NAME_LEN: usize = 64;
@@ -50,6 +51,12 @@ pub struct ExposedTool {
     pub refusal: Option<Refusal>,
     /// Whether a call must carry `"_confirm": true`.
     pub confirm: bool,
+    /// An upstream's tool: its definition as the server listed it (`title`, `annotations`,
+    /// `execution`, `icons`, `_meta`), which clients are shown instead of quiver's view of it.
+    pub declared: Option<Map<String, Value>>,
+    /// An upstream's tool whose schemas reach clients as the server declared them
+    /// (`schemas = "as-declared"`, the default).
+    pub as_declared: bool,
 }
 
 impl ExposedTool {
@@ -58,8 +65,21 @@ impl ExposedTool {
         self.refusal.is_none()
     }
 
-    /// The MCP `Tool` object.
+    /// The MCP `Tool` object: a plugin's from its spec and value model; an upstream's as the
+    /// server declared it (its title, annotations, execution hints, icons and `_meta`), under
+    /// quiver's name for it, with its (maybe cut) description and the schemas clients get.
     pub fn to_mcp(&self) -> Value {
+        if let Some(declared) = &self.declared {
+            let mut tool = declared.clone();
+            tool.insert("name".into(), json!(self.mcp_name));
+            tool.insert("description".into(), json!(self.description));
+            tool.insert("inputSchema".into(), self.input_schema.clone());
+            match &self.output_schema {
+                Some(schema) => tool.insert("outputSchema".into(), schema.clone()),
+                None => tool.remove("outputSchema"),
+            };
+            return Value::Object(tool);
+        }
         let local = self.qualified.split_once('.').map(|(_, t)| t).unwrap_or(&self.qualified);
         let mut tool = json!({
             "name": self.mcp_name,
@@ -107,13 +127,29 @@ impl Catalog {
             let model = host.value_model(&tool).model;
             let class = model.side_effect_class;
             let policy_class = host.policy_class(&tool);
+            let (declared, as_declared) = match &tool.origin {
+                quiver_runtime::registry::ToolOrigin::Upstream { upstream, declared, .. } => {
+                    let mode = upstream.config().schemas;
+                    (Some(declared.clone()), mode == UpstreamSchemas::AsDeclared)
+                }
+                quiver_runtime::registry::ToolOrigin::Plugin(_) => (None, false),
+            };
             tools.push(ExposedTool {
                 mcp_name: String::new(),
                 provider: tool.name.provider.clone(),
                 group: tool.spec.group.clone(),
                 description: tool.spec.description.clone(),
-                input_schema: input_for_clients(&tool.spec.input_schema),
+                input_schema: if as_declared {
+                    tool.spec.input_schema.clone()
+                } else {
+                    input_for_clients(&tool.spec.input_schema)
+                },
                 output_schema: match (&tool.spec.output_schema, inferred.get(&qualified)) {
+                    // Only what projection may leave out is no longer promised: the fields of
+                    // groups the user made opt-in.
+                    (Some(declared), _) if as_declared => {
+                        Some(without_droppable_promises(declared.clone(), &model))
+                    }
                     (Some(declared), _) => Some(promised_output_schema(declared, &model)),
                     // A schema an LLM inferred from samples promises no field.
                     (None, Some(inferred)) => {
@@ -126,6 +162,8 @@ impl Catalog {
                 refusal: None,
                 confirm: false,
                 qualified,
+                declared,
+                as_declared,
             });
         }
         let names: Vec<(ToolName, NameOwner)> = host
@@ -369,18 +407,26 @@ impl UntruncatedName for ToolName {
 /// provider promises stays promised. A top-level `additionalProperties: false` is dropped, so a
 /// result without a structured value can still carry its note (see `server::to_call_result`).
 pub fn promised_output_schema(declared: &Value, model: &quiver_core::ToolValueModel) -> Value {
-    let mut schema = output_for_clients(declared);
+    let mut schema = without_droppable_promises(output_for_clients(declared), model);
+    if let Some(map) = schema.as_object_mut() {
+        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+            map.remove("additionalProperties");
+        }
+    }
+    schema
+}
+
+/// `schema` no longer requiring the fields of `model`'s opt-in field groups, which projection
+/// leaves out unless asked; everything else as it was.
+pub fn without_droppable_promises(mut schema: Value, model: &quiver_core::ToolValueModel) -> Value {
     let droppable: Vec<&str> = model
         .field_groups
         .values()
         .filter(|group| !group.default_include)
         .flat_map(|group| group.fields.iter().map(String::as_str))
         .collect();
-    quiver_core::client_schema::make_optional(&mut schema, &droppable);
-    if let Some(map) = schema.as_object_mut() {
-        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
-            map.remove("additionalProperties");
-        }
+    if !droppable.is_empty() {
+        quiver_core::client_schema::make_optional(&mut schema, &droppable);
     }
     schema
 }

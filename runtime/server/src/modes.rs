@@ -240,6 +240,8 @@ mod tests {
             policy_class: SideEffectClass::ReadOnly,
             refusal: None,
             confirm: false,
+            declared: None,
+            as_declared: false,
         }
     }
 

@@ -991,7 +991,14 @@ fn to_call_result(result: ToolResult, tool: &ExposedTool) -> CallToolResult {
     // `resultType` is required on 2026-07-28; rmcp strips it for older peers.
     let mut out =
         json!({ "content": content, "isError": result.is_error, "resultType": "complete" });
-    if tool.output_schema.is_some() && !result.is_error {
+    if tool.as_declared {
+        // An upstream's schema as it declared it: its structured value as it sent it, and no
+        // note of quiver's that its schema may not allow.
+        let sent = !result.metadata.contains_key(quiver_runtime::upstream::STRUCTURED_FROM_TEXT);
+        if let Some(value @ Value::Object(_)) = result.structured.filter(|_| sent) {
+            out["structuredContent"] = value;
+        }
+    } else if tool.output_schema.is_some() && !result.is_error {
         out["structuredContent"] = match result.structured {
             Some(value @ Value::Object(_)) => value,
             // A note, not a second copy of a long text: the answer is capped as a whole.
