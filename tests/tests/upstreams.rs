@@ -382,6 +382,56 @@ async fn upstream_progress_reaches_the_client() {
     assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "rising: {progress:?}");
 }
 
+#[test]
+fn every_progress_notification_comes_before_its_result() {
+    // Read off quiver's stdout as written: ten calls of five steps each, every step's progress
+    // (the last included) on a line before the call's result.
+    require_npx();
+    use std::io::{BufRead, Write};
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let mut child = Command::new(quiver_bin())
+        .args(gateway.args(&["serve", "--mode", "all"]))
+        .envs(gateway.env())
+        .env_remove("RUST_LOG")
+        .current_dir(gateway.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}));
+    let initialized = lines.next().unwrap().unwrap();
+    assert!(initialized.contains("\"result\""), "{initialized}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for call in 1..=10 {
+        send(json!({"jsonrpc": "2.0", "id": call, "method": "tools/call", "params": {
+            "name": "everything_trigger-long-running-operation",
+            "arguments": {"duration": 0.5, "steps": 5},
+            "_meta": {"progressToken": format!("t{call}")}}}));
+        let mut progress = Vec::new();
+        loop {
+            let line = lines.next().expect("quiver ended").unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(call) {
+                assert!(message.get("result").is_some(), "{message}");
+                break;
+            }
+            if message["method"] == "notifications/progress" {
+                assert_eq!(message["params"]["progressToken"], json!(format!("t{call}")));
+                progress.push(message["params"]["progress"].as_f64().unwrap());
+            }
+        }
+        assert_eq!(progress, [1.0, 2.0, 3.0, 4.0, 5.0], "call {call}");
+    }
+    drop(stdin);
+    let _ = child.wait();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_is_cancelled_upstream() {
     require_python_sdk();

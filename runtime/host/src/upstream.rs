@@ -582,14 +582,20 @@ impl Upstream {
 
     /// Starts the process (or reaches the URL), negotiates the protocol and lists the tools.
     async fn connect(self: &Arc<Self>) -> Result<Client, String> {
+        use rmcp::transport::IntoTransport;
         let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
+        let upstream = Arc::downgrade(self);
         let client = match &self.config.url {
             Some(url) => {
-                let transport = self.http_transport(url)?;
+                let transport =
+                    IntoTransport::<RoleClient, _, _>::into_transport(self.http_transport(url)?);
+                let transport = ProgressInOrder { inner: transport, upstream };
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
             None => {
-                let transport = self.spawn_child()?;
+                let transport =
+                    IntoTransport::<RoleClient, _, _>::into_transport(self.spawn_child()?);
+                let transport = ProgressInOrder { inner: transport, upstream };
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
         }
@@ -1251,21 +1257,65 @@ impl ClientHandler for UpstreamHandler {
         }
     }
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let Some(upstream) = self.upstream.upgrade() else { return };
-        let sink = upstream
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(sink) = sink {
-            sink(params.progress, params.total, params.message.map(|m| logging::scrub(&m)));
+    // Progress is delivered by `ProgressInOrder`, in the order it arrives, before the answer it
+    // precedes: the library's notification handlers run on tasks of their own, which may run
+    // after the call's answer has gone out.
+}
+
+/// An upstream's transport that hands each progress notification to its call's sink as it is
+/// read — in the order the upstream sent it, before the message after it (the call's answer)
+/// is even read — so the client of the call gets every progress notification, the last one
+/// included, before the result.
+struct ProgressInOrder<T> {
+    inner: T,
+    upstream: Weak<Upstream>,
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for ProgressInOrder<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send
+    {
+        async move {
+            let message = self.inner.receive().await?;
+            if let rmcp::model::JsonRpcMessage::Notification(notification) = &message {
+                if let rmcp::model::ServerNotification::ProgressNotification(progress) =
+                    &notification.notification
+                {
+                    deliver_progress(&self.upstream, &progress.params);
+                }
+            }
+            Some(message)
         }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Hands `params` to the sink of the call its token names, its message masked.
+fn deliver_progress(upstream: &Weak<Upstream>, params: &ProgressNotificationParam) {
+    let Some(upstream) = upstream.upgrade() else { return };
+    let sink = upstream
+        .progress
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&params.progress_token)
+        .cloned();
+    if let Some(sink) = sink {
+        sink(params.progress, params.total, params.message.as_deref().map(logging::scrub));
     }
 }
 

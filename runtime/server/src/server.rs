@@ -764,11 +764,14 @@ impl QuiverServer {
         // An upstream reports its own progress: forward it to the client that asked, instead of
         // heartbeats (two counters would not rise together).
         let upstream = self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
+        // In the order the upstream sent them, each before the result: queued here, sent by
+        // the loop below, and what is queued when the call ends is sent before its result.
+        let (progress_tx, mut progress_rx) =
+            tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
         let forward: ProgressSink = {
-            let (peer, token) = (context.peer.clone(), token.clone());
+            let token = token.clone();
             Arc::new(move |progress, total, message| {
                 let Some(token) = token.clone() else { return };
-                let peer = peer.clone();
                 let mut param = ProgressNotificationParam::new(token, progress);
                 if let Some(total) = total {
                     param = param.with_total(total);
@@ -776,12 +779,16 @@ impl QuiverServer {
                 if let Some(message) = message {
                     param = param.with_message(message);
                 }
-                tokio::spawn(async move {
-                    if let Err(e) = peer.notify_progress(param).await {
-                        tracing::debug!("could not forward progress: {e}");
-                    }
-                });
+                let _ = progress_tx.send(param);
             })
+        };
+        let send_progress = |param: ProgressNotificationParam| {
+            let peer = context.peer.clone();
+            async move {
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!("could not forward progress: {e}");
+                }
+            }
         };
         let intent = view.intent();
         let call = CALL_PROGRESS.scope(
@@ -799,7 +806,13 @@ impl QuiverServer {
         let mut seconds = 0u32;
         loop {
             tokio::select! {
-                outcome = &mut call => return outcome,
+                outcome = &mut call => {
+                    while let Ok(param) = progress_rx.try_recv() {
+                        send_progress(param).await;
+                    }
+                    return outcome;
+                }
+                Some(param) = progress_rx.recv() => send_progress(param).await,
                 () = context.ct.cancelled(), if !cancel.load(Ordering::SeqCst) => {
                     tracing::info!(tool = %tool.qualified, "cancelled by the client");
                     cancel.store(true, Ordering::SeqCst);
