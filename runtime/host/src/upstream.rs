@@ -1283,21 +1283,16 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
         self.inner.send(item)
     }
 
-    fn receive(
-        &mut self,
-    ) -> impl std::future::Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send
-    {
-        async move {
-            let message = self.inner.receive().await?;
-            if let rmcp::model::JsonRpcMessage::Notification(notification) = &message {
-                if let rmcp::model::ServerNotification::ProgressNotification(progress) =
-                    &notification.notification
-                {
-                    deliver_progress(&self.upstream, &progress.params);
-                }
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let rmcp::model::JsonRpcMessage::Notification(notification) = &message {
+            if let rmcp::model::ServerNotification::ProgressNotification(progress) =
+                &notification.notification
+            {
+                deliver_progress(&self.upstream, &progress.params);
             }
-            Some(message)
         }
+        Some(message)
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
