@@ -71,6 +71,7 @@ pub mod session_cache;
 pub mod telemetry;
 pub mod terminal;
 pub mod tool;
+pub mod tool_edit;
 pub mod value_model;
 
 pub use manifest::{Capability, PluginManifest};

@@ -1194,3 +1194,54 @@ async fn load_tools_lists_the_tools_a_request_in_words_needs() {
     assert!(refused.as_str().unwrap_or_default().contains("closest bundles"), "{refused}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_is_renamed_redescribed_and_its_arguments_fixed_without_touching_the_server() {
+    use rmcp::model::CallToolRequestParams;
+    let github = fake_github().await;
+    let edits = "\n[tools.\"github.get_issue\"]\nname = \"issue\"\n\
+                 description_append = \"Our tracker lives in octocat/Hello-World.\"\n\
+                 [tools.\"github.get_issue\".arguments.owner]\nfixed = \"octocat\"\n\
+                 [tools.\"github.get_issue\".arguments.repo]\ndefault = \"Hello-World\"\n\
+                 describe = \"The repository; Hello-World unless the user names another.\"\n";
+    let setup = Setup::new(&github, edits);
+    let client = rmcp_client(&setup, "all").await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "github_get_issue"), "the old name is not listed");
+    let issue = tools.iter().find(|t| t.name == "issue").expect("listed as `issue`");
+    let listed = serde_json::to_value(issue).unwrap();
+    assert!(
+        listed["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("Our tracker lives in octocat/Hello-World."),
+        "{listed}"
+    );
+    let schema = &listed["inputSchema"];
+    assert!(schema["properties"].get("owner").is_none(), "a fixed argument is not shown: {schema}");
+    assert_eq!(schema["properties"]["repo"]["default"], "Hello-World");
+    assert!(schema["properties"]["repo"]["description"].as_str().unwrap().contains("unless"));
+    let required: Vec<&str> =
+        schema["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(required, ["number"], "{schema}");
+
+    // Called by its new name with only the number: the owner fixed, the repo defaulted.
+    let call = |name: &str, args: Value| {
+        CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().unwrap().clone())
+    };
+    let done = client.call_tool(call("issue", json!({"number": 1347}))).await.unwrap();
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    // By its old name, with an owner the fixed one overrides: it still answers, saying so.
+    let old = call("github_get_issue", json!({"number": 1347, "owner": "someone-else"}));
+    let done = client.call_tool(old).await.unwrap();
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    let said = serde_json::to_string(&done.content).unwrap();
+    assert!(said.contains("is listed as `issue` now"), "{said}");
+    client.cancel().await.unwrap();
+    let asked = github.received_requests().await.unwrap();
+    let issues: Vec<&str> = asked.iter().map(|r| r.url.path()).collect();
+    // The same call twice (the second from the session cache): never another owner's issue.
+    assert!(issues.contains(&"/repos/octocat/Hello-World/issues/1347"), "{issues:?}");
+    assert!(!issues.iter().any(|p| p.contains("someone-else")), "{issues:?}");
+}

@@ -1010,3 +1010,31 @@ async fn upstream_tools_are_listed_as_the_server_declared_them() {
         assert!(mine["inputSchema"].get("$schema").is_none(), "{name}: {mine}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_prefix_is_its_own_or_none() {
+    require_npx();
+    let prefixed = |prefix: &str| {
+        reference_upstreams().replacen(
+            "name = \"everything\"\n",
+            &format!("name = \"everything\"\nprefix = \"{prefix}\"\n"),
+            1,
+        )
+    };
+    let gateway = Gateway::new(&prefixed("ev"), "");
+    let client = gateway.serve("all").await;
+    let listed = names(&client).await;
+    assert!(listed.contains(&"ev_echo".to_owned()), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.starts_with("everything_")), "{listed:?}");
+    let echoed = call(&client, "ev_echo", json!({"message": "hi"})).await;
+    assert!(text(&echoed).contains("hi"), "{}", text(&echoed));
+    client.cancel().await.unwrap();
+
+    // No prefix: the server's own names, as a client of it alone would see them.
+    let gateway = Gateway::new(&prefixed(""), "");
+    let client = gateway.serve("all").await;
+    let listed = names(&client).await;
+    assert!(listed.contains(&"echo".to_owned()) && listed.contains(&"get-sum".to_owned()));
+    assert!(listed.contains(&"fs_read_text_file".to_owned()), "the other upstream keeps its");
+    client.cancel().await.unwrap();
+}

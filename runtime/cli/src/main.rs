@@ -581,6 +581,45 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
             declared.get("annotations").map_or_else(|| "none".to_owned(), Value::to_string)
         );
     }
+    let config = host.config();
+    let qualified = tool.name.to_string();
+    let (edit, _) = config.user_edits.edit_for(&qualified);
+    if !edit.is_empty() {
+        // Each change with the section that made it (the last to set it: right-wins).
+        let sections = config.user_edits.sections_for(&qualified);
+        let set_by = |set: &dyn Fn(&quiver_core::tool_edit::ToolEdit) -> bool| {
+            sections
+                .iter()
+                .rev()
+                .find(|(_, s)| set(s))
+                .map_or(String::new(), |(p, _)| format!("  [tools.\"{p}\"]"))
+        };
+        println!("  changed for clients:");
+        if let Some(name) = &edit.name {
+            println!(
+                "    name: listed and called as `{name}` (the old name still answers, with a \
+                 note){}",
+                set_by(&|s| s.name.is_some())
+            );
+        }
+        if edit.description.is_some() || edit.description_append.is_some() {
+            println!(
+                "    description: {}{}",
+                one_line(&edit.description(&tool.spec.description)),
+                set_by(&|s| s.description.is_some() || s.description_append.is_some())
+            );
+        }
+        for (argument, change) in &edit.arguments {
+            println!(
+                "    argument `{argument}`: {}{}",
+                serde_json::to_string(change)?,
+                set_by(&|s| s.arguments.contains_key(argument))
+            );
+        }
+        for problem in edit.problems(&tool.spec.input_schema) {
+            println!("    (has no effect: {problem})");
+        }
+    }
     println!();
     println!("effective value model (field = value  [layer that set it]):");
     let flat: BTreeMap<String, Value> =

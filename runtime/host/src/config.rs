@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use quiver_core::{UserLayers, ValueModelLayer};
+use quiver_core::UserLayers;
 use serde::Deserialize;
 
 /// Why a config file could not be used. Names the file, and the line and column when TOML says.
@@ -80,7 +80,7 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[tools."pattern"]` value-model layers.
     #[serde(default)]
-    pub tools: BTreeMap<String, ValueModelLayer>,
+    pub tools: BTreeMap<String, quiver_core::tool_edit::ToolSection>,
     /// `[enrichment]`: speculative pre-fetching of likely follow-up calls.
     #[serde(default)]
     pub enrichment: EnrichmentConfig,
@@ -637,6 +637,9 @@ pub struct LoadedConfig {
     pub config: Config,
     /// The `[tools]` sections, sorted into layers.
     pub user_layers: UserLayers,
+    /// What the `[tools]` sections change of tools as clients see them (`name`, `description`,
+    /// `arguments`).
+    pub user_edits: quiver_core::tool_edit::UserEdits,
 }
 
 impl LoadedConfig {
@@ -646,7 +649,18 @@ impl LoadedConfig {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
-        let user_layers = UserLayers::new(config.tools.clone()).map_err(|e| {
+        let layers = config.tools.iter().map(|(k, s)| (k.clone(), s.model.clone())).collect();
+        let edits = config.tools.iter().map(|(k, s)| (k.clone(), s.edit.clone())).collect();
+        let user_edits =
+            quiver_core::tool_edit::UserEdits::new(edits).map_err(|e| ConfigError::Tools {
+                location: locate_in(
+                    path,
+                    text,
+                    &[Key::Name("tools".into()), Key::Name(e.pattern.clone())],
+                ),
+                message: format!("[tools.\"{}\"] {}", e.pattern, e.reason),
+            })?;
+        let user_layers = UserLayers::new(layers).map_err(|e| {
             // `follow_up[0].probability (tool `x`) = 1.5 …`: the field path leads the reason.
             let field = e.reason.split_whitespace().next().unwrap_or_default();
             let mut keys = vec![Key::Name("tools".into()), Key::Name(e.pattern.clone())];
@@ -660,7 +674,13 @@ impl LoadedConfig {
             .map_err(|message| ConfigError::Upstream { path: path.to_owned(), message })?;
         check_users(&config.serve.http)
             .map_err(|message| ConfigError::Serve { path: path.to_owned(), message })?;
-        Ok(Self { path: Some(path.to_owned()), config, user_layers, text: Some(text.to_owned()) })
+        Ok(Self {
+            path: Some(path.to_owned()),
+            config,
+            user_layers,
+            user_edits,
+            text: Some(text.to_owned()),
+        })
     }
 
     /// Where element `index` of the array at `keys` is written (or the key itself without an

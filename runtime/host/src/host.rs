@@ -590,7 +590,8 @@ impl Host {
                 ));
             }
         }
-        for (pattern, layer) in &config.config.tools {
+        for (pattern, section) in &config.config.tools {
+            let layer = &section.model;
             let matched: Vec<&str> = if pattern == "*" {
                 served.iter().map(String::as_str).collect()
             } else if pattern.contains(['*', '?', '[', '{']) {
@@ -613,6 +614,15 @@ impl Host {
                     ));
                 }
                 continue;
+            }
+            for tool in &matched {
+                let Some(registered) = self.tool(tool) else { continue };
+                for problem in section.edit.problems(&registered.spec.input_schema) {
+                    warnings.push(format!(
+                        "{}: [tools.\"{pattern}\"] arguments: {problem} (`{tool}`)",
+                        config.locate(&["tools", pattern, "arguments"])
+                    ));
+                }
             }
             for (i, link) in layer.follow_up.iter().flatten().enumerate() {
                 // A bare name is a tool of the same provider as the section's tool.

@@ -81,6 +81,10 @@ pub struct UpstreamConfig {
     /// The longest one call may take, in seconds (60).
     #[serde(default = "default_timeout_s")]
     pub timeout_s: u64,
+    /// What its tools' MCP names start with instead of its name (`prefix = "gh"` → `gh_tool`;
+    /// `""` for the server's own names, when none collides with another tool's).
+    #[serde(default)]
+    pub prefix: Option<String>,
     /// How its tools' schemas reach clients: as the server declared them (the default), or
     /// rewritten as quiver writes its own plugins' (`portable`: references inlined, no custom
     /// formats or null unions, output schemas promising only what projection keeps), for
@@ -150,6 +154,16 @@ impl UpstreamConfig {
     /// Why this entry cannot be used, if it cannot.
     pub fn problem(&self) -> Option<String> {
         let name = &self.name;
+        if let Some(prefix) = self
+            .prefix
+            .as_deref()
+            .filter(|p| !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Some(format!(
+                "[[upstreams]] `{name}`: prefix `{prefix}` must be letters, digits, `_` or `-` \
+                 (or \"\" for none)"
+            ));
+        }
         if name.is_empty()
             || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {

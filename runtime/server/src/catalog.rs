@@ -57,6 +57,11 @@ pub struct ExposedTool {
     /// An upstream's tool whose schemas reach clients as the server declared them
     /// (`schemas = "as-declared"`, the default).
     pub as_declared: bool,
+    /// What the user's `[tools."…"]` sections change of it (`name`, `description`,
+    /// `arguments`), when they change anything.
+    pub edit: Option<std::sync::Arc<quiver_core::tool_edit::ToolEdit>>,
+    /// The MCP name it had before the user's `name` replaced it: still called, with a note.
+    pub former_name: Option<String>,
 }
 
 impl ExposedTool {
@@ -127,6 +132,8 @@ impl Catalog {
             let model = host.value_model(&tool).model;
             let class = model.side_effect_class;
             let policy_class = host.policy_class(&tool);
+            let (edit, _) = host.config().user_edits.edit_for(&qualified);
+            let edit = (!edit.is_empty()).then(|| std::sync::Arc::new(edit));
             let (declared, as_declared) = match &tool.origin {
                 quiver_runtime::registry::ToolOrigin::Upstream { upstream, declared, .. } => {
                     let mode = upstream.config().schemas;
@@ -138,11 +145,20 @@ impl Catalog {
                 mcp_name: String::new(),
                 provider: tool.name.provider.clone(),
                 group: tool.spec.group.clone(),
-                description: tool.spec.description.clone(),
-                input_schema: if as_declared {
-                    tool.spec.input_schema.clone()
-                } else {
-                    input_for_clients(&tool.spec.input_schema)
+                description: match &edit {
+                    Some(edit) => edit.description(&tool.spec.description),
+                    None => tool.spec.description.clone(),
+                },
+                input_schema: {
+                    let schema = if as_declared {
+                        tool.spec.input_schema.clone()
+                    } else {
+                        input_for_clients(&tool.spec.input_schema)
+                    };
+                    match &edit {
+                        Some(edit) => edit.schema(&schema),
+                        None => schema,
+                    }
                 },
                 output_schema: match (&tool.spec.output_schema, inferred.get(&qualified)) {
                     // Only what projection may leave out is no longer promised: the fields of
@@ -164,6 +180,8 @@ impl Catalog {
                 qualified,
                 declared,
                 as_declared,
+                edit,
+                former_name: None,
             });
         }
         let names: Vec<(ToolName, NameOwner)> = host
@@ -177,8 +195,48 @@ impl Catalog {
                 (t.name.clone(), owner)
             })
             .collect();
-        for (tool, name) in tools.iter_mut().zip(unique_mcp_names(&names)) {
+        // An upstream's `prefix` stands for its name in its tools' names ("" for none).
+        let plain: Vec<String> = host
+            .tools()
+            .iter()
+            .map(|t| match &t.origin {
+                quiver_runtime::registry::ToolOrigin::Upstream { upstream, .. } => {
+                    match upstream.config().prefix.as_deref() {
+                        Some("") => safe_name(&t.name.tool),
+                        Some(prefix) => safe_name(&format!("{prefix}_{}", t.name.tool)),
+                        None => t.name.mcp_name_untruncated(),
+                    }
+                }
+                quiver_runtime::registry::ToolOrigin::Plugin(_) => t.name.mcp_name_untruncated(),
+            })
+            .collect();
+        for (tool, name) in tools.iter_mut().zip(unique_names_of(&names, plain)) {
             tool.mcp_name = name;
+        }
+        // The user's names, where no other tool (nor quiver's own) has that name already.
+        let mut taken: std::collections::HashSet<String> = tools
+            .iter()
+            .map(|t| t.mcp_name.clone())
+            .chain(RESERVED_NAMES.iter().map(|n| (*n).to_owned()))
+            .collect();
+        for tool in tools.iter_mut() {
+            let Some(alias) = tool.edit.as_ref().and_then(|e| e.name.clone()) else { continue };
+            if alias == tool.mcp_name {
+                continue;
+            }
+            if taken.contains(&alias) {
+                tracing::warn!(
+                    "[tools.\"{}\"] name = \"{alias}\" is another tool's name already; it keeps \
+                     `{}`",
+                    tool.qualified,
+                    tool.mcp_name
+                );
+                continue;
+            }
+            taken.insert(alias.clone());
+            tool.former_name = Some(std::mem::replace(&mut tool.mcp_name, alias));
+        }
+        for tool in tools.iter_mut() {
             tool.refusal = policy.refusal(&tool.qualified, &tool.mcp_name, tool.policy_class);
             tool.confirm = policy.needs_confirm(&tool.qualified, &tool.mcp_name);
             if tool.confirm {
@@ -195,6 +253,9 @@ impl Catalog {
         for (i, tool) in tools.iter().enumerate() {
             by_name.insert(tool.qualified.clone(), i);
             by_name.insert(tool.mcp_name.clone(), i);
+            if let Some(former) = &tool.former_name {
+                by_name.entry(former.clone()).or_insert(i);
+            }
         }
         Self { tools, by_name }
     }
@@ -319,6 +380,12 @@ pub const RESERVED_NAMES: [&str; 3] =
 /// `tool` and `tools`) is the one renamed, with a warning naming it. Every name is unique.
 pub fn unique_mcp_names(names: &[(ToolName, NameOwner)]) -> Vec<String> {
     let plain: Vec<String> = names.iter().map(|(n, _)| n.mcp_name_untruncated()).collect();
+    unique_names_of(names, plain)
+}
+
+/// [`unique_mcp_names`] of tools whose names before any renaming are `plain` (an upstream's
+/// own `prefix` in place of its name).
+pub fn unique_names_of(names: &[(ToolName, NameOwner)], plain: Vec<String>) -> Vec<String> {
     let mut count: HashMap<(&str, NameOwner), usize> = HashMap::new();
     for (name, (_, owner)) in plain.iter().zip(names) {
         *count.entry((name.as_str(), *owner)).or_default() += 1;
@@ -394,11 +461,15 @@ trait UntruncatedName {
 
 impl UntruncatedName for ToolName {
     fn mcp_name_untruncated(&self) -> String {
-        format!("{}_{}", self.provider, self.tool)
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-            .collect()
+        safe_name(&format!("{}_{}", self.provider, self.tool))
     }
+}
+
+/// `name` with every character MCP names do not allow as `_`.
+fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect()
 }
 
 /// A declared output schema as served: for clients (see [`output_for_clients`]), and with the

@@ -242,6 +242,8 @@ mod tests {
             confirm: false,
             declared: None,
             as_declared: false,
+            edit: None,
+            former_name: None,
         }
     }
 

@@ -671,6 +671,11 @@ impl QuiverServer {
             return error_result(refusal.message(&tool.qualified)).into();
         }
         let mut arguments = arguments;
+        // The user's fixed values, defaults and hidden arguments, whatever the client sent.
+        if let Some(edit) = &tool.edit {
+            edit.arguments(&mut arguments);
+        }
+        let renamed = tool.former_name.as_deref().filter(|former| *former == name);
         if tool.confirm && crate::confirm::client_can_ask(context) {
             // The human answers, through the client: a `_confirm` the model wrote counts for
             // nothing.
@@ -709,6 +714,14 @@ impl QuiverServer {
         self.listing().touch(&tool.qualified);
         if self.listing().mode() == ServeMode::Dynamic && !result.is_error {
             self.list_next_steps(&catalog, &tool.qualified, context).await;
+        }
+        let mut result = result;
+        if let Some(former) = renamed {
+            result.content.push(quiver_core::Content::text(format!(
+                "[quiver: `{former}` is listed as `{}` now; call it by that name — the old one \
+                 will stop working]",
+                tool.mcp_name
+            )));
         }
         to_call_result(result, tool).into()
     }
