@@ -237,17 +237,24 @@ impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for EditKeysTa
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Self::Error> {
-        use serde::de::IntoDeserializer;
+        let mut seed = Some(seed);
         loop {
-            let Some(key) = self.inner.next_key::<String>()? else { return Ok(None) };
-            match key.as_str() {
-                "name" => self.edit.name = Some(self.inner.next_value()?),
-                "description" => self.edit.description = Some(self.inner.next_value()?),
-                "description_append" => {
+            // The key is read by the section's own deserializer, so a misspelt one is reported
+            // where it is written.
+            let peek = PeekKey { seed: &mut seed };
+            let Some(key) = self.inner.next_key_seed(peek)? else { return Ok(None) };
+            match key {
+                Peeked::Layer(value) => return Ok(Some(value)),
+                Peeked::Edit(EditKey::Name) => self.edit.name = Some(self.inner.next_value()?),
+                Peeked::Edit(EditKey::Description) => {
+                    self.edit.description = Some(self.inner.next_value()?)
+                }
+                Peeked::Edit(EditKey::DescriptionAppend) => {
                     self.edit.description_append = Some(self.inner.next_value()?)
                 }
-                "arguments" => self.edit.arguments = self.inner.next_value()?,
-                _ => return seed.deserialize(key.into_deserializer()).map(Some),
+                Peeked::Edit(EditKey::Arguments) => {
+                    self.edit.arguments = self.inner.next_value()?
+                }
             }
         }
     }
@@ -257,6 +264,60 @@ impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for EditKeysTa
         seed: V,
     ) -> Result<V::Value, Self::Error> {
         self.inner.next_value_seed(seed)
+    }
+}
+
+/// The edit's keys.
+enum EditKey {
+    Name,
+    Description,
+    DescriptionAppend,
+    Arguments,
+}
+
+/// A section key: one of the edit's, or the layer's key as the layer's seed read it.
+enum Peeked<T> {
+    Edit(EditKey),
+    Layer(T),
+}
+
+/// Reads a key: the edit's keys are kept for the edit; any other is handed to the layer's seed
+/// (taken from `seed`, used once).
+struct PeekKey<'s, K> {
+    seed: &'s mut Option<K>,
+}
+
+impl<'de, K: serde::de::DeserializeSeed<'de>> serde::de::DeserializeSeed<'de> for PeekKey<'_, K> {
+    type Value = Peeked<K::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        struct KeyVisitor<'s, K> {
+            seed: &'s mut Option<K>,
+        }
+        impl<'de, K: serde::de::DeserializeSeed<'de>> serde::de::Visitor<'de> for KeyVisitor<'_, K> {
+            type Value = Peeked<K::Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                use serde::de::IntoDeserializer;
+                Ok(match key {
+                    "name" => Peeked::Edit(EditKey::Name),
+                    "description" => Peeked::Edit(EditKey::Description),
+                    "description_append" => Peeked::Edit(EditKey::DescriptionAppend),
+                    "arguments" => Peeked::Edit(EditKey::Arguments),
+                    _ => {
+                        let seed = self.seed.take().ok_or_else(|| E::custom("a key read twice"))?;
+                        let key: serde::de::value::StrDeserializer<'_, E> = key.into_deserializer();
+                        Peeked::Layer(seed.deserialize(key)?)
+                    }
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor { seed: self.seed })
     }
 }
 
