@@ -1038,3 +1038,52 @@ async fn an_upstreams_prefix_is_its_own_or_none() {
     assert!(listed.contains(&"fs_read_text_file".to_owned()), "the other upstream keeps its");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_resources_and_prompts_are_served_as_quivers_own() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+    require_npx();
+    let direct = everything_direct().await;
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let through = gateway.serve("all").await;
+    let info = serde_json::to_value(through.peer().peer_info().unwrap()).unwrap();
+    assert!(info["capabilities"].get("resources").is_some(), "{info}");
+    assert!(info["capabilities"].get("prompts").is_some(), "{info}");
+
+    // Every resource, under its own URI (so what a client saw stays readable), its name prefixed.
+    let theirs = direct.list_all_resources().await.unwrap();
+    let ours = through.list_all_resources().await.unwrap();
+    assert!(!theirs.is_empty());
+    let uris =
+        |r: &[rmcp::model::Resource]| -> Vec<String> { r.iter().map(|r| r.uri.clone()).collect() };
+    assert_eq!(uris(&ours), uris(&theirs));
+    assert!(ours.iter().zip(&theirs).all(|(o, t)| o.name == format!("everything_{}", t.name)));
+    // Read as the server reads it: a listed one, and one only a template names.
+    let templates = through.list_all_resource_templates().await.unwrap();
+    assert!(!templates.is_empty());
+    for uri in [theirs[0].uri.clone(), "demo://resource/dynamic/text/7".to_owned()] {
+        let params = ReadResourceRequestParams::new(uri.clone());
+        let ours = serde_json::to_value(through.read_resource(params.clone()).await.unwrap());
+        let theirs = serde_json::to_value(direct.read_resource(params).await.unwrap());
+        assert_eq!(ours.unwrap()["contents"], theirs.unwrap()["contents"], "{uri}");
+    }
+
+    // Prompts under the upstream's prefix, got with their arguments, messages as the server's.
+    let theirs = direct.list_all_prompts().await.unwrap();
+    let ours = through.list_all_prompts().await.unwrap();
+    let names: Vec<String> = ours.iter().map(|p| p.name.to_string()).collect();
+    for prompt in &theirs {
+        assert!(names.contains(&format!("everything_{}", prompt.name)), "{names:?}");
+    }
+    let args = json!({"city": "Lisbon"}).as_object().unwrap().clone();
+    let get =
+        |name: &str| GetPromptRequestParams::new(name.to_owned()).with_arguments(args.clone());
+    let ours = through.get_prompt(get("everything_args-prompt")).await.unwrap();
+    let theirs = direct.get_prompt(get("args-prompt")).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&ours.messages).unwrap(),
+        serde_json::to_value(&theirs.messages).unwrap()
+    );
+    through.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}

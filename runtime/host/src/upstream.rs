@@ -526,6 +526,32 @@ impl Upstream {
         self.live().tools.clone()
     }
 
+    /// Its MCP client, while it serves.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.live().peer.clone()
+    }
+
+    /// Whether it declared resources, and prompts (false while it is down).
+    pub fn serves_resources_and_prompts(&self) -> (bool, bool) {
+        let Some(peer) = self.peer() else { return (false, false) };
+        let Some(info) = peer.peer_info() else { return (false, false) };
+        (info.capabilities.resources.is_some(), info.capabilities.prompts.is_some())
+    }
+
+    /// What its tools', prompts' and resources' names start with: its `prefix`, else its name
+    /// (`""`: nothing).
+    pub fn name_prefix(&self) -> &str {
+        self.config.prefix.as_deref().unwrap_or(&self.config.name)
+    }
+
+    /// `name` as quiver lists it: `prefix_name`.
+    pub fn prefixed(&self, name: &str) -> String {
+        match self.name_prefix() {
+            "" => name.to_owned(),
+            prefix => format!("{prefix}_{name}"),
+        }
+    }
+
     fn set_state(&self, state: UpstreamState) {
         let changed = {
             let mut live = self.live();

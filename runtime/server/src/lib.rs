@@ -30,6 +30,7 @@ pub mod annotations;
 pub mod catalog;
 mod confirm;
 pub mod escape;
+mod federation;
 pub mod http;
 mod listener;
 pub mod metrics;

@@ -105,6 +105,8 @@ struct Inner {
     max_tools: usize,
     /// Built on the first `find_tools` or failed `load_tools`: `all` mode never pays for it.
     selector: OnceCell<Option<Selector>>,
+    /// Which upstream serves each resource URI and prompt quiver listed.
+    routes: crate::federation::Routes,
 }
 
 impl QuiverServer {
@@ -166,6 +168,7 @@ impl QuiverServer {
                 session_prefix: session_id.into(),
                 instructions,
                 selector: OnceCell::new(),
+                routes: crate::federation::Routes::default(),
             }),
             listing: Arc::new(Mutex::new(listing)),
         })
@@ -852,7 +855,16 @@ impl ServerHandler for QuiverServer {
         if self.listing().mode() == ServeMode::Dynamic || upstreams {
             capabilities = capabilities.enable_tool_list_changed();
         }
-        InitializeResult::new(capabilities.build())
+        let mut capabilities = capabilities.build();
+        // The upstreams' resources and prompts, as quiver's own.
+        let (resources, prompts) = crate::federation::capabilities(&self.inner.host);
+        if resources {
+            capabilities.resources = Some(Default::default());
+        }
+        if prompts {
+            capabilities.prompts = Some(Default::default());
+        }
+        InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.inner.instructions.clone())
     }
@@ -877,6 +889,46 @@ impl ServerHandler for QuiverServer {
         let tools: Vec<rmcp::model::Tool> = serde_json::from_value(listed["tools"].clone())
             .map_err(|e| McpError::internal_error(format!("a tool is not valid MCP: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(self.list_ttl_ms(&context)))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.inner.routes.list_resources(&self.inner.host).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.inner.routes.list_resource_templates(&self.inner.host).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        self.inner.routes.read_resource(&self.inner.host, request).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.inner.routes.list_prompts(&self.inner.host).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        self.inner.routes.get_prompt(&self.inner.host, request).await.map(Into::into)
     }
 
     async fn call_tool(
