@@ -1084,6 +1084,14 @@ async fn an_upstreams_resources_and_prompts_are_served_as_quivers_own() {
         serde_json::to_value(&ours.messages).unwrap(),
         serde_json::to_value(&theirs.messages).unwrap()
     );
+    // Completions of a prompt's argument come from its server.
+    let info = serde_json::to_value(through.peer().peer_info().unwrap()).unwrap();
+    assert!(info["capabilities"].get("completions").is_some(), "{info}");
+    let ours = through.complete_prompt_simple("everything_completable-prompt", "department", "E");
+    let theirs = direct.complete_prompt_simple("completable-prompt", "department", "E");
+    let (ours, theirs) = (ours.await.unwrap(), theirs.await.unwrap());
+    assert!(!theirs.is_empty());
+    assert_eq!(ours, theirs);
     through.cancel().await.unwrap();
     direct.cancel().await.unwrap();
 }

@@ -531,6 +531,13 @@ impl Upstream {
         self.live().peer.clone()
     }
 
+    /// Whether it declared completions (false while it is down).
+    pub fn serves_completions(&self) -> bool {
+        self.peer()
+            .and_then(|peer| peer.peer_info().map(|i| i.capabilities.completions.is_some()))
+            .unwrap_or(false)
+    }
+
     /// Whether it declared resources, and prompts (false while it is down).
     pub fn serves_resources_and_prompts(&self) -> (bool, bool) {
         let Some(peer) = self.peer() else { return (false, false) };

@@ -44,9 +44,10 @@ fn serving(host: &Host, prompts: bool) -> Vec<Arc<Upstream>> {
         .collect()
 }
 
-/// Whether any upstream serves resources, and prompts.
-pub(crate) fn capabilities(host: &Host) -> (bool, bool) {
-    (!serving(host, false).is_empty(), !serving(host, true).is_empty())
+/// Whether any upstream serves resources, prompts, and completions.
+pub(crate) fn capabilities(host: &Host) -> (bool, bool, bool) {
+    let completions = host.upstreams().all().iter().any(|u| u.serves_completions());
+    (!serving(host, false).is_empty(), !serving(host, true).is_empty(), completions)
 }
 
 fn upstream_error(upstream: &Upstream, what: &str, e: impl std::fmt::Display) -> McpError {
@@ -190,6 +191,61 @@ impl Routes {
         }
         *self.prompts.lock().unwrap_or_else(|e| e.into_inner()) = routes;
         Ok(ListPromptsResult::with_all_items(all))
+    }
+
+    /// Completes an argument of a prompt (as quiver lists it) or of a resource template, by the
+    /// upstream that serves it.
+    pub(crate) async fn complete(
+        &self,
+        host: &Host,
+        mut request: rmcp::model::CompleteRequestParams,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let upstream = match &mut request.r#ref {
+            rmcp::model::Reference::Prompt(prompt) => {
+                let known = |routes: &Self, name: &str| {
+                    routes.prompts.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+                };
+                let route = match known(self, &prompt.name) {
+                    Some(route) => Some(route),
+                    None => {
+                        self.list_prompts(host).await?;
+                        known(self, &prompt.name)
+                    }
+                };
+                let Some((upstream, original)) = route else {
+                    return Err(McpError::invalid_params(
+                        format!("no prompt `{}`; prompts/list shows them", prompt.name),
+                        None,
+                    ));
+                };
+                prompt.name = original;
+                host.upstreams().get(&upstream).cloned()
+            }
+            rmcp::model::Reference::Resource(template) => {
+                let mut found = None;
+                for upstream in serving(host, false) {
+                    let Some(peer) = upstream.peer() else { continue };
+                    let listed = peer.list_all_resource_templates().await.unwrap_or_default();
+                    if listed.iter().any(|t| t.uri_template == template.uri) {
+                        found = Some(upstream);
+                        break;
+                    }
+                }
+                found
+            }
+            // A kind of reference a later revision adds: nobody here serves it.
+            _ => None,
+        };
+        let Some(upstream) = upstream.filter(|u| u.serves_completions()) else {
+            // Nothing to suggest is an empty completion, as the spec's servers answer.
+            return Ok(rmcp::model::CompleteResult::default());
+        };
+        let Some(peer) = upstream.peer() else {
+            return Ok(rmcp::model::CompleteResult::default());
+        };
+        let result =
+            peer.complete(request).await.map_err(|e| upstream_error(&upstream, "complete", e))?;
+        masked(&result)
     }
 
     /// Gets prompt `request.name` (as quiver lists it) from its upstream.

@@ -857,12 +857,15 @@ impl ServerHandler for QuiverServer {
         }
         let mut capabilities = capabilities.build();
         // The upstreams' resources and prompts, as quiver's own.
-        let (resources, prompts) = crate::federation::capabilities(&self.inner.host);
+        let (resources, prompts, completions) = crate::federation::capabilities(&self.inner.host);
         if resources {
             capabilities.resources = Some(Default::default());
         }
         if prompts {
             capabilities.prompts = Some(Default::default());
+        }
+        if completions {
+            capabilities.completions = Some(Default::default());
         }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
@@ -921,6 +924,14 @@ impl ServerHandler for QuiverServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
         self.inner.routes.list_prompts(&self.inner.host).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.inner.routes.complete(&self.inner.host, request).await
     }
 
     async fn get_prompt(
