@@ -960,7 +960,13 @@ async fn images_annotations_resources_and_links_arrive_as_the_upstream_sent_them
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_tools_are_listed_as_the_server_declared_them() {
     require_npx();
-    let direct = everything_direct().await;
+    // quiver tells each upstream it may ask for sampling, elicitation and roots (it passes them
+    // to the calling client): the direct client says the same, so both see the same tools.
+    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
+        cmd.args(["-y", EVERYTHING]);
+    }))
+    .expect("spawn server-everything");
+    let direct = Answering.serve(transport).await.expect("initialize server-everything");
     let theirs: Vec<Value> = direct
         .list_all_tools()
         .await
@@ -1094,4 +1100,100 @@ async fn an_upstreams_resources_and_prompts_are_served_as_quivers_own() {
     assert_eq!(ours, theirs);
     through.cancel().await.unwrap();
     direct.cancel().await.unwrap();
+}
+
+/// A client that answers what a server may ask it — sampling, elicitation, roots — as a user's
+/// client would, saying so in its answers.
+#[derive(Clone, Default)]
+struct Answering;
+
+#[allow(deprecated)] // sampling and roots are deprecated from 2026-07-28; 2025-11-25 servers use them
+impl ClientHandler for Answering {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({
+            "sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": false}
+        }))
+        .unwrap();
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("answering", "1"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({
+            "model": "the-users-model", "role": "assistant",
+            "content": {"type": "text", "text": "sampled by the user's own model"}
+        }))
+        .unwrap())
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "Ada Lovelace"}}))
+            .unwrap())
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(
+            json!({"roots": [{"uri": "file:///work/answering", "name": "work"}]}),
+        )
+        .unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_sampling_elicitation_and_roots_reach_the_client_that_made_the_call() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let (args, env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(&args).current_dir(gateway.dir.path());
+            cmd.env_remove("RUST_LOG");
+            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }))
+        .unwrap();
+    let client = Answering.serve(transport).await.expect("initialize");
+    let call = |name: &str, args: Value| {
+        CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().unwrap().clone())
+    };
+    let text_of = |result: &CallToolResult| serde_json::to_string(&result.content).unwrap();
+    let sampled = client
+        .call_tool(call("everything_trigger-sampling-request", json!({"prompt": "hi"})))
+        .await
+        .unwrap();
+    assert!(text_of(&sampled).contains("sampled by the user's own model"), "{}", text_of(&sampled));
+    let elicited =
+        client.call_tool(call("everything_trigger-elicitation-request", json!({}))).await.unwrap();
+    assert!(text_of(&elicited).contains("Ada Lovelace"), "{}", text_of(&elicited));
+    let roots = client.call_tool(call("everything_get-roots-list", json!({}))).await.unwrap();
+    assert!(text_of(&roots).contains("file:///work/answering"), "{}", text_of(&roots));
+    client.cancel().await.unwrap();
+
+    // A client that can answer none of it: the server is told so, and no one answers for the
+    // user (no "declined" made up on their behalf).
+    let plain = gateway.serve("all").await;
+    let refused = call_quietly(&plain, "everything_trigger-elicitation-request").await;
+    assert!(!refused.contains("declined"), "{refused}");
+    plain.cancel().await.unwrap();
+}
+
+/// The text of calling `name` with no arguments, whether it failed or not.
+async fn call_quietly(client: &RunningService<RoleClient, Seen>, name: &str) -> String {
+    match client.call_tool(CallToolRequestParams::new(name.to_owned())).await {
+        Ok(result) => serde_json::to_string(&result.content).unwrap(),
+        Err(e) => e.to_string(),
+    }
 }

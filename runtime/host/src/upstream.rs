@@ -425,7 +425,36 @@ pub struct UpstreamTool {
 /// Receives an upstream's progress for one call: (progress, total, message).
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
 
+/// A boxed future of an answer to an upstream's request.
+pub type Answer<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, rmcp::ErrorData>> + Send + 'a>>;
+
+/// The client a call came from: where the requests an upstream sends during the call go —
+/// sampling, elicitation, roots — and what that client said it can answer.
+// Sampling and roots are deprecated from 2026-07-28 (SEP-2577); servers of 2025-11-25 still
+// send them, and quiver passes them on while clients answer them.
+#[allow(deprecated)]
+pub trait CallClient: Send + Sync {
+    /// What the client declared.
+    fn capabilities(&self) -> rmcp::model::ClientCapabilities;
+    /// `sampling/createMessage`.
+    fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+    ) -> Answer<'_, rmcp::model::CreateMessageResult>;
+    /// `elicitation/create`, form or URL.
+    fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+    ) -> Answer<'_, rmcp::model::ElicitResult>;
+    /// `roots/list`.
+    fn list_roots(&self) -> Answer<'_, rmcp::model::ListRootsResult>;
+}
+
 tokio::task_local! {
+    /// The client of the call in progress, for the requests an upstream sends during it.
+    pub static CALL_CLIENT: Arc<dyn CallClient>;
+
     /// The progress sink of the call running in this task, set by the MCP server around a call
     /// so an upstream's progress notifications reach the client that asked.
     pub static CALL_PROGRESS: ProgressSink;
@@ -456,6 +485,8 @@ pub struct Upstream {
     config: UpstreamConfig,
     live: Mutex<Live>,
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    /// The calls in flight to it (pre-fetches included), and the clients of those that have one.
+    in_flight: Mutex<(usize, HashMap<RequestId, Arc<dyn CallClient>>)>,
     relist: Notify,
     /// When a `list_changed` line was last logged, and the notifications since.
     list_changed_log: Mutex<(Option<Instant>, u64)>,
@@ -484,6 +515,7 @@ impl Upstream {
                 child: None,
             }),
             progress: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new((0, HashMap::new())),
             relist: Notify::new(),
             list_changed_log: Mutex::new((None, 0)),
             first_attempt: watch::channel(false).0,
@@ -1056,6 +1088,13 @@ impl Upstream {
         if let Ok(sink) = CALL_PROGRESS.try_with(Arc::clone) {
             self.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
         }
+        {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            in_flight.0 += 1;
+            if let Ok(client) = CALL_CLIENT.try_with(Arc::clone) {
+                in_flight.1.insert(id.clone(), client);
+            }
+        }
         let response = handle.await_response();
         tokio::pin!(response);
         let deadline = tokio::time::sleep(timeout);
@@ -1076,6 +1115,11 @@ impl Upstream {
             }
         };
         self.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+        {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            in_flight.0 = in_flight.0.saturating_sub(1);
+            in_flight.1.remove(&id);
+        }
         match outcome {
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 cap_text(from_mcp_result(&serde_json::to_value(&result).unwrap_or(Value::Null)))
@@ -1290,12 +1334,88 @@ struct UpstreamHandler {
     upstream: Weak<Upstream>,
 }
 
+impl UpstreamHandler {
+    /// The client an upstream's request is for: the client of the one call in flight to it.
+    /// With none, or several (quiver cannot tell whose call the request belongs to), or a
+    /// client that did not declare `can`, the upstream is told the request is not supported —
+    /// never answered on a user's behalf.
+    fn client_for(
+        &self,
+        what: &str,
+        can: impl Fn(&rmcp::model::ClientCapabilities) -> bool,
+    ) -> Result<Arc<dyn CallClient>, rmcp::ErrorData> {
+        let not_supported =
+            |why: String| rmcp::ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, why, None);
+        let Some(upstream) = self.upstream.upgrade() else {
+            return Err(not_supported(format!("{what}: not supported")));
+        };
+        let in_flight = upstream.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let client = match (in_flight.0, in_flight.1.values().next()) {
+            (1, Some(client)) if in_flight.1.len() == 1 => Arc::clone(client),
+            (0, _) => {
+                return Err(not_supported(format!(
+                    "{what}: no call is in flight, so no client of quiver's can answer"
+                )))
+            }
+            _ => {
+                return Err(not_supported(format!(
+                    "{what}: not supported while quiver runs several calls of this server or \
+                     one no client made (a pre-fetch), as it cannot tell whose it is"
+                )))
+            }
+        };
+        drop(in_flight);
+        if !can(&client.capabilities()) {
+            return Err(not_supported(format!("{what}: the client did not declare it")));
+        }
+        Ok(client)
+    }
+}
+
+#[allow(deprecated)] // sampling and roots: see `CallClient`
 impl ClientHandler for UpstreamHandler {
+    /// Everything a client of quiver's may offer: each request is passed to the client of the
+    /// call it comes in, which answers or is said not to support it.
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            Default::default(),
-            Implementation::new("quiver", env!("CARGO_PKG_VERSION")),
-        )
+        let capabilities: rmcp::model::ClientCapabilities = serde_json::from_value(json!({
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+            "roots": {},
+        }))
+        .unwrap_or_default();
+        ClientConfig::new(capabilities, Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let client = self.client_for("sampling", |c| c.sampling.is_some())?;
+        client.create_message(params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let url = matches!(request, rmcp::model::ElicitRequestParams::UrlElicitationParams { .. });
+        let client = self.client_for("elicitation", |c| match &c.elicitation {
+            // An empty `elicitation` is form support (the spec's reading of older clients).
+            Some(e) if url => e.url.is_some(),
+            Some(e) => e.form.is_some() || e.url.is_none(),
+            None => false,
+        })?;
+        client.create_elicitation(request).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let client = self.client_for("roots", |c| c.roots.is_some())?;
+        client.list_roots().await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -807,13 +807,28 @@ impl QuiverServer {
             }
         };
         let intent = view.intent();
-        let call = CALL_PROGRESS.scope(
-            forward,
-            view.session.call_cancellable(
-                &tool.qualified,
-                arguments,
-                &intent,
-                Some(Arc::clone(&cancel)),
+        // An upstream's sampling, elicitation and roots requests during the call go to this
+        // client, as it declared it can answer them.
+        let client: Arc<dyn quiver_runtime::upstream::CallClient> = Arc::new(PeerClient {
+            peer: context.peer.clone(),
+            // A 2026-07-28 client has no connection quiver could send a request on.
+            capabilities: match context.protocol_version() {
+                Some(v) if v == rmcp::model::ProtocolVersion::V_2026_07_28 => {
+                    rmcp::model::ClientCapabilities::default()
+                }
+                _ => context.client_capabilities().unwrap_or_default(),
+            },
+        });
+        let call = quiver_runtime::upstream::CALL_CLIENT.scope(
+            client,
+            CALL_PROGRESS.scope(
+                forward,
+                view.session.call_cancellable(
+                    &tool.qualified,
+                    arguments,
+                    &intent,
+                    Some(Arc::clone(&cancel)),
+                ),
             ),
         );
         tokio::pin!(call);
@@ -954,6 +969,50 @@ impl ServerHandler for QuiverServer {
         }
         let answers = Answers { responses: request.input_responses, state: request.request_state };
         Ok(self.call(&request.name, arguments, &answers, &context).await)
+    }
+}
+
+/// The client of a call, as an upstream's requests during it reach it.
+struct PeerClient {
+    peer: rmcp::Peer<RoleServer>,
+    capabilities: rmcp::model::ClientCapabilities,
+}
+
+fn client_error(e: rmcp::service::ServiceError) -> McpError {
+    match e {
+        rmcp::service::ServiceError::McpError(error) => error,
+        other => McpError::internal_error(
+            format!(
+                "the client did not answer: {}",
+                quiver_runtime::logging::scrub(&other.to_string())
+            ),
+            None,
+        ),
+    }
+}
+
+#[allow(deprecated)] // sampling and roots: see `quiver_runtime::upstream::CallClient`
+impl quiver_runtime::upstream::CallClient for PeerClient {
+    fn capabilities(&self) -> rmcp::model::ClientCapabilities {
+        self.capabilities.clone()
+    }
+
+    fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+    ) -> quiver_runtime::upstream::Answer<'_, rmcp::model::CreateMessageResult> {
+        Box::pin(async move { self.peer.create_message(params).await.map_err(client_error) })
+    }
+
+    fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+    ) -> quiver_runtime::upstream::Answer<'_, rmcp::model::ElicitResult> {
+        Box::pin(async move { self.peer.create_elicitation(params).await.map_err(client_error) })
+    }
+
+    fn list_roots(&self) -> quiver_runtime::upstream::Answer<'_, rmcp::model::ListRootsResult> {
+        Box::pin(async move { self.peer.list_roots().await.map_err(client_error) })
     }
 }
 
