@@ -425,6 +425,9 @@ pub struct UpstreamTool {
 /// Receives an upstream's progress for one call: (progress, total, message).
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
 
+/// The clients of the calls in flight to an upstream, by the call's request id.
+type CallClients = HashMap<RequestId, Arc<dyn CallClient>>;
+
 /// A boxed future of an answer to an upstream's request.
 pub type Answer<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, rmcp::ErrorData>> + Send + 'a>>;
@@ -486,7 +489,7 @@ pub struct Upstream {
     live: Mutex<Live>,
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
     /// The calls in flight to it (pre-fetches included), and the clients of those that have one.
-    in_flight: Mutex<(usize, HashMap<RequestId, Arc<dyn CallClient>>)>,
+    in_flight: Mutex<(usize, CallClients)>,
     relist: Notify,
     /// When a `list_changed` line was last logged, and the notifications since.
     list_changed_log: Mutex<(Option<Instant>, u64)>,
