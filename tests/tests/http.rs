@@ -1058,3 +1058,80 @@ async fn ping_an_unknown_cursor_and_ending_a_session_answer_as_the_spec_says() {
         .unwrap();
     assert_eq!(after.status(), 404);
 }
+
+/// A client counting the `tools/list_changed` notifications it received.
+#[derive(Clone, Default)]
+struct ListChanges(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for ListChanges {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_new_tool_is_announced_over_http_on_both_revisions() {
+    require_python_sdk();
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let within = Duration::from_secs(30);
+    for modern in [false, true] {
+        let state = tempfile::tempdir().unwrap();
+        let (key, entry) = new_user_key("alice", "");
+        let served = Served::start(&format!("{}{entry}", fault_upstream(state.path())));
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", served.url))
+            .auth_header(&key);
+        let lifecycle = if modern {
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            }
+        } else {
+            ClientLifecycleMode::Initialize
+        };
+        let seen = ListChanges::default();
+        let client = seen
+            .clone()
+            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+            .await
+            .expect("connect");
+        // 2026-07-28 clients hear of changes on a listen stream they open.
+        let mut listening = if modern {
+            let filter = rmcp::model::SubscriptionFilter::builder().tools_list_changed().build();
+            Some(client.peer().listen(filter).await.expect("subscriptions/listen"))
+        } else {
+            None
+        };
+        let grow = rmcp::model::CallToolRequestParams::new("faults_grow");
+        let grown = client.call_tool(grow).await.unwrap();
+        assert_ne!(grown.is_error, Some(true), "{grown:?}");
+        let told = match listening.as_mut() {
+            Some(stream) => tokio::time::timeout(within, stream.next())
+                .await
+                .is_ok_and(|n| n.ok().flatten().is_some()),
+            None => {
+                let started = Instant::now();
+                while seen.0.load(std::sync::atomic::Ordering::SeqCst) == 0
+                    && started.elapsed() < within
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                seen.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+            }
+        };
+        assert!(told, "modern {modern}: the client is told the list changed");
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(names.contains(&"faults_added".to_owned()), "modern {modern}: {names:?}");
+        client.cancel().await.unwrap();
+    }
+}

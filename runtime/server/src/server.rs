@@ -909,6 +909,34 @@ impl ServerHandler for QuiverServer {
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(self.list_ttl_ms(&context)))
     }
 
+    /// A 2025-11-25 session over HTTP hears of upstream tool changes on its stream (stdio's
+    /// one client is followed by `serve_stdio`).
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let over_http = context.extensions.get::<http::request::Parts>().is_some();
+        if over_http && !self.inner.host.upstreams().all().is_empty() {
+            tokio::spawn(follow_upstream_changes(self.clone(), context.peer.clone()));
+        }
+    }
+
+    /// 2026-07-28: a client listens for changes; quiver's tool list changes with its upstreams.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut accepted = rmcp::model::SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        if context.accepted().tools_list_changed == Some(true) {
+            follow_upstream_changes_on(self.clone(), &context).await;
+        } else {
+            context.cancelled().await;
+        }
+        Ok(())
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -1098,17 +1126,63 @@ impl View {
     }
 }
 
-/// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists.
+/// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists;
+/// ends with the client's connection.
 async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServer>) {
     let mut changes = server.inner.host.upstreams().subscribe();
     let mut listed = server.list_json();
-    while changes.changed().await.is_ok() {
+    let mut check_closed = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = check_closed.tick() => {
+                if peer.is_transport_closed() {
+                    return;
+                }
+                continue;
+            }
+        }
         // A restart changes state twice in a row; let it settle before comparing.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let now = server.list_json();
         if now != listed {
             listed = now;
             if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!("could not send tools/list_changed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// [`follow_upstream_changes`] for a 2026-07-28 `subscriptions/listen` stream.
+async fn follow_upstream_changes_on(
+    server: QuiverServer,
+    context: &rmcp::service::SubscriptionContext,
+) {
+    let mut changes = server.inner.host.upstreams().subscribe();
+    let mut listed = server.list_json();
+    loop {
+        tokio::select! {
+            () = context.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    context.cancelled().await;
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = server.list_json();
+        if now != listed {
+            listed = now;
+            let changed =
+                rmcp::model::ServerNotification::ToolListChangedNotification(Default::default());
+            if let Err(e) = context.sink().send(changed).await {
                 tracing::debug!("could not send tools/list_changed: {e}");
                 return;
             }
