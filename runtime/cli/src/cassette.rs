@@ -46,18 +46,69 @@ impl Answer {
     }
 }
 
+/// One session's recorded answers by key (a request, a call), each at the step of the session it
+/// was recorded at: a key gets the answer recorded for it at the latest step not after the
+/// current one (a list read again after a write sees the later answer), else its earliest.
+/// Every answer asked for is counted, and those nothing was recorded for apart.
+pub(crate) struct StepTape<K, A> {
+    recorded: HashMap<K, Vec<(usize, A)>>,
+    /// The step of the session being replayed.
+    step: usize,
+    served: u64,
+    unrecorded: u64,
+}
+
+impl<K, A> Default for StepTape<K, A> {
+    fn default() -> Self {
+        Self { recorded: HashMap::new(), step: 0, served: 0, unrecorded: 0 }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, A: Clone> StepTape<K, A> {
+    /// Files `answer` for `key` at `step` (in place of one filed there before).
+    pub(crate) fn record(&mut self, step: usize, key: K, answer: A) {
+        let answers = self.recorded.entry(key).or_default();
+        answers.retain(|(at, _)| *at != step);
+        answers.push((step, answer));
+        answers.sort_by_key(|(at, _)| *at);
+    }
+
+    /// Forgets every answer (between sessions: each has its own recording).
+    pub(crate) fn clear(&mut self) {
+        self.recorded.clear();
+        self.step = 0;
+    }
+
+    /// The step of the session being replayed.
+    pub(crate) fn at_step(&mut self, step: usize) {
+        self.step = step;
+    }
+
+    /// The answer for `key` now, counted.
+    pub(crate) fn answer(&mut self, key: &K) -> Option<A> {
+        self.served += 1;
+        let step = self.step;
+        let found = self.recorded.get(key).and_then(|answers| {
+            answers.iter().rev().find(|(at, _)| *at <= step).or(answers.first()).cloned()
+        });
+        if found.is_none() {
+            self.unrecorded += 1;
+        }
+        found.map(|(_, answer)| answer)
+    }
+
+    /// Answers asked for so far, and how many of them had nothing recorded.
+    pub(crate) fn served(&self) -> (u64, u64) {
+        (self.served, self.unrecorded)
+    }
+}
+
 #[derive(Default)]
 struct Tapes {
     /// While learning: the answer every request gets, and the requests seen.
     learning: Option<(Answer, Vec<String>)>,
-    /// Answers by request, each with the step it was recorded at.
-    recorded: HashMap<String, Vec<(usize, Answer)>>,
-    /// The step of the session being replayed.
-    step: usize,
-    /// Requests served (not while learning).
-    served: u64,
-    /// Of those, requests nothing was recorded for.
-    unrecorded: u64,
+    /// Answers by request (requests made while learning are not counted).
+    tape: StepTape<String, Answer>,
 }
 
 /// A running cassette.
@@ -91,18 +142,7 @@ async fn answer(State(tapes): State<Arc<Mutex<Tapes>>>, request: Request) -> Res
             seen.push(key);
             answer.clone()
         } else {
-            tapes.served += 1;
-            let step = tapes.step;
-            let found = tapes.recorded.get(&key).and_then(|answers| {
-                answers.iter().rev().find(|(at, _)| *at <= step).or(answers.first()).cloned()
-            });
-            match found {
-                Some((_, answer)) => answer,
-                None => {
-                    tapes.unrecorded += 1;
-                    Answer::not_found()
-                }
-            }
+            tapes.tape.answer(&key).unwrap_or_else(Answer::not_found)
         }
     };
     Response::builder()
@@ -147,30 +187,24 @@ impl Cassette {
         let Some((answer, seen)) = tapes.learning.take() else { return 0 };
         let count = seen.len();
         for key in seen {
-            let answers = tapes.recorded.entry(key).or_default();
-            answers.retain(|(at, _)| *at != step);
-            answers.push((step, answer.clone()));
-            answers.sort_by_key(|(at, _)| *at);
+            tapes.tape.record(step, key, answer.clone());
         }
         count
     }
 
     /// Forgets every recorded answer (between sessions: each has its own recording).
     pub(crate) fn clear(&self) {
-        let mut tapes = self.tapes();
-        tapes.recorded.clear();
-        tapes.step = 0;
+        self.tapes().tape.clear();
     }
 
     /// The step of the session being replayed.
     pub(crate) fn at_step(&self, step: usize) {
-        self.tapes().step = step;
+        self.tapes().tape.at_step(step);
     }
 
     /// Requests served so far, and how many of them had nothing recorded.
     pub(crate) fn served(&self) -> (u64, u64) {
-        let tapes = self.tapes();
-        (tapes.served, tapes.unrecorded)
+        self.tapes().tape.served()
     }
 }
 
@@ -182,61 +216,19 @@ impl Cassette {
 /// recorded for is counted apart.
 #[derive(Clone, Default)]
 pub(crate) struct RecordedResults {
-    tapes: Arc<Mutex<ResultTapes>>,
-}
-
-#[derive(Default)]
-struct ResultTapes {
-    recorded: HashMap<CallKey, Vec<(usize, ToolResult)>>,
-    step: usize,
-    served: u64,
-    unrecorded: u64,
+    tape: Arc<Mutex<StepTape<CallKey, ToolResult>>>,
 }
 
 impl RecordedResults {
-    fn tapes(&self) -> std::sync::MutexGuard<'_, ResultTapes> {
-        self.tapes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Files `result` as the answer to `key` at `step`.
-    pub(crate) fn record(&self, step: usize, key: CallKey, result: ToolResult) {
-        let mut tapes = self.tapes();
-        let answers = tapes.recorded.entry(key).or_default();
-        answers.push((step, result));
-        answers.sort_by_key(|(at, _)| *at);
-    }
-
-    /// Forgets every recorded result (between sessions).
-    pub(crate) fn clear(&self) {
-        let mut tapes = self.tapes();
-        tapes.recorded.clear();
-        tapes.step = 0;
-    }
-
-    /// The step of the session being replayed.
-    pub(crate) fn at_step(&self, step: usize) {
-        self.tapes().step = step;
-    }
-
-    /// Calls answered so far, and how many of them had nothing recorded.
-    pub(crate) fn served(&self) -> (u64, u64) {
-        let tapes = self.tapes();
-        (tapes.served, tapes.unrecorded)
+    /// The results, for one step of the replay.
+    pub(crate) fn tape(&self) -> std::sync::MutexGuard<'_, StepTape<CallKey, ToolResult>> {
+        self.tape.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl RecordedAnswers for RecordedResults {
     fn answer(&self, key: &CallKey) -> Option<ToolResult> {
-        let mut tapes = self.tapes();
-        tapes.served += 1;
-        let step = tapes.step;
-        let found = tapes.recorded.get(key).and_then(|answers| {
-            answers.iter().rev().find(|(at, _)| *at <= step).or(answers.first()).cloned()
-        });
-        if found.is_none() {
-            tapes.unrecorded += 1;
-        }
-        found.map(|(_, result)| result)
+        self.tape().answer(key)
     }
 }
 

@@ -9,7 +9,7 @@
 //! after the current one, else its earliest — the cassette's rule; a call nothing was recorded
 //! for gets an error result and is counted apart, and every call answered is counted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +24,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{json, Map, Value};
 
+use crate::cassette::StepTape;
+
 /// One recorded call of another server's tool.
 pub(crate) struct UpstreamCall {
     pub(crate) server: String,
@@ -34,14 +36,8 @@ pub(crate) struct UpstreamCall {
     pub(crate) result: Value,
 }
 
-#[derive(Default)]
-struct Tapes {
-    /// Results by (server, call), each with the step it was recorded at.
-    recorded: HashMap<(String, CallKey), Vec<(usize, Value)>>,
-    step: usize,
-    served: u64,
-    unrecorded: u64,
-}
+/// Results by (server, call).
+type Tapes = StepTape<(String, CallKey), Value>;
 
 /// The running servers.
 #[derive(Clone)]
@@ -111,20 +107,13 @@ impl ServerHandler for RecordedServer {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let key = CallKey::new(&request.name, &arguments, self.schemas.get(request.name.as_ref()));
-        let found = {
-            let mut tapes = self.tapes.lock().unwrap_or_else(|e| e.into_inner());
-            tapes.served += 1;
-            let step = tapes.step;
-            let found = tapes.recorded.get(&(self.name.clone(), key.clone())).and_then(|all| {
-                all.iter().rev().find(|(at, _)| *at <= step).or(all.first()).cloned()
-            });
-            if found.is_none() {
-                tapes.unrecorded += 1;
-            }
-            found
-        };
+        let found = self
+            .tapes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answer(&(self.name.clone(), key.clone()));
         let result = match found {
-            Some((_, recorded)) => recorded,
+            Some(recorded) => recorded,
             None => json!({
                 "content": [{"type": "text", "text": format!("nothing was recorded for {key}")}],
                 "isError": true,
@@ -208,25 +197,21 @@ impl CassetteUpstreams {
     /// Holds the results of one session's `calls` (by step) in place of the last session's.
     pub(crate) fn load<'c>(&self, calls: impl IntoIterator<Item = (usize, &'c UpstreamCall)>) {
         let mut tapes = self.tapes.lock().unwrap_or_else(|e| e.into_inner());
-        tapes.recorded.clear();
-        tapes.step = 0;
+        tapes.clear();
         for (step, call) in calls {
             let schema = self.schemas.get(&call.server).and_then(|s| s.get(&call.tool));
             let key = CallKey::new(&call.tool, &Value::Object(call.arguments.clone()), schema);
-            let all = tapes.recorded.entry((call.server.clone(), key)).or_default();
-            all.push((step, call.result.clone()));
-            all.sort_by_key(|(at, _)| *at);
+            tapes.record(step, (call.server.clone(), key), call.result.clone());
         }
     }
 
     /// The step of the session being replayed.
     pub(crate) fn at_step(&self, step: usize) {
-        self.tapes.lock().unwrap_or_else(|e| e.into_inner()).step = step;
+        self.tapes.lock().unwrap_or_else(|e| e.into_inner()).at_step(step);
     }
 
     /// Calls answered so far, and how many of them had nothing recorded.
     pub(crate) fn served(&self) -> (u64, u64) {
-        let tapes = self.tapes.lock().unwrap_or_else(|e| e.into_inner());
-        (tapes.served, tapes.unrecorded)
+        self.tapes.lock().unwrap_or_else(|e| e.into_inner()).served()
     }
 }

@@ -619,7 +619,7 @@ pub(crate) fn replay(
             })
             .collect();
         cassette.clear();
-        results.clear();
+        results.tape().clear();
         upstreams.load(upstream_calls[index].iter().map(|(step, call)| (*step, call)));
         match own {
             // quiver's own results, answered where the provider would be called.
@@ -628,7 +628,7 @@ pub(crate) fn replay(
                     let Some((tool, args)) = &call.call else { continue };
                     let schema = off.tool(tool).map(|t| t.spec.input_schema.clone());
                     let key = CallKey::new(tool, args, schema.as_ref());
-                    results.record(step, key, result.clone());
+                    results.tape().record(step, key, result.clone());
                 }
             }
             // Learn: each recorded answer under the requests the plugin makes for its call.
@@ -647,14 +647,14 @@ pub(crate) fn replay(
         let answers: Option<Arc<dyn RecordedAnswers>> =
             own.map(|_| Arc::new(results.clone()) as Arc<dyn RecordedAnswers>);
         // Each call reaches one of them: the recorded results, a cassette upstream, the cassette.
-        let served = || results.served().0 + upstreams.served().0 + cassette.served().0;
+        let served = || results.tape().served().0 + upstreams.served().0 + cassette.served().0;
         for (host, on_mode) in [(&off, false), (&on, true)] {
             host.answer_from(answers.clone());
             let session = Session::new(Arc::clone(host), session_id.clone());
             for (step, call) in calls.iter_mut().enumerate() {
                 let Some((tool, args)) = &call.call else { continue };
                 cassette.at_step(step);
-                results.at_step(step);
+                results.tape().at_step(step);
                 upstreams.at_step(step);
                 let before = served();
                 let (result, effects) = runtime.block_on(session.call(tool, args.clone(), &[]));
@@ -679,7 +679,7 @@ pub(crate) fn replay(
         replayed_sessions.push((session_id, sequence.prompt.clone(), calls));
     }
     let (served, unrecorded) = cassette.served();
-    let (served_recorded, unrecorded_recorded) = results.served();
+    let (served_recorded, unrecorded_recorded) = results.tape().served();
     let (served_upstream, unrecorded_upstream) = upstreams.served();
     report.requests_unrecorded = unrecorded + unrecorded_recorded + unrecorded_upstream;
     drop((off, on));
@@ -949,12 +949,9 @@ pub(crate) fn print(report: &ReplayReport) {
         "declined",
         "called"
     );
-    for (tool, f) in &report.per_tool {
-        if f.calls == 0 && f.prefetches == 0 && f.declines == 0 {
-            continue;
-        }
+    let row = |label: &str, f: &ToolFigures| {
         println!(
-            "{tool:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
+            "{label:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
             f.calls,
             f.replayed,
             f.failed,
@@ -967,25 +964,17 @@ pub(crate) fn print(report: &ReplayReport) {
             f.declines,
             f.declines_called
         );
+    };
+    for (tool, f) in &report.per_tool {
+        if f.calls == 0 && f.prefetches == 0 && f.declines == 0 {
+            continue;
+        }
+        row(tool, f);
     }
     if report.per_server.len() > 1 {
         println!();
         for (server, f) in &report.per_server {
-            println!(
-                "{:<36} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7} {:>9} {:>5} {:>5} {:>8} {:>6}",
-                format!("{server} (all its tools)"),
-                f.calls,
-                f.replayed,
-                f.failed,
-                f.recorded_tokens,
-                f.delivered_tokens,
-                percent(ratio(f.delivered_tokens, f.recorded_tokens)),
-                format!("{}/{}", f.values_survived, f.values_used),
-                f.prefetches,
-                f.prefetches_used,
-                f.declines,
-                f.declines_called
-            );
+            row(&format!("{server} (all its tools)"), f);
         }
     }
     let e = &report.effectiveness;

@@ -727,23 +727,10 @@ pub(crate) fn default_claude_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude").join("projects"))
 }
 
-/// Every `.jsonl` file under `dir`, at any depth (subagent transcripts included), sorted.
+/// Every `.jsonl` file under `dir`, at any depth (subagent transcripts included), sorted: the
+/// same walk as quiver's own recordings.
 pub(crate) fn transcript_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => pending.push(path),
-                Ok(_) if path.extension().is_some_and(|x| x == "jsonl") => out.push(path),
-                _ => {}
-            }
-        }
-    }
-    out.sort();
-    out
+    quiver_runtime::recording::recording_files(dir)
 }
 
 /// What reading Claude Code transcripts found.

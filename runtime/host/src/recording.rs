@@ -106,7 +106,8 @@ impl SessionRecorder {
     }
 }
 
-/// Every `.jsonl` file of `path` (a recording itself, or a folder of them at any depth), sorted.
+/// Every `.jsonl` file of `path` (a file itself, or a folder of them at any depth, links to
+/// folders not followed so a loop of links ends), sorted.
 pub fn recording_files(path: &Path) -> Vec<PathBuf> {
     if path.is_file() {
         return vec![path.to_path_buf()];
@@ -117,10 +118,10 @@ pub fn recording_files(path: &Path) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                files.push(path);
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => folders.push(path),
+                Ok(_) if path.extension().is_some_and(|e| e == "jsonl") => files.push(path),
+                _ => {}
             }
         }
     }

@@ -193,6 +193,21 @@ impl Routes {
         Ok(ListPromptsResult::with_all_items(all))
     }
 
+    /// The upstream and own name of prompt `name` as quiver lists it, listing the prompts again
+    /// when it is not known yet (a client may use a name an earlier connection saw).
+    async fn prompt_route(&self, host: &Host, name: &str) -> Result<(String, String), McpError> {
+        let known = |routes: &Self| {
+            routes.prompts.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+        };
+        if let Some(route) = known(self) {
+            return Ok(route);
+        }
+        self.list_prompts(host).await?;
+        known(self).ok_or_else(|| {
+            McpError::invalid_params(format!("no prompt `{name}`; prompts/list shows them"), None)
+        })
+    }
+
     /// Completes an argument of a prompt (as quiver lists it) or of a resource template, by the
     /// upstream that serves it.
     pub(crate) async fn complete(
@@ -202,22 +217,7 @@ impl Routes {
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         let upstream = match &mut request.r#ref {
             rmcp::model::Reference::Prompt(prompt) => {
-                let known = |routes: &Self, name: &str| {
-                    routes.prompts.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
-                };
-                let route = match known(self, &prompt.name) {
-                    Some(route) => Some(route),
-                    None => {
-                        self.list_prompts(host).await?;
-                        known(self, &prompt.name)
-                    }
-                };
-                let Some((upstream, original)) = route else {
-                    return Err(McpError::invalid_params(
-                        format!("no prompt `{}`; prompts/list shows them", prompt.name),
-                        None,
-                    ));
-                };
+                let (upstream, original) = self.prompt_route(host, &prompt.name).await?;
                 prompt.name = original;
                 host.upstreams().get(&upstream).cloned()
             }
@@ -254,23 +254,7 @@ impl Routes {
         host: &Host,
         mut request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, McpError> {
-        let known = |routes: &Self| {
-            routes.prompts.lock().unwrap_or_else(|e| e.into_inner()).get(&request.name).cloned()
-        };
-        let route = match known(self) {
-            Some(route) => Some(route),
-            // A client may get a prompt it saw in an earlier connection's list.
-            None => {
-                self.list_prompts(host).await?;
-                known(self)
-            }
-        };
-        let Some((upstream, original)) = route else {
-            return Err(McpError::invalid_params(
-                format!("no prompt `{}`; prompts/list shows them", request.name),
-                None,
-            ));
-        };
+        let (upstream, original) = self.prompt_route(host, &request.name).await?;
         let Some(upstream) = host.upstreams().get(&upstream).cloned() else {
             return Err(McpError::internal_error(format!("upstream `{upstream}` is gone"), None));
         };
