@@ -1197,3 +1197,50 @@ async fn call_quietly(client: &RunningService<RoleClient, Seen>, name: &str) -> 
         Err(e) => e.to_string(),
     }
 }
+
+/// A client that keeps the log messages it is sent.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<Value>>>);
+
+#[allow(deprecated)] // logging is deprecated from 2026-07-28; 2025-11-25 servers use it
+impl ClientHandler for Logs {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(serde_json::to_value(params).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // logging/setLevel: see `Logs`
+async fn an_upstreams_log_messages_reach_a_client_that_asked_for_them() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let (args, env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(&args).current_dir(gateway.dir.path());
+            cmd.env_remove("RUST_LOG");
+            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }))
+        .unwrap();
+    let logs = Logs::default();
+    let client = logs.clone().serve(transport).await.expect("initialize");
+    let info = serde_json::to_value(client.peer().peer_info().unwrap()).unwrap();
+    assert!(info["capabilities"].get("logging").is_some(), "{info}");
+    let level = serde_json::from_value(json!({"level": "debug"})).unwrap();
+    client.peer().set_level(level).await.unwrap();
+    let toggle = CallToolRequestParams::new("everything_toggle-simulated-logging");
+    let toggled = client.call_tool(toggle).await.unwrap();
+    assert_ne!(toggled.is_error, Some(true), "{toggled:?}");
+    let got = Arc::clone(&logs.0);
+    assert!(
+        eventually(Duration::from_secs(30), || !got.lock().unwrap().is_empty()).await,
+        "a log message of the upstream arrives"
+    );
+    let first = logs.0.lock().unwrap()[0].clone();
+    assert!(first["logger"].as_str().unwrap().starts_with("everything"), "{first}");
+    client.cancel().await.unwrap();
+}

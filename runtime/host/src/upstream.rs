@@ -490,6 +490,8 @@ pub struct Upstream {
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
     /// The calls in flight to it (pre-fetches included), and the clients of those that have one.
     in_flight: Mutex<(usize, CallClients)>,
+    /// Where its log messages go: every upstream's, to whichever clients asked for them.
+    logs: tokio::sync::broadcast::Sender<UpstreamLog>,
     relist: Notify,
     /// When a `list_changed` line was last logged, and the notifications since.
     list_changed_log: Mutex<(Option<Instant>, u64)>,
@@ -501,7 +503,11 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    fn new(config: UpstreamConfig, changed: Arc<dyn Fn() + Send + Sync>) -> Self {
+    fn new(
+        config: UpstreamConfig,
+        changed: Arc<dyn Fn() + Send + Sync>,
+        logs: tokio::sync::broadcast::Sender<UpstreamLog>,
+    ) -> Self {
         let state = if config.enabled { UpstreamState::Starting } else { UpstreamState::Disabled };
         Self {
             config,
@@ -519,6 +525,7 @@ impl Upstream {
             }),
             progress: Mutex::new(HashMap::new()),
             in_flight: Mutex::new((0, HashMap::new())),
+            logs,
             relist: Notify::new(),
             list_changed_log: Mutex::new((None, 0)),
             first_attempt: watch::channel(false).0,
@@ -564,6 +571,22 @@ impl Upstream {
     /// Its MCP client, while it serves.
     pub fn peer(&self) -> Option<Peer<RoleClient>> {
         self.live().peer.clone()
+    }
+
+    /// Whether it declared logging (false while it is down).
+    pub fn serves_logging(&self) -> bool {
+        self.peer()
+            .and_then(|peer| peer.peer_info().map(|i| i.capabilities.logging.is_some()))
+            .unwrap_or(false)
+    }
+
+    /// Asks it to send log messages of `level` (`"debug"`, `"info"`…) and above.
+    #[allow(deprecated)] // logging is deprecated from 2026-07-28 (SEP-2577); 2025-11-25 servers use it
+    pub async fn set_log_level(&self, level: &str) -> Result<(), String> {
+        let peer = self.peer().ok_or_else(|| format!("upstream `{}` is down", self.name()))?;
+        let params: rmcp::model::SetLevelRequestParams =
+            serde_json::from_value(json!({ "level": level })).map_err(|e| e.to_string())?;
+        peer.set_level(params).await.map_err(|e| logging::scrub(&e.to_string()))
     }
 
     /// Whether it declared completions (false while it is down).
@@ -1421,6 +1444,18 @@ impl ClientHandler for UpstreamHandler {
         client.list_roots().await
     }
 
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(upstream) = self.upstream.upgrade() else { return };
+        let Ok(mut params) = serde_json::to_value(params) else { return };
+        logging::scrub_json(&mut params);
+        // Nobody listening is fine.
+        let _ = upstream.logs.send(UpstreamLog { upstream: upstream.name().to_owned(), params });
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(upstream) = self.upstream.upgrade() {
             upstream.list_changed();
@@ -1489,11 +1524,29 @@ pub struct Upstreams {
     list: Vec<Arc<Upstream>>,
     version: Arc<watch::Sender<u64>>,
     started: AtomicBool,
+    logs: tokio::sync::broadcast::Sender<UpstreamLog>,
+}
+
+/// A log message an upstream sent (`notifications/message`), masked: its upstream's name and
+/// the MCP params (`level`, `logger`, `data`).
+#[derive(Debug, Clone)]
+pub struct UpstreamLog {
+    /// The upstream's name.
+    pub upstream: String,
+    /// `level`, `logger`, `data`, as MCP writes them.
+    pub params: Value,
 }
 
 impl Upstreams {
+    /// Every upstream's log messages from now on.
+    pub fn logs(&self) -> tokio::sync::broadcast::Receiver<UpstreamLog> {
+        self.logs.subscribe()
+    }
+
     /// The upstreams of a config; nothing starts until [`Upstreams::start`].
     pub fn new(configs: &[UpstreamConfig]) -> Self {
+        // A client slower than 256 messages behind loses the oldest, never blocks an upstream.
+        let logs = tokio::sync::broadcast::channel(256).0;
         let version = Arc::new(watch::channel(0u64).0);
         let bump = {
             let version = Arc::downgrade(&version);
@@ -1505,9 +1558,9 @@ impl Upstreams {
         };
         let list = configs
             .iter()
-            .map(|config| Arc::new(Upstream::new(config.clone(), Arc::clone(&bump))))
+            .map(|config| Arc::new(Upstream::new(config.clone(), Arc::clone(&bump), logs.clone())))
             .collect();
-        Self { list, version, started: AtomicBool::new(false) }
+        Self { list, version, started: AtomicBool::new(false), logs }
     }
 
     /// Starts every enabled upstream in parallel on the current tokio runtime and waits until

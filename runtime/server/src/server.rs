@@ -50,7 +50,14 @@ pub struct QuiverServer {
     inner: Arc<Inner>,
     /// `dynamic` mode: what this connection loaded.
     listing: Arc<Mutex<Listing>>,
+    /// The lowest level of the upstreams' log messages this connection asked for
+    /// (`logging/setLevel`, as an index into [`LOG_LEVELS`]; none asked: `u8::MAX`).
+    log_level: Arc<std::sync::atomic::AtomicU8>,
 }
+
+/// MCP's log levels, lowest first.
+const LOG_LEVELS: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// Who is calling, as the HTTP layer authenticated them (absent on stdio).
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +178,7 @@ impl QuiverServer {
                 routes: crate::federation::Routes::default(),
             }),
             listing: Arc::new(Mutex::new(listing)),
+            log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
         })
     }
 
@@ -179,7 +187,11 @@ impl QuiverServer {
         let catalog = self.view(None).catalog(&self.inner);
         let listing = Listing::new(self.inner.mode, &self.inner.config, &catalog)
             .unwrap_or_else(|_| self.listing().clone());
-        Self { inner: Arc::clone(&self.inner), listing: Arc::new(Mutex::new(listing)) }
+        Self {
+            inner: Arc::clone(&self.inner),
+            listing: Arc::new(Mutex::new(listing)),
+            log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
+        }
     }
 
     /// The state of `who` (the local caller when `None`), created on their first request.
@@ -882,6 +894,9 @@ impl ServerHandler for QuiverServer {
         if completions {
             capabilities.completions = Some(Default::default());
         }
+        if self.inner.host.upstreams().all().iter().any(|u| u.serves_logging()) {
+            capabilities.logging = Some(Default::default());
+        }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.inner.instructions.clone())
@@ -967,6 +982,37 @@ impl ServerHandler for QuiverServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
         self.inner.routes.list_prompts(&self.inner.host).await
+    }
+
+    /// The client's level goes to every upstream that logs, and their messages at or above it
+    /// to this client (masked, `logger` naming the upstream).
+    #[allow(deprecated)] // logging is deprecated from 2026-07-28 (SEP-2577); 2025-11-25 clients use it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let level = serde_json::to_value(&request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "info".to_owned());
+        let index = LOG_LEVELS.iter().position(|l| *l == level).unwrap_or(1) as u8;
+        let before = self.log_level.swap(index, Ordering::SeqCst);
+        for upstream in self.inner.host.upstreams().all() {
+            if upstream.serves_logging() {
+                if let Err(e) = upstream.set_log_level(&level).await {
+                    tracing::debug!(upstream = upstream.name(), "logging/setLevel: {e}");
+                }
+            }
+        }
+        if before == u8::MAX {
+            tokio::spawn(forward_upstream_logs(
+                self.inner.host.upstreams().logs(),
+                Arc::clone(&self.log_level),
+                context.peer.clone(),
+            ));
+        }
+        Ok(())
     }
 
     async fn complete(
@@ -1155,6 +1201,44 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
                 tracing::debug!("could not send tools/list_changed: {e}");
                 return;
             }
+        }
+    }
+}
+
+/// Sends `peer` the upstreams' log messages at or above its level; ends with its connection.
+#[allow(deprecated)] // logging: see `set_level`
+async fn forward_upstream_logs(
+    mut logs: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::UpstreamLog>,
+    level: Arc<std::sync::atomic::AtomicU8>,
+    peer: rmcp::Peer<RoleServer>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let log = match logs.recv().await {
+            Ok(log) => log,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!("a client missed {missed} upstream log messages");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if peer.is_transport_closed() {
+            return;
+        }
+        let at = log.params.get("level").and_then(Value::as_str).unwrap_or("info");
+        let at = LOG_LEVELS.iter().position(|l| *l == at).unwrap_or(1) as u8;
+        if at < level.load(Ordering::SeqCst) {
+            continue;
+        }
+        let mut params = log.params;
+        let logger = match params.get("logger").and_then(Value::as_str) {
+            Some(logger) => format!("{}/{logger}", log.upstream),
+            None => log.upstream.clone(),
+        };
+        params["logger"] = Value::String(logger);
+        let Ok(params) = serde_json::from_value(params) else { continue };
+        if peer.notify_logging_message(params).await.is_err() {
+            return;
         }
     }
 }
