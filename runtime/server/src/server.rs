@@ -992,7 +992,7 @@ impl ServerHandler for QuiverServer {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let level = serde_json::to_value(&request.level)
+        let level = serde_json::to_value(request.level)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_else(|| "info".to_owned());
