@@ -113,6 +113,20 @@ impl Gateway {
         Seen::default().serve(transport).await.expect("initialize")
     }
 
+    /// `quiver serve --mode all` with a client of the test's own (`handler` answers what the
+    /// server asks or keeps what it is sent).
+    async fn serve_as<H: ClientHandler>(&self, handler: H) -> RunningService<RoleClient, H> {
+        let (args, env) = (self.args(&["serve", "--mode", "all"]), self.env());
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+                cmd.args(&args).current_dir(self.dir.path());
+                cmd.env_remove("RUST_LOG");
+                cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            }))
+            .expect("spawn quiver serve");
+        handler.serve(transport).await.expect("initialize")
+    }
+
     /// [`Gateway::serve`] with `env` added and quiver's stderr collected: the client, and the
     /// log, whole once the server has ended (after the client's `cancel`).
     async fn serve_logged(
@@ -1156,15 +1170,7 @@ impl ClientHandler for Answering {
 async fn an_upstreams_sampling_elicitation_and_roots_reach_the_client_that_made_the_call() {
     require_npx();
     let gateway = Gateway::new(&reference_upstreams(), "");
-    let (args, env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
-    let transport =
-        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
-            cmd.args(&args).current_dir(gateway.dir.path());
-            cmd.env_remove("RUST_LOG");
-            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        }))
-        .unwrap();
-    let client = Answering.serve(transport).await.expect("initialize");
+    let client = gateway.serve_as(Answering).await;
     let call = |name: &str, args: Value| {
         CallToolRequestParams::new(name.to_owned())
             .with_arguments(args.as_object().unwrap().clone())
@@ -1218,16 +1224,8 @@ impl ClientHandler for Logs {
 async fn an_upstreams_log_messages_reach_a_client_that_asked_for_them() {
     require_npx();
     let gateway = Gateway::new(&reference_upstreams(), "");
-    let (args, env) = (gateway.args(&["serve", "--mode", "all"]), gateway.env());
-    let transport =
-        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
-            cmd.args(&args).current_dir(gateway.dir.path());
-            cmd.env_remove("RUST_LOG");
-            cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        }))
-        .unwrap();
     let logs = Logs::default();
-    let client = logs.clone().serve(transport).await.expect("initialize");
+    let client = gateway.serve_as(logs.clone()).await;
     let info = serde_json::to_value(client.peer().peer_info().unwrap()).unwrap();
     assert!(info["capabilities"].get("logging").is_some(), "{info}");
     let level = serde_json::from_value(json!({"level": "debug"})).unwrap();
