@@ -916,7 +916,7 @@ impl Host {
             let observed = self.observed_tokens.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(&(count, sum)) = observed.get(&qualified).filter(|(count, _)| *count > 0) {
                 let mean_tokens = sum as f64 / count as f64;
-                resolved.model.cost_model.typical_kb = mean_tokens / TOKENS_PER_KB;
+                resolved.model.cost_model.typical_kb = mean_tokens / crate::session::TOKENS_PER_KB;
                 resolved.provenance.insert(
                     "cost_model.typical_kb".into(),
                     LayerSource::BuiltIn(format!("observed:mean of {count} results")),
@@ -1262,10 +1262,6 @@ fn scrub_result(mut result: ToolResult) -> ToolResult {
     }
     result
 }
-
-/// Tokens per KiB of a result, to turn observed tokens into a cost model's `typical_kb` (the
-/// planner's default rate, so the two round-trip).
-const TOKENS_PER_KB: f64 = 256.0;
 
 /// The longest error text a call returns; longer ones keep their start and end.
 pub const MAX_ERROR_BYTES: usize = 4096;

@@ -53,8 +53,9 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// The control argument that bypasses the cache (`"_fresh": true`).
 pub const FRESH_ARGUMENT: &str = "_fresh";
 
-/// Tokens per KiB for predictions in telemetry: the planner's default.
-const TOKENS_PER_KB: f64 = 256.0;
+/// Tokens per KiB for predictions in telemetry, and for turning observed result sizes back into
+/// a cost model's `typical_kb`: the planner's default.
+pub(crate) const TOKENS_PER_KB: f64 = 256.0;
 
 /// What a session call did besides calling the provider, for telemetry and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -138,23 +138,27 @@ impl Routes {
         let uri = request.uri.clone();
         let listed = self.resources.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
         let mut candidates = serving(host, false);
-        // The one that listed it first, then those whose templates it fits, then the rest.
-        let mut fits = HashMap::new();
-        for upstream in &candidates {
-            let Some(peer) = upstream.peer() else { continue };
-            if let Ok(templates) = peer.list_all_resource_templates().await {
-                let fit = templates.iter().any(|t| {
-                    let template = t.uri_template.as_str();
-                    let fixed = template.split('{').next().unwrap_or(template);
-                    !fixed.is_empty() && uri.starts_with(fixed)
-                });
-                fits.insert(upstream.name().to_owned(), fit);
+        match listed.as_deref() {
+            // The one that listed it first, then the rest.
+            Some(listed) => candidates.sort_by_key(|u| u.name() != listed),
+            // A URI nobody listed (a template's): those whose templates it fits first — asked
+            // for their templates only then, not on every read.
+            None => {
+                let mut fits = HashMap::new();
+                for upstream in &candidates {
+                    let Some(peer) = upstream.peer() else { continue };
+                    if let Ok(templates) = peer.list_all_resource_templates().await {
+                        let fit = templates.iter().any(|t| {
+                            let template = t.uri_template.as_str();
+                            let fixed = template.split('{').next().unwrap_or(template);
+                            !fixed.is_empty() && uri.starts_with(fixed)
+                        });
+                        fits.insert(upstream.name().to_owned(), fit);
+                    }
+                }
+                candidates.sort_by_key(|u| !fits.get(u.name()).copied().unwrap_or(false));
             }
         }
-        candidates.sort_by_key(|u| {
-            let name = u.name();
-            (listed.as_deref() != Some(name), !fits.get(name).copied().unwrap_or(false))
-        });
         let mut last_error = None;
         for upstream in candidates {
             let Some(peer) = upstream.peer() else { continue };
