@@ -82,7 +82,7 @@ fn run_suite(url: &str) -> BTreeMap<String, bool> {
             .map(|c| format!("{}: {}", c["id"], c["errorMessage"]))
             .collect();
         if !failures.is_empty() {
-            eeprintln!("{url} {scenario}: {}", failures.join("; "));
+            eprintln!("{url} {scenario}: {}", failures.join("; "));
         }
         outcomes.insert(scenario, !checks.is_empty() && failures.is_empty());
     }
