@@ -3,7 +3,8 @@
 quiver's conformance tests (tests/tests/conformance.rs) run the suite
 (`@modelcontextprotocol/conformance`) against this server directly, then against quiver fronting
 it, and compare scenario by scenario. Every tool, resource and prompt here is one a scenario names,
-with the content its description asks for.
+with the content its description asks for, and one more tool, `touch_watched_resource`, which
+tells subscribers that `test://watched-resource` changed.
 
 Run as `python3 conformance_server.py stdio` (an `[[upstreams]]` command) or
 `python3 conformance_server.py http PORT` (Streamable HTTP on 127.0.0.1:PORT at `/mcp`).
@@ -235,6 +236,16 @@ def template_data(id: str) -> str:
 )
 def watched_resource() -> str:
     return "Watched resource content"
+
+
+@server.tool()
+async def touch_watched_resource(ctx: Context) -> str:
+    """Changes test://watched-resource and tells the clients subscribed to it."""
+    if stateless(ctx):
+        await ctx.notify_resource_updated("test://watched-resource")
+    elif "test://watched-resource" in subscribed:
+        await ctx.session.send_resource_updated("test://watched-resource")
+    return "Touched test://watched-resource."
 
 
 async def subscribe(ctx: ServerRequestContext, params: SubscribeRequestParams) -> EmptyResult:

@@ -242,3 +242,155 @@ fn quiver_alone_passes_every_scenario_that_needs_no_fixture() {
         protocol_only.iter().copied().filter(|s| alone.get(*s) != Some(&true)).collect();
     assert!(failed.is_empty(), "quiver alone fails protocol scenarios: {failed:?}");
 }
+
+/// The official Python SDK's client on `mode` (`auto`: 2026-07-28; `legacy`: 2025-11-25) with a
+/// model that answers "Paris", a user who accepts forms, and a wish for debug logs, calling the
+/// conformance server's sampling, elicitation and logging tools through quiver.
+fn answering_client(url: &str, mode: &str) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/http_client.py");
+    let calls = serde_json::json!([
+        ["test_sampling", {"prompt": "What is the capital of France?"}],
+        ["test_elicitation", {"message": "Who are you?"}],
+        ["test_tool_with_logging", {}],
+    ]);
+    let answers = serde_json::json!({
+        "sampling": "Paris",
+        "elicit": {"username": "ada", "email": "ada@example.com"},
+        "log_level": "debug",
+    });
+    let out = Command::new("python3")
+        .arg(script)
+        .args([url, "", mode, &calls.to_string(), &answers.to_string()])
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| {
+        panic!(
+            "the client printed no result ({e}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// An upstream's sampling and elicitation reach the client that made the call, and its log
+/// messages come back with the call: on 2026-07-28 as rounds of the client's own call (the
+/// upstream's `input_required` handed on, its state bound to the call), on 2025-11-25 as
+/// requests to the client while the call waits.
+#[test]
+fn an_upstreams_requests_reach_the_calling_client_on_both_revisions() {
+    require_python_sdk();
+    let config = format!(
+        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
+         args = [\"{}\", \"stdio\"]\nprefix = \"\"\n",
+        conformance_server().display()
+    );
+    let (_quiver, url, _dir) = quiver_serving(&config, "all");
+    for (mode, revision) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = answering_client(&url, mode);
+        assert_eq!(out["protocol"], revision, "{out}");
+        let text = |i: usize| out["calls"][i]["text"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(text(0), "LLM response: Paris", "{mode}: {out}");
+        assert!(text(1).starts_with("User response: action=accept"), "{mode}: {out}");
+        assert!(text(1).contains("ada@example.com"), "{mode}: {out}");
+        let asked: Vec<&str> =
+            out["asked"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+        assert_eq!(asked, ["sampling", "elicitation: Who are you?"], "{mode}: {out}");
+        let logs = out["logs"].to_string();
+        for line in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+            assert!(logs.contains(line), "{mode}: `{line}` not logged to the client: {out}");
+        }
+    }
+}
+
+/// Resource changes a client subscribed to through quiver.
+#[derive(Clone, Default)]
+struct Updates(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.uri);
+    }
+}
+
+/// rmcp's client over Streamable HTTP at `url`, on 2026-07-28 (`modern`) or 2025-11-25.
+async fn rmcp_client(
+    url: &str,
+    modern: bool,
+) -> rmcp::service::RunningService<rmcp::RoleClient, Updates> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    Updates::default().serve_with_lifecycle(transport, lifecycle).await.expect("connect")
+}
+
+/// A client subscribed to an upstream's resource through quiver hears of its change — with
+/// `resources/subscribe` on 2025-11-25, on a `subscriptions/listen` stream on 2026-07-28 — and
+/// after unsubscribing no longer does; the upstream is reached over stdio (2026-07-28, where
+/// quiver listens for the URI) and over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // resources/subscribe is 2025-11-25's
+async fn a_subscribed_client_hears_of_an_upstreams_resource_change() {
+    require_python_sdk();
+    const WATCHED: &str = "test://watched-resource";
+    let (_http_upstream, upstream_url) = upstream_over_http();
+    let stdio = format!(
+        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
+         args = [\"{}\", \"stdio\"]\nprefix = \"\"\n",
+        conformance_server().display()
+    );
+    let http =
+        format!("[[upstreams]]\nname = \"conformance\"\nurl = \"{upstream_url}\"\nprefix = \"\"\n");
+    for (transport, config) in [("stdio", stdio), ("http", http)] {
+        let (_quiver, url, _dir) = quiver_serving(&config, "all");
+        let touch = || rmcp::model::CallToolRequestParams::new("touch_watched_resource");
+
+        let legacy = rmcp_client(&url, false).await;
+        legacy.peer().subscribe(rmcp::model::SubscribeRequestParams::new(WATCHED)).await.unwrap();
+        legacy.call_tool(touch()).await.unwrap();
+        let heard = std::sync::Arc::clone(&legacy.service().0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while heard.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(*heard.lock().unwrap(), [WATCHED], "{transport}: 2025-11-25 subscriber");
+        legacy
+            .peer()
+            .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(WATCHED))
+            .await
+            .unwrap();
+        // Another change after unsubscribing; the client hears of it no more — checked once a
+        // listen stream opened after it has heard of the same change.
+        legacy.call_tool(touch()).await.unwrap();
+
+        let modern = rmcp_client(&url, true).await;
+        let filter =
+            rmcp::model::SubscriptionFilter::builder().resource_subscriptions([WATCHED]).build();
+        let mut stream = modern.peer().listen(filter).await.expect("subscriptions/listen");
+        modern.call_tool(touch()).await.unwrap();
+        let next = tokio::time::timeout(std::time::Duration::from_secs(20), stream.next())
+            .await
+            .expect("a resources/updated on the listen stream")
+            .unwrap();
+        match next {
+            Some(rmcp::model::ServerNotification::ResourceUpdatedNotification(n)) => {
+                assert_eq!(n.params.uri, WATCHED, "{transport}: 2026-07-28 subscriber")
+            }
+            other => panic!("{transport}: expected resources/updated, got {other:?}"),
+        }
+        assert_eq!(heard.lock().unwrap().len(), 1, "{transport}: heard after unsubscribing");
+        legacy.cancel().await.unwrap();
+        modern.cancel().await.unwrap();
+    }
+}

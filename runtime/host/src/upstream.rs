@@ -467,6 +467,9 @@ pub trait CallClient: Send + Sync {
     fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
         None
     }
+    /// A log message the upstream sent during the call (masked), for the client if it asked
+    /// for messages of that level.
+    fn log(&self, _params: rmcp::model::LoggingMessageNotificationParam) {}
 }
 
 /// A later round of a call an upstream asked input for: the client's answers, by the keys the
@@ -600,6 +603,9 @@ pub struct Upstream {
     subscriptions: Mutex<BTreeMap<String, usize>>,
     /// Wakes the serve loop to open its 2026-07-28 listen stream with the URIs now subscribed.
     resubscribe: Notify,
+    /// Counts the listen streams the serve loop opened, so a subscription returns once the
+    /// upstream listens for its URI.
+    listened: watch::Sender<u64>,
     relist: Notify,
     /// When a `list_changed` line was last logged, and the notifications since.
     list_changed_log: Mutex<(Option<Instant>, u64)>,
@@ -638,6 +644,7 @@ impl Upstream {
             updates,
             subscriptions: Mutex::new(BTreeMap::new()),
             resubscribe: Notify::new(),
+            listened: watch::channel(0).0,
             relist: Notify::new(),
             list_changed_log: Mutex::new((None, 0)),
             first_attempt: watch::channel(false).0,
@@ -767,8 +774,21 @@ impl Upstream {
         let peer = self.peer().ok_or_else(|| format!("upstream `{}` is down", self.name()))?;
         if peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize()) {
             // 2026-07-28: a listen stream's filter is fixed, so the serve loop opens a new one.
+            let mut listened = self.listened.subscribe();
+            listened.mark_unchanged();
             self.resubscribe.notify_one();
-            return Ok(());
+            let opened = tokio::time::timeout(
+                Duration::from_secs(self.config.timeout_s),
+                listened.changed(),
+            )
+            .await;
+            return match opened {
+                Ok(Ok(())) => Ok(()),
+                _ => Err(format!(
+                    "upstream `{}` did not open a listen stream for {uri} in time",
+                    self.name()
+                )),
+            };
         }
         let scrub = |e: rmcp::ServiceError| logging::scrub(&e.to_string());
         if subscribe {
@@ -1202,6 +1222,7 @@ impl Upstream {
                 },
                 () = self.resubscribe.notified(), if modern => {
                     subscription = peer.listen(self.listen_filter()).await.ok();
+                    self.listened.send_modify(|n| *n += 1);
                 }
                 _ = &mut done => break,
                 () = self.stopped.notified() => {
@@ -1797,20 +1818,57 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
     }
 
     async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
-        if let rmcp::model::JsonRpcMessage::Notification(notification) = &message {
-            if let rmcp::model::ServerNotification::ProgressNotification(progress) =
-                &notification.notification
-            {
-                deliver_progress(&self.upstream, &progress.params);
+        loop {
+            let message = self.inner.receive().await?;
+            if let rmcp::model::JsonRpcMessage::Notification(notification) = &message {
+                match &notification.notification {
+                    rmcp::model::ServerNotification::ProgressNotification(progress) => {
+                        deliver_progress(&self.upstream, &progress.params);
+                    }
+                    rmcp::model::ServerNotification::LoggingMessageNotification(log)
+                        if deliver_log(&self.upstream, &log.params) =>
+                    {
+                        continue;
+                    }
+                    _ => {}
+                }
             }
+            return Some(message);
         }
-        Some(message)
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
     }
+}
+
+/// Hands a log message (masked) to the client of the call in flight, when exactly one is and a
+/// client made it: a message cannot say which call it belongs to, and one call's log must not
+/// reach another client. Whether it was handed on; if not, it goes to every client that asked
+/// for the upstream's messages (see [`Upstreams::logs`]).
+#[allow(deprecated)] // logging: see `CallClient`
+fn deliver_log(
+    upstream: &Weak<Upstream>,
+    params: &rmcp::model::LoggingMessageNotificationParam,
+) -> bool {
+    let Some(upstream) = upstream.upgrade() else { return false };
+    let client = {
+        let in_flight = upstream.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match (in_flight.0, in_flight.1.values().next()) {
+            (1, Some(client)) if in_flight.1.len() == 1 => Arc::clone(client),
+            _ => return false,
+        }
+    };
+    let Ok(mut json) = serde_json::to_value(params) else { return false };
+    logging::scrub_json(&mut json);
+    // As every upstream message reaches clients: `logger` names the upstream.
+    json["logger"] = Value::String(match json.get("logger").and_then(Value::as_str) {
+        Some(logger) => format!("{}/{logger}", upstream.name()),
+        None => upstream.name().to_owned(),
+    });
+    let Ok(params) = serde_json::from_value(json) else { return false };
+    client.log(params);
+    true
 }
 
 /// Hands `params` to the sink of the call its token names, its message masked.

@@ -55,6 +55,9 @@ pub struct QuiverServer {
     log_level: Arc<std::sync::atomic::AtomicU8>,
     /// The resource URIs this connection's client subscribed to, with the upstream of each.
     subscribed: Subscribed,
+    /// Resource subscriptions made for 2026-07-28 listen streams being opened, taken over by
+    /// each stream's `listen`.
+    listening: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 /// MCP's log levels, lowest first.
@@ -126,6 +129,10 @@ impl QuiverServer {
         self.subscribed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn listening(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
+        self.listening.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A server over `host` for one connection named `session_id`. Fails on an unusable
     /// `[selector]` pattern.
     pub fn new(
@@ -189,6 +196,7 @@ impl QuiverServer {
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
             subscribed: Arc::default(),
+            listening: Arc::default(),
         })
     }
 
@@ -202,6 +210,7 @@ impl QuiverServer {
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
             subscribed: Arc::default(),
+            listening: Arc::default(),
         }
     }
 
@@ -832,8 +841,8 @@ impl QuiverServer {
         let upstream = self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
         // In the order the upstream sent them, each before the result: queued here, sent by
         // the loop below, and what is queued when the call ends is sent before its result.
-        let (progress_tx, mut progress_rx) =
-            tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+        let log_tx = progress_tx.clone();
         let forward: ProgressSink = {
             let token = token.clone();
             Arc::new(move |progress, total, message| {
@@ -845,14 +854,19 @@ impl QuiverServer {
                 if let Some(message) = message {
                     param = param.with_message(message);
                 }
-                let _ = progress_tx.send(param);
+                let _ = progress_tx.send(Notice::Progress(param));
             })
         };
-        let send_progress = |param: ProgressNotificationParam| {
+        #[allow(deprecated)] // logging: see `set_level`
+        let send_progress = |notice: Notice| {
             let peer = context.peer.clone();
             async move {
-                if let Err(e) = peer.notify_progress(param).await {
-                    tracing::debug!("could not forward progress: {e}");
+                let sent = match notice {
+                    Notice::Progress(param) => peer.notify_progress(param).await,
+                    Notice::Log(param) => peer.notify_logging_message(param).await,
+                };
+                if let Err(e) = sent {
+                    tracing::debug!("could not forward an upstream's notification: {e}");
                 }
             }
         };
@@ -871,6 +885,7 @@ impl QuiverServer {
             },
             stateless,
             round,
+            logs: log_tx,
             log_level: if stateless {
                 context.meta.log_level()
             } else {
@@ -991,14 +1006,75 @@ impl ServerHandler for QuiverServer {
     ) -> Option<rmcp::model::SubscriptionFilter> {
         let mut accepted = rmcp::model::SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
+        let uris = requested.resource_subscriptions.clone().unwrap_or_default();
+        if uris.is_empty() || !crate::federation::subscriptions(&self.inner.host) {
+            return Some(accepted);
+        }
+        // The library acknowledges the stream as soon as this returns, and a client may change
+        // the resource the moment it reads the acknowledgment: the upstreams must already be
+        // listening. This hook is synchronous, so on a multi-threaded runtime it waits here;
+        // elsewhere `listen` subscribes (and a change in between may be missed).
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if !multi_threaded {
+            accepted.resource_subscriptions = Some(uris);
+            return Some(accepted);
+        }
+        let mut taken = Vec::new();
+        for uri in uris {
+            let subscribed = tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(self.inner.routes.subscribe(&self.inner.host, &uri))
+            });
+            match subscribed {
+                Ok(upstream) => {
+                    self.listening().push((uri.clone(), upstream));
+                    taken.push(uri);
+                }
+                Err(e) => tracing::debug!("a listen stream's {uri}: {}", e.message),
+            }
+        }
+        // Only what is subscribed is acknowledged: the client learns what it will hear of.
+        accepted.resource_subscriptions = (!taken.is_empty()).then_some(taken);
         Some(accepted)
     }
 
+    /// A 2026-07-28 client's listen stream: tool list changes, and changes of the resources it
+    /// names, subscribed at their upstreams while the stream is open.
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        if context.accepted().tools_list_changed == Some(true) {
-            follow_upstream_changes_on(self.clone(), &context).await;
-        } else {
-            context.cancelled().await;
+        let accepted = context.accepted().clone();
+        let mut held = std::collections::HashMap::new();
+        for uri in accepted.resource_subscriptions.unwrap_or_default() {
+            // Subscribed while the stream was accepted, or (see there) now.
+            let taken = {
+                let mut listening = self.listening();
+                let at = listening.iter().position(|(u, _)| *u == uri);
+                at.map(|at| listening.swap_remove(at).1)
+            };
+            if let Some(upstream) = taken {
+                held.insert(uri, upstream);
+                continue;
+            }
+            match self.inner.routes.subscribe(&self.inner.host, &uri).await {
+                Ok(upstream) => {
+                    held.insert(uri, upstream);
+                }
+                Err(e) => tracing::debug!("a listen stream's {uri}: {}", e.message),
+            }
+        }
+        let tools = async {
+            if accepted.tools_list_changed == Some(true) {
+                follow_upstream_changes_on(self.clone(), &context).await;
+            } else {
+                context.cancelled().await;
+            }
+        };
+        tokio::select! {
+            () = tools => {}
+            () = forward_resource_updates_on(&self.inner.host, &held, &context) => {}
+        }
+        for (uri, upstream) in held {
+            let _ = crate::federation::Routes::unsubscribe(&self.inner.host, &upstream, &uri).await;
         }
         Ok(())
     }
@@ -1147,7 +1223,17 @@ struct PeerClient {
     stateless: bool,
     /// The answers this call carries for an upstream that asked for input.
     round: Option<quiver_runtime::upstream::InputRound>,
+    /// Where the upstream's log messages during the call go, to be sent in order before the
+    /// result; those below `log_level` (all, when the client asked for none) are dropped.
+    logs: tokio::sync::mpsc::UnboundedSender<Notice>,
     log_level: Option<rmcp::model::LoggingLevel>,
+}
+
+/// What an upstream sends during a call, for its client, in order and before the result.
+#[allow(deprecated)] // logging: see `set_level`
+enum Notice {
+    Progress(ProgressNotificationParam),
+    Log(rmcp::model::LoggingMessageNotificationParam),
 }
 
 fn client_error(e: rmcp::service::ServiceError) -> McpError {
@@ -1197,6 +1283,17 @@ impl quiver_runtime::upstream::CallClient for PeerClient {
 
     fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
         self.log_level
+    }
+
+    fn log(&self, params: rmcp::model::LoggingMessageNotificationParam) {
+        let Some(wanted) = self.log_level else { return };
+        let rank = |level: rmcp::model::LoggingLevel| {
+            let name = serde_json::to_value(level).ok();
+            LOG_LEVELS.iter().position(|l| name.as_ref().and_then(Value::as_str) == Some(*l))
+        };
+        if rank(params.level) >= rank(wanted) {
+            let _ = self.logs.send(Notice::Log(params));
+        }
     }
 }
 
@@ -1397,6 +1494,42 @@ async fn forward_upstream_logs(
 }
 
 /// [`follow_upstream_changes`] for a 2026-07-28 `subscriptions/listen` stream.
+/// [`forward_resource_updates`] for a 2026-07-28 listen stream: the changes of `held` (URI →
+/// upstream) until the stream ends.
+async fn forward_resource_updates_on(
+    host: &Host,
+    held: &std::collections::HashMap<String, String>,
+    context: &rmcp::service::SubscriptionContext,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    if held.is_empty() {
+        return context.cancelled().await;
+    }
+    let mut updates = host.upstreams().resource_updates();
+    loop {
+        let update = tokio::select! {
+            () = context.cancelled() => return,
+            update = updates.recv() => match update {
+                Ok(update) => update,
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return context.cancelled().await,
+            },
+        };
+        if held.get(&update.uri) != Some(&update.upstream) {
+            continue;
+        }
+        let updated = rmcp::model::ServerNotification::ResourceUpdatedNotification(
+            rmcp::model::ResourceUpdatedNotification::new(
+                rmcp::model::ResourceUpdatedNotificationParam::new(update.uri),
+            ),
+        );
+        if let Err(e) = context.sink().send(updated).await {
+            tracing::debug!("could not send resources/updated: {e}");
+            return;
+        }
+    }
+}
+
 async fn follow_upstream_changes_on(
     server: QuiverServer,
     context: &rmcp::service::SubscriptionContext,
