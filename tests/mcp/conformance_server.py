@@ -3,8 +3,8 @@
 quiver's conformance tests (tests/tests/conformance.rs) run the suite
 (`@modelcontextprotocol/conformance`) against this server directly, then against quiver fronting
 it, and compare scenario by scenario. Every tool, resource and prompt here is one a scenario names,
-with the content its description asks for, and one more tool, `touch_watched_resource`, which
-tells subscribers that `test://watched-resource` changed.
+with the content its description asks for; and two tools more: `touch_watched_resource` tells
+subscribers that `test://watched-resource` changed, `add_prompt` adds a prompt and says so.
 
 Run as `python3 conformance_server.py stdio` (an `[[upstreams]]` command) or
 `python3 conformance_server.py http PORT` (Streamable HTTP on 127.0.0.1:PORT at `/mcp`).
@@ -16,7 +16,7 @@ import sys
 
 from mcp.server import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from mcp.types import (
     AudioContent,
     Completion,
@@ -246,6 +246,21 @@ async def touch_watched_resource(ctx: Context) -> str:
     elif "test://watched-resource" in subscribed:
         await ctx.session.send_resource_updated("test://watched-resource")
     return "Touched test://watched-resource."
+
+
+@server.tool()
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Adds a prompt called `name` and tells clients the list of prompts changed."""
+
+    def added() -> list[UserMessage]:
+        return [UserMessage(f"The prompt {name}.")]
+
+    server.add_prompt(Prompt.from_function(added, name=name, description=f"Added: {name}."))
+    if stateless(ctx):
+        await ctx.notify_prompts_changed()
+    else:
+        await ctx.session.send_prompt_list_changed()
+    return f"Added {name}."
 
 
 async def subscribe(ctx: ServerRequestContext, params: SubscribeRequestParams) -> EmptyResult:

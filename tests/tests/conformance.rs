@@ -302,11 +302,18 @@ fn an_upstreams_requests_reach_the_calling_client_on_both_revisions() {
     }
 }
 
-/// Resource changes a client subscribed to through quiver.
+/// Resource changes a client subscribed to through quiver, and prompt list changes.
 #[derive(Clone, Default)]
 struct Updates(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl rmcp::ClientHandler for Updates {
+    async fn on_prompt_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push("prompts/list_changed".into());
+    }
+
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
@@ -393,4 +400,48 @@ async fn a_subscribed_client_hears_of_an_upstreams_resource_change() {
         legacy.cancel().await.unwrap();
         modern.cancel().await.unwrap();
     }
+}
+
+/// When an upstream's prompts change, quiver's clients are told: with
+/// `notifications/prompts/list_changed` on 2025-11-25, on a listen stream that asked for it on
+/// 2026-07-28 — and the new prompt is listed, under the upstream's prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_hear_when_an_upstreams_prompts_change() {
+    require_python_sdk();
+    let config = format!(
+        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
+         args = [\"{}\", \"stdio\"]\n",
+        conformance_server().display()
+    );
+    let (_quiver, url, _dir) = quiver_serving(&config, "all");
+    let legacy = rmcp_client(&url, false).await;
+    let modern = rmcp_client(&url, true).await;
+    let filter = rmcp::model::SubscriptionFilter::builder().prompts_list_changed().build();
+    let mut stream = modern.peer().listen(filter).await.expect("subscriptions/listen");
+    let mut add = rmcp::model::CallToolRequestParams::new("conformance_add_prompt");
+    add.arguments = serde_json::json!({"name": "release_notes"}).as_object().cloned();
+    legacy.call_tool(add).await.unwrap();
+
+    let next = tokio::time::timeout(std::time::Duration::from_secs(20), stream.next())
+        .await
+        .expect("prompts/list_changed on the listen stream")
+        .unwrap();
+    assert!(
+        matches!(next, Some(rmcp::model::ServerNotification::PromptListChangedNotification(_))),
+        "{next:?}"
+    );
+    let heard = std::sync::Arc::clone(&legacy.service().0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while heard.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(*heard.lock().unwrap(), ["prompts/list_changed"]);
+    let prompts = legacy.list_all_prompts().await.unwrap();
+    assert!(
+        prompts.iter().any(|p| p.name == "conformance_release_notes"),
+        "{:?}",
+        prompts.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+    legacy.cancel().await.unwrap();
+    modern.cancel().await.unwrap();
 }

@@ -596,8 +596,9 @@ pub struct Upstream {
     in_flight: Mutex<(usize, CallClients)>,
     /// Where its log messages go: every upstream's, to whichever clients asked for them.
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
-    /// Where its `notifications/resources/updated` go: to the clients subscribed to the URI.
-    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+    /// Where its resource changes and prompt and resource list changes go: to the clients that
+    /// follow them.
+    updates: tokio::sync::broadcast::Sender<UpstreamChange>,
     /// The resource URIs clients subscribed to, with how many subscriptions each: subscribed
     /// at the upstream while any client holds one, and again after a restart.
     subscriptions: Mutex<BTreeMap<String, usize>>,
@@ -621,7 +622,7 @@ impl Upstream {
         config: UpstreamConfig,
         changed: Arc<dyn Fn() + Send + Sync>,
         logs: tokio::sync::broadcast::Sender<UpstreamLog>,
-        updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+        updates: tokio::sync::broadcast::Sender<UpstreamChange>,
     ) -> Self {
         let state = if config.enabled { UpstreamState::Starting } else { UpstreamState::Disabled };
         Self {
@@ -801,7 +802,10 @@ impl Upstream {
     /// The filter of its 2026-07-28 listen stream: its tool list, and the URIs subscribed.
     fn listen_filter(&self) -> SubscriptionFilter {
         let uris: Vec<String> = self.subscriptions().keys().cloned().collect();
-        let filter = SubscriptionFilter::builder().tools_list_changed();
+        let filter = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed();
         if uris.is_empty() {
             filter.build()
         } else {
@@ -811,8 +815,12 @@ impl Upstream {
 
     /// Tells subscribed clients that `uri` changed.
     fn resource_updated(&self, uri: String) {
+        self.announce(UpstreamChange::ResourceUpdated { upstream: self.name().to_owned(), uri });
+    }
+
+    fn announce(&self, change: UpstreamChange) {
         // Nobody listening is fine.
-        let _ = self.updates.send(ResourceUpdate { upstream: self.name().to_owned(), uri });
+        let _ = self.updates.send(change);
     }
 
     /// Whether it declared resources, and prompts (false while it is down).
@@ -1216,6 +1224,12 @@ impl Upstream {
                     }
                     Some(rmcp::model::ServerNotification::ToolListChangedNotification(_)) => {
                         self.list_changed();
+                    }
+                    Some(rmcp::model::ServerNotification::PromptListChangedNotification(_)) => {
+                        self.announce(UpstreamChange::PromptList(self.name().to_owned()));
+                    }
+                    Some(rmcp::model::ServerNotification::ResourceListChangedNotification(_)) => {
+                        self.announce(UpstreamChange::ResourceList(self.name().to_owned()));
                     }
                     Some(_) => {}
                     None => subscription = None,
@@ -1785,6 +1799,18 @@ impl ClientHandler for UpstreamHandler {
         }
     }
 
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(upstream) = self.upstream.upgrade() {
+            upstream.announce(UpstreamChange::PromptList(upstream.name().to_owned()));
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(upstream) = self.upstream.upgrade() {
+            upstream.announce(UpstreamChange::ResourceList(upstream.name().to_owned()));
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(upstream) = self.upstream.upgrade() {
             upstream.list_changed();
@@ -1891,16 +1917,24 @@ pub struct Upstreams {
     version: Arc<watch::Sender<u64>>,
     started: AtomicBool,
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
-    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+    updates: tokio::sync::broadcast::Sender<UpstreamChange>,
 }
 
-/// A resource an upstream says changed (`notifications/resources/updated`).
-#[derive(Debug, Clone)]
-pub struct ResourceUpdate {
-    /// The upstream's name.
-    pub upstream: String,
-    /// The resource's URI, as the upstream wrote it (quiver lists URIs unchanged).
-    pub uri: String,
+/// What an upstream says changed besides its tools, named by the upstream's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamChange {
+    /// A resource changed (`notifications/resources/updated`); its URI as the upstream wrote it
+    /// (quiver lists URIs unchanged).
+    ResourceUpdated {
+        /// The upstream's name.
+        upstream: String,
+        /// The resource's URI.
+        uri: String,
+    },
+    /// Its list of resources changed.
+    ResourceList(String),
+    /// Its list of prompts changed.
+    PromptList(String),
 }
 
 /// A log message an upstream sent (`notifications/message`), masked: its upstream's name and
@@ -1919,8 +1953,8 @@ impl Upstreams {
         self.logs.subscribe()
     }
 
-    /// Every upstream's resource changes from now on.
-    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+    /// Every upstream's resource and prompt changes from now on.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<UpstreamChange> {
         self.updates.subscribe()
     }
 

@@ -31,6 +31,7 @@ use quiver_runtime::config::{HttpUser, ServeMode};
 use quiver_runtime::host::Host;
 use quiver_runtime::selector::{selector_for_host, Ranked, Selector, SelectorOptions};
 use quiver_runtime::session::Session;
+use quiver_runtime::upstream::UpstreamChange;
 use quiver_runtime::upstream::{ProgressSink, CALL_PROGRESS};
 
 /// How often a long call reports progress, when the client asked for progress.
@@ -952,10 +953,14 @@ impl ServerHandler for QuiverServer {
         if resources {
             let mut served = rmcp::model::ResourcesCapability::default();
             served.subscribe = crate::federation::subscriptions(&self.inner.host).then_some(true);
+            // Upstreams' lists change, and restarts change what quiver lists.
+            served.list_changed = Some(true);
             capabilities.resources = Some(served);
         }
         if prompts {
-            capabilities.prompts = Some(Default::default());
+            let mut served = rmcp::model::PromptsCapability::default();
+            served.list_changed = Some(true);
+            capabilities.prompts = Some(served);
         }
         if completions {
             capabilities.completions = Some(Default::default());
@@ -1006,6 +1011,8 @@ impl ServerHandler for QuiverServer {
     ) -> Option<rmcp::model::SubscriptionFilter> {
         let mut accepted = rmcp::model::SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
         let uris = requested.resource_subscriptions.clone().unwrap_or_default();
         if uris.is_empty() || !crate::federation::subscriptions(&self.inner.host) {
             return Some(accepted);
@@ -1071,7 +1078,7 @@ impl ServerHandler for QuiverServer {
         };
         tokio::select! {
             () = tools => {}
-            () = forward_resource_updates_on(&self.inner.host, &held, &context) => {}
+            () = forward_changes_on(&self.inner.host, &held, &context) => {}
         }
         for (uri, upstream) in held {
             let _ = crate::federation::Routes::unsubscribe(&self.inner.host, &upstream, &uri).await;
@@ -1160,7 +1167,7 @@ impl ServerHandler for QuiverServer {
         if first {
             tokio::spawn(forward_resource_updates(
                 Arc::clone(&self.inner.host),
-                self.inner.host.upstreams().resource_updates(),
+                self.inner.host.upstreams().changes(),
                 Arc::clone(&self.subscribed),
                 context.peer.clone(),
             ));
@@ -1379,10 +1386,12 @@ impl View {
     }
 }
 
-/// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists;
-/// ends with the client's connection.
+/// Tells the client `tools/list_changed` whenever an upstream's tools change what it lists, and
+/// `prompts/list_changed` and `resources/list_changed` when an upstream's change; ends with the
+/// client's connection.
 async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServer>) {
     let mut changes = server.inner.host.upstreams().subscribe();
+    let mut others = server.inner.host.upstreams().changes();
     let mut listed = server.list_json();
     let mut check_closed = tokio::time::interval(Duration::from_secs(30));
     loop {
@@ -1391,6 +1400,20 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
                 if changed.is_err() {
                     return;
                 }
+            }
+            // The prompt and resource lists: told as they come (quiver lists them whole).
+            other = others.recv() => {
+                let sent = match other {
+                    Ok(UpstreamChange::PromptList(_)) => peer.notify_prompt_list_changed().await,
+                    Ok(UpstreamChange::ResourceList(_)) => {
+                        peer.notify_resource_list_changed().await
+                    }
+                    _ => continue,
+                };
+                if sent.is_err() {
+                    return;
+                }
+                continue;
             }
             _ = check_closed.tick() => {
                 if peer.is_transport_closed() {
@@ -1412,19 +1435,19 @@ async fn follow_upstream_changes(server: QuiverServer, peer: rmcp::Peer<RoleServ
     }
 }
 
-/// Sends `peer` the upstreams' log messages at or above its level; ends with its connection.
 /// Sends this connection's client `notifications/resources/updated` for the URIs it subscribed
 /// to; when the client has gone, ends its subscriptions at the upstreams.
 async fn forward_resource_updates(
     host: Arc<Host>,
-    mut updates: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::ResourceUpdate>,
+    mut updates: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::UpstreamChange>,
     subscribed: Subscribed,
     peer: rmcp::Peer<RoleServer>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
-        let update = match updates.recv().await {
-            Ok(update) => update,
+        let (upstream, uri) = match updates.recv().await {
+            Ok(UpstreamChange::ResourceUpdated { upstream, uri }) => (upstream, uri),
+            Ok(_) => continue,
             Err(RecvError::Lagged(missed)) => {
                 tracing::debug!("a client missed {missed} resource updates");
                 continue;
@@ -1437,12 +1460,12 @@ async fn forward_resource_updates(
         let wanted = subscribed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&update.uri)
-            .is_some_and(|upstream| *upstream == update.upstream);
+            .get(&uri)
+            .is_some_and(|held| *held == upstream);
         if !wanted {
             continue;
         }
-        let params = rmcp::model::ResourceUpdatedNotificationParam::new(update.uri);
+        let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
         if peer.notify_resource_updated(params).await.is_err() {
             break;
         }
@@ -1456,6 +1479,7 @@ async fn forward_resource_updates(
     }
 }
 
+/// Sends `peer` the upstreams' log messages at or above its level; ends with its connection.
 #[allow(deprecated)] // logging: see `set_level`
 async fn forward_upstream_logs(
     mut logs: tokio::sync::broadcast::Receiver<quiver_runtime::upstream::UpstreamLog>,
@@ -1493,43 +1517,59 @@ async fn forward_upstream_logs(
     }
 }
 
-/// [`follow_upstream_changes`] for a 2026-07-28 `subscriptions/listen` stream.
-/// [`forward_resource_updates`] for a 2026-07-28 listen stream: the changes of `held` (URI →
-/// upstream) until the stream ends.
-async fn forward_resource_updates_on(
+/// The upstreams' changes a 2026-07-28 listen stream accepted: the resources of `held` (URI →
+/// upstream), and the prompt and resource lists, until the stream ends.
+async fn forward_changes_on(
     host: &Host,
     held: &std::collections::HashMap<String, String>,
     context: &rmcp::service::SubscriptionContext,
 ) {
+    use rmcp::model::ServerNotification;
     use tokio::sync::broadcast::error::RecvError;
-    if held.is_empty() {
+    let accepted = context.accepted().clone();
+    let (prompts, resources) = (
+        accepted.prompts_list_changed == Some(true),
+        accepted.resources_list_changed == Some(true),
+    );
+    if held.is_empty() && !prompts && !resources {
         return context.cancelled().await;
     }
-    let mut updates = host.upstreams().resource_updates();
+    let mut changes = host.upstreams().changes();
     loop {
-        let update = tokio::select! {
+        let change = tokio::select! {
             () = context.cancelled() => return,
-            update = updates.recv() => match update {
-                Ok(update) => update,
+            change = changes.recv() => match change {
+                Ok(change) => change,
                 Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => return context.cancelled().await,
             },
         };
-        if held.get(&update.uri) != Some(&update.upstream) {
-            continue;
-        }
-        let updated = rmcp::model::ServerNotification::ResourceUpdatedNotification(
-            rmcp::model::ResourceUpdatedNotification::new(
-                rmcp::model::ResourceUpdatedNotificationParam::new(update.uri),
-            ),
-        );
-        if let Err(e) = context.sink().send(updated).await {
-            tracing::debug!("could not send resources/updated: {e}");
+        let notification = match change {
+            UpstreamChange::ResourceUpdated { upstream, uri }
+                if held.get(&uri) == Some(&upstream) =>
+            {
+                ServerNotification::ResourceUpdatedNotification(
+                    rmcp::model::ResourceUpdatedNotification::new(
+                        rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                    ),
+                )
+            }
+            UpstreamChange::PromptList(_) if prompts => {
+                ServerNotification::PromptListChangedNotification(Default::default())
+            }
+            UpstreamChange::ResourceList(_) if resources => {
+                ServerNotification::ResourceListChangedNotification(Default::default())
+            }
+            _ => continue,
+        };
+        if let Err(e) = context.sink().send(notification).await {
+            tracing::debug!("could not send an upstream's change: {e}");
             return;
         }
     }
 }
 
+/// [`follow_upstream_changes`] for a 2026-07-28 `subscriptions/listen` stream.
 async fn follow_upstream_changes_on(
     server: QuiverServer,
     context: &rmcp::service::SubscriptionContext,
