@@ -64,6 +64,7 @@ pub mod manifest;
 pub mod planner;
 pub mod projection;
 pub mod replay;
+pub mod resource;
 pub mod response_projection;
 pub mod secrets;
 pub mod select;

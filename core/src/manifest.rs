@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::resource::ResourceTemplate;
 use crate::tool::ToolSpec;
 
 /// Something a plugin can do beyond serving its tools. An open set: a capability this host does
@@ -19,6 +20,8 @@ pub enum Capability {
     ProjectArgs,
     /// Names the host whose rate limit a call spends.
     RateLimitHost,
+    /// Serves resources, each read by one of its tools.
+    Resources,
     /// A capability this host does not know.
     #[serde(other)]
     Unknown,
@@ -43,6 +46,9 @@ pub struct PluginManifest {
     pub capabilities: Vec<Capability>,
     /// Its tools.
     pub tools: Vec<ToolSpec>,
+    /// The resources it serves, each family read by one of its tools (none from older plugins).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceTemplate>,
     /// JSON schema of its `[providers.NAME]` configuration.
     #[serde(default)]
     pub config_schema: Value,

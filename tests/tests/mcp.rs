@@ -1245,3 +1245,48 @@ async fn a_tool_is_renamed_redescribed_and_its_arguments_fixed_without_touching_
     assert!(issues.contains(&"/repos/octocat/Hello-World/issues/1347"), "{issues:?}");
     assert!(!issues.iter().any(|p| p.contains("someone-else")), "{issues:?}");
 }
+
+/// A plugin's resources: GitHub files are listed as a resource template (`github_file`) and read
+/// by `get_file_contents` — the file's text, through the tool's policy: with the tool denied the
+/// read is refused, as the call would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_files_are_resources_read_by_its_tool() {
+    let server = fake_github().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/contents/README.md"))
+        .respond_with(json_reply(200, "contents_file.json"))
+        .mount(&server)
+        .await;
+    let uri = "github://repos/octocat/Hello-World/contents/README.md";
+    let setup = Setup::new(&server, "");
+    let client = rmcp_client(&setup, "all").await;
+    let templates = client.list_all_resource_templates().await.unwrap();
+    let file = templates.iter().find(|t| t.name == "github_file").expect("github_file listed");
+    assert_eq!(file.uri_template, "github://repos/{owner}/{repo}/contents/{+path}{?ref}");
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+        .await
+        .expect("the file is read");
+    let contents = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(contents[0]["uri"], uri, "{contents}");
+    assert_eq!(contents[0]["mimeType"], "text/plain", "{contents}");
+    let text = contents[0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("# Hello-World\n\nMy first repository on GitHub."), "{contents}");
+    let missing = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("github://repos/octocat"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("github://repos/octocat"), "{missing}");
+    client.cancel().await.unwrap();
+
+    let denied = Setup::new(&server, "deny = [\"github.get_file_contents\"]");
+    let client = rmcp_client(&denied, "all").await;
+    let refused = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("get_file_contents"), "{refused}");
+    client.cancel().await.unwrap();
+}

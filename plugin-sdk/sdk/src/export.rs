@@ -47,13 +47,20 @@ pub(crate) fn manifest_of<P: Provider>() -> PluginManifest {
         name: P::NAME.to_owned(),
         version: P::VERSION.to_owned(),
         sdk_version: SDK_VERSION.to_owned(),
-        capabilities: vec![
-            Capability::Tools,
-            Capability::ValueModel,
-            Capability::ProjectArgs,
-            Capability::RateLimitHost,
-        ],
+        capabilities: {
+            let mut capabilities = vec![
+                Capability::Tools,
+                Capability::ValueModel,
+                Capability::ProjectArgs,
+                Capability::RateLimitHost,
+            ];
+            if !P::resources().is_empty() {
+                capabilities.push(Capability::Resources);
+            }
+            capabilities
+        },
         tools: P::tools(),
+        resources: P::resources(),
         config_schema: schemars::schema_for!(P::Config).to_value(),
     }
 }

@@ -102,6 +102,7 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 
 pub use quiver_core as core_types;
+pub use quiver_core::resource::ResourceTemplate;
 pub use quiver_core::value_model::{CostModelLayer, FieldGroupLayer};
 pub use quiver_core::{
     projection, CostModel, FieldGroup, FollowUpLink, SideEffectClass, ToolContext, ToolErrorKind,
@@ -153,6 +154,13 @@ pub trait Provider: ToolEnricher + Send + Sync + Sized + 'static {
     /// The provider's tools: by default every [`register_tool!`] of this type, sorted by name.
     fn tools() -> Vec<ToolSpec> {
         registered_tools::<Self>().iter().map(|r| (r.spec)()).collect()
+    }
+
+    /// The resources it serves, each family read by one of its tools (a URI template whose
+    /// variables are the tool's arguments): none by default. A read is the tool's call, priced,
+    /// cached and refused by policy as the call would be.
+    fn resources() -> Vec<ResourceTemplate> {
+        Vec::new()
     }
 
     /// Runs one tool: by default the [`register_tool!`] handler of that name, with its arguments

@@ -197,6 +197,20 @@ impl Provider for GitHub {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = GitHubConfig;
 
+    /// A repository's files, by path and optional ref, read with `get_file_contents`.
+    fn resources() -> Vec<quiver_plugin_sdk::ResourceTemplate> {
+        vec![quiver_plugin_sdk::ResourceTemplate {
+            uri_template: "github://repos/{owner}/{repo}/contents/{+path}{?ref}".into(),
+            name: "file".into(),
+            description: "A file of a GitHub repository (text, up to 64 KiB), at a branch, \
+                          tag or commit with `?ref=`, else the default branch"
+                .into(),
+            mime_type: Some("text/plain".into()),
+            tool: "get_file_contents".into(),
+            text_field: Some("content".into()),
+        }]
+    }
+
     fn new(config: GitHubConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let base_url = raw_base.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();

@@ -222,6 +222,20 @@ impl Provider for GitLab {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = GitLabConfig;
 
+    /// A CI job's log (its end, colour codes removed), read with `get_job_log`.
+    fn resources() -> Vec<quiver_plugin_sdk::ResourceTemplate> {
+        vec![quiver_plugin_sdk::ResourceTemplate {
+            uri_template: "gitlab://projects/{project}/jobs/{job_id}/log".into(),
+            name: "job_log".into(),
+            description: "The end of a GitLab CI job's log (200 lines); `project` is the \
+                          project's id or its path with `/` written `%2F`"
+                .into(),
+            mime_type: Some("text/plain".into()),
+            tool: "get_job_log".into(),
+            text_field: Some("log".into()),
+        }]
+    }
+
     fn new(config: GitLabConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let (base_url, api) = api_root(raw_base.unwrap_or(DEFAULT_BASE_URL));

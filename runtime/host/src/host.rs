@@ -496,12 +496,15 @@ impl Host {
         self.modules
             .insert(manifest.name.clone(), (plugin.path.clone(), plugin.module, accepts_ca_file));
         match self.registry.add_provider(handle, &tools) {
-            Ok(count) => PluginStatus::Loaded {
-                provider: manifest.name.clone(),
-                version: manifest.version.clone(),
-                sdk_version: manifest.sdk_version.clone(),
-                tools: count,
-            },
+            Ok(count) => {
+                self.registry.add_resources(&manifest.name, &manifest.resources);
+                PluginStatus::Loaded {
+                    provider: manifest.name.clone(),
+                    version: manifest.version.clone(),
+                    sdk_version: manifest.sdk_version.clone(),
+                    tools: count,
+                }
+            }
             Err(e) => PluginStatus::Failed { reason: e.to_string() },
         }
     }
@@ -836,6 +839,19 @@ impl Host {
             self.registry.tools().cloned().chain(upstream.iter().cloned()).collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// The plugins' resource families (each read by one of the provider's tools).
+    pub fn provider_resources(&self) -> &[crate::registry::ProviderResource] {
+        self.registry.resources()
+    }
+
+    /// The plugin resource family `uri` belongs to, and its variables: the tool's arguments.
+    pub fn provider_resource_for(
+        &self,
+        uri: &str,
+    ) -> Option<(&crate::registry::ProviderResource, Map<String, Value>)> {
+        self.registry.resource_for(uri)
     }
 
     /// One tool by qualified name (`github.get_issue`) or MCP name (`github_get_issue`).

@@ -82,6 +82,20 @@ pub enum RegistryError {
 pub struct Registry {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
     providers: BTreeMap<String, Arc<ProviderHandle>>,
+    resources: Vec<ProviderResource>,
+}
+
+/// A family of resources a provider serves, read by one of its tools.
+#[derive(Debug, Clone)]
+pub struct ProviderResource {
+    /// The provider.
+    pub provider: String,
+    /// As the provider declared it.
+    pub template: quiver_core::resource::ResourceTemplate,
+    /// Its URI template, parsed.
+    pub uri: quiver_core::resource::UriTemplate,
+    /// The qualified name of the tool that reads one (`github.get_file_contents`).
+    pub tool: String,
 }
 
 impl Registry {
@@ -116,6 +130,43 @@ impl Registry {
         self.tools.extend(staged);
         self.providers.insert(provider.name.clone(), provider);
         Ok(count)
+    }
+
+    /// Adds the resource families of `provider` whose tool it serves (a provider's `groups` may
+    /// leave the tool out); a template quiver cannot match is left out with a warning.
+    pub fn add_resources(
+        &mut self,
+        provider: &str,
+        templates: &[quiver_core::resource::ResourceTemplate],
+    ) {
+        for template in templates {
+            let tool = format!("{provider}.{}", template.tool);
+            if !self.tools.contains_key(&tool) {
+                continue;
+            }
+            match quiver_core::resource::UriTemplate::parse(&template.uri_template) {
+                Ok(uri) => self.resources.push(ProviderResource {
+                    provider: provider.to_owned(),
+                    template: template.clone(),
+                    uri,
+                    tool,
+                }),
+                Err(e) => tracing::warn!("provider `{provider}`'s resource left out: {e}"),
+            }
+        }
+    }
+
+    /// Every provider's resource families.
+    pub fn resources(&self) -> &[ProviderResource] {
+        &self.resources
+    }
+
+    /// The resource family `uri` belongs to, and its variables.
+    pub fn resource_for(
+        &self,
+        uri: &str,
+    ) -> Option<(&ProviderResource, serde_json::Map<String, serde_json::Value>)> {
+        self.resources.iter().find_map(|r| r.uri.matches(uri).map(|vars| (r, vars)))
     }
 
     /// The provider of that name.

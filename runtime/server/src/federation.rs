@@ -47,7 +47,8 @@ fn serving(host: &Host, prompts: bool) -> Vec<Arc<Upstream>> {
 /// Whether any upstream serves resources, prompts, and completions.
 pub(crate) fn capabilities(host: &Host) -> (bool, bool, bool) {
     let completions = host.upstreams().all().iter().any(|u| u.serves_completions());
-    (!serving(host, false).is_empty(), !serving(host, true).is_empty(), completions)
+    let resources = !serving(host, false).is_empty() || !host.provider_resources().is_empty();
+    (resources, !serving(host, true).is_empty(), completions)
 }
 
 /// Whether any upstream takes resource subscriptions.
@@ -120,7 +121,20 @@ impl Routes {
         &self,
         host: &Host,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let mut all = Vec::new();
+        // The plugins' resource families, each read by one of its provider's tools.
+        let mut all: Vec<rmcp::model::ResourceTemplate> = host
+            .provider_resources()
+            .iter()
+            .filter_map(|r| {
+                serde_json::from_value(serde_json::json!({
+                    "uriTemplate": r.template.uri_template,
+                    "name": format!("{}_{}", r.provider, r.template.name),
+                    "description": r.template.description,
+                    "mimeType": r.template.mime_type,
+                }))
+                .ok()
+            })
+            .collect();
         for upstream in serving(host, false) {
             let Some(peer) = upstream.peer() else { continue };
             let listed = peer

@@ -509,12 +509,14 @@ impl QuiverServer {
                         .into()
                     }
                 };
-                self.call_provider_tool(view, target, args, answers, context, true).await
+                self.call_provider_tool(view, target, args, answers, context, Via::CallTool).await
             }
             (ServeMode::Dynamic, LOAD_TOOLS) => {
                 self.load_tools(view, &arguments, context).await.into()
             }
-            _ => self.call_provider_tool(view, name, arguments, answers, context, false).await,
+            _ => {
+                self.call_provider_tool(view, name, arguments, answers, context, Via::Direct).await
+            }
         }
     }
 
@@ -687,7 +689,7 @@ impl QuiverServer {
         arguments: Map<String, Value>,
         answers: &Answers,
         context: &RequestContext<RoleServer>,
-        via_call_tool: bool,
+        via: Via,
     ) -> CallToolResponse {
         let catalog = view.catalog(&self.inner);
         let Some(tool) = catalog.get(name) else {
@@ -752,8 +754,14 @@ impl QuiverServer {
             tracing::debug!(tool = %tool.qualified, ?coerced, "string arguments parsed per the schema");
         }
         let listed = self.listing().is_listed(&catalog, &tool.qualified);
-        if !listed {
-            let kind = if via_call_tool { EventKind::CallTool } else { EventKind::FreeRecovery };
+        // A model that called an unlisted tool found a way around the list; a resource read
+        // is not a model's call.
+        let escape = match via {
+            Via::CallTool => Some(EventKind::CallTool),
+            Via::Direct => Some(EventKind::FreeRecovery),
+            Via::Resource => None,
+        };
+        if let (false, Some(kind)) = (listed, escape) {
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
         let started = std::time::Instant::now();
@@ -1105,8 +1113,16 @@ impl ServerHandler for QuiverServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let plugin = self
+            .inner
+            .host
+            .provider_resource_for(&request.uri)
+            .map(|(resource, vars)| (resource.clone(), vars));
+        if let Some((resource, vars)) = plugin {
+            return self.read_provider_resource(&resource, vars, &request.uri, &context).await;
+        }
         self.inner.routes.read_resource(&self.inner.host, request).await.map(Into::into)
     }
 
@@ -1218,6 +1234,79 @@ impl ServerHandler for QuiverServer {
         }
         let answers = Answers { responses: request.input_responses, state: request.request_state };
         Ok(self.call(&request.name, arguments, &answers, &context).await)
+    }
+}
+
+/// How a call of a tool came: a model's call by name, through `call_tool` (search mode), or a
+/// resource read the tool serves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Direct,
+    CallTool,
+    Resource,
+}
+
+impl QuiverServer {
+    /// Reads a plugin's resource: the call of the tool that serves it, with the URI's variables
+    /// as arguments, through the same path as a model's call (policy, confirmation, cache,
+    /// pricing, masking), its text as the resource's contents.
+    async fn read_provider_resource(
+        &self,
+        resource: &quiver_runtime::registry::ProviderResource,
+        arguments: Map<String, Value>,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let view = self.view(identity(context).as_ref());
+        let name = match view.catalog(&self.inner).get(&resource.tool) {
+            Some(tool) => tool.mcp_name.clone(),
+            None => {
+                return Err(McpError::resource_not_found(
+                    format!("{uri}: `{}` is not served", resource.tool),
+                    None,
+                ))
+            }
+        };
+        let answers = Answers { responses: None, state: None };
+        let response = self
+            .call_provider_tool(&view, &name, arguments, &answers, context, Via::Resource)
+            .await;
+        let result = match response {
+            CallToolResponse::Complete(result) => result,
+            CallToolResponse::InputRequired(input_required) => {
+                return Ok(rmcp::model::ReadResourceResponse::InputRequired(input_required))
+            }
+            _ => return Err(McpError::internal_error(format!("{uri}: not a result"), None)),
+        };
+        let text = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if result.is_error == Some(true) {
+            return Err(if text.to_ascii_lowercase().contains("not found") {
+                McpError::resource_not_found(format!("{uri}: {text}"), None)
+            } else {
+                McpError::internal_error(format!("{uri}: {text}"), None)
+            });
+        }
+        let field = resource.template.text_field.as_deref().and_then(|field| {
+            result.structured_content.as_ref()?.get(field)?.as_str().map(str::to_owned)
+        });
+        // The field that holds the text, else (a directory's listing, say) the structured
+        // value as JSON, else the result's text.
+        let (text, mime_type) = match (field, &result.structured_content) {
+            (Some(text), _) => {
+                (text, resource.template.mime_type.clone().unwrap_or_else(|| "text/plain".into()))
+            }
+            (None, Some(structured)) => (structured.to_string(), "application/json".to_owned()),
+            (None, None) => (text, "text/plain".to_owned()),
+        };
+        let contents = json!({"contents": [{"uri": uri, "mimeType": mime_type, "text": text}]});
+        serde_json::from_value::<rmcp::model::ReadResourceResult>(contents)
+            .map(Into::into)
+            .map_err(|e| McpError::internal_error(format!("{uri}: {e}"), None))
     }
 }
 
