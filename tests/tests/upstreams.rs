@@ -1242,3 +1242,54 @@ async fn an_upstreams_log_messages_reach_a_client_that_asked_for_them() {
     assert!(first["logger"].as_str().unwrap().starts_with("everything"), "{first}");
     client.cancel().await.unwrap();
 }
+
+/// A client that keeps the URIs of the resource changes it is told of.
+#[derive(Clone, Default)]
+struct Updated(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Updated {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.uri);
+    }
+}
+
+/// A client subscribed to one of server-everything's resources hears of its (simulated)
+/// changes through quiver as it does directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // resources/subscribe: server-everything speaks 2025-11-25
+async fn a_subscribed_client_hears_of_an_upstreams_resource_changes_as_directly() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let ours = Updated::default();
+    let through = gateway.serve_as(ours.clone()).await;
+    let theirs = Updated::default();
+    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
+        cmd.args(["-y", EVERYTHING]);
+    }))
+    .expect("spawn server-everything");
+    let direct = theirs.clone().serve(transport).await.expect("initialize server-everything");
+    let info = serde_json::to_value(through.peer().peer_info().unwrap()).unwrap();
+    assert_eq!(info["capabilities"]["resources"]["subscribe"], true, "{info}");
+    let uri = direct.list_all_resources().await.unwrap()[0].uri.clone();
+    for (client, seen, tool) in [
+        (&direct, &theirs, "toggle-subscriber-updates"),
+        (&through, &ours, "everything_toggle-subscriber-updates"),
+    ] {
+        client.peer().subscribe(rmcp::model::SubscribeRequestParams::new(&uri)).await.unwrap();
+        let toggled = client.call_tool(CallToolRequestParams::new(tool)).await.unwrap();
+        assert_ne!(toggled.is_error, Some(true), "{toggled:?}");
+        let got = Arc::clone(&seen.0);
+        assert!(
+            eventually(Duration::from_secs(30), || !got.lock().unwrap().is_empty()).await,
+            "{tool}: no resources/updated for {uri}"
+        );
+    }
+    assert_eq!(ours.0.lock().unwrap()[0], uri);
+    assert_eq!(theirs.0.lock().unwrap()[0], uri);
+    through.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}
