@@ -73,6 +73,7 @@ pub mod telemetry;
 pub mod terminal;
 pub mod tool;
 pub mod tool_edit;
+pub mod untrusted;
 pub mod value_model;
 
 pub use manifest::{Capability, PluginManifest};

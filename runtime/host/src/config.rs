@@ -107,6 +107,9 @@ pub struct Config {
     /// `[state]`: where the state replicas share lives (in-process by default, or Redis).
     #[serde(default)]
     pub state: StateConfig,
+    /// `[security]`: what quiver removes from text from outside before a model reads it.
+    #[serde(default)]
+    pub security: SecurityConfig,
     /// A PEM file of a private CA (self-hosted GitLab or Jira behind a corporate CA), trusted by
     /// every provider that has a `ca_file` setting and sets none of its own; relative to the
     /// config file's folder.
@@ -430,6 +433,39 @@ impl SelectorConfig {
         } else {
             quiver_core::select::DEFAULT_EMBEDDING_WEIGHT
         })
+    }
+}
+
+/// `[security]`: text from outside — results, upstream tool definitions — is untrusted.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Remove what a reader does not see (Unicode tag characters, bidi controls, zero-width and
+    /// other invisible characters, control characters; HTML comments and hidden HTML in Markdown
+    /// fields) from every result and every upstream tool definition, and say so in the result.
+    pub clean_text: bool,
+    /// The result fields that hold Markdown (issue, PR and comment bodies, descriptions, notes),
+    /// where HTML comments and hidden HTML are removed too; a file's `content` is not one.
+    pub markdown_fields: Vec<String>,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            clean_text: true,
+            markdown_fields: [
+                "body",
+                "description",
+                "comment",
+                "note",
+                "notes",
+                "text_content",
+                "markdown_description",
+                "summary_text",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        }
     }
 }
 

@@ -1113,8 +1113,21 @@ impl Upstream {
         let mut cut_descriptions = 0;
         let (mut list_bytes, mut over_budget) = (0usize, 0usize);
         for tool in listed.into_iter().take(max_tools) {
-            let json = serde_json::to_value(&tool).unwrap_or(Value::Null);
+            let mut json = serde_json::to_value(&tool).unwrap_or(Value::Null);
             let name = tool.name.to_string();
+            // What a model would read and a person reviewing the server would not see: out of
+            // the description, title, schemas and annotations (the name stays: calls use it).
+            let mut removed = quiver_core::untrusted::Removed::default();
+            quiver_core::untrusted::clean_json(&mut json, &[], &mut removed);
+            if !removed.is_empty() {
+                json["name"] = Value::String(name.clone());
+                tracing::warn!(
+                    upstream = %upstream,
+                    "tool `{}`'s definition hid text; removed {}",
+                    crate::logging::scrub(&quiver_core::terminal::for_terminal(&name, false)),
+                    removed.summary()
+                );
+            }
             if name.is_empty() || name.contains('.') {
                 tracing::warn!(upstream = %upstream, "skipping tool `{name}`: names are non-empty and have no dots");
                 continue;
@@ -1133,7 +1146,8 @@ impl Upstream {
                 );
                 continue;
             }
-            let mut description = tool.description.as_deref().unwrap_or_default().to_owned();
+            let mut description =
+                json.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
             if description.chars().count() > self.config.max_description_chars {
                 description = description.chars().take(self.config.max_description_chars).collect();
                 description.push_str(" … [description cut by quiver]");
