@@ -311,3 +311,31 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+/// rmcp's client over Streamable HTTP at `url` (the MCP endpoint) as `handler`, on 2026-07-28
+/// (`modern`: `server/discover`) or 2025-11-25 (`initialize`), with `key` as its bearer token.
+pub async fn rmcp_http_client<H: rmcp::ClientHandler>(
+    url: &str,
+    key: Option<&str>,
+    modern: bool,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    // rmcp's HTTP client runs on a reqwest without a crypto provider; ring is the workspace's.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(key) = key {
+        config = config.auth_header(key);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    handler.serve_with_lifecycle(transport, lifecycle).await.expect("connect")
+}

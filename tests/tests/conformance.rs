@@ -100,6 +100,16 @@ fn conformance_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/conformance_server.py")
 }
 
+/// `[[upstreams]]` running the conformance server over stdio, with `prefix` when given.
+fn stdio_upstream(prefix: Option<&str>) -> String {
+    let prefix = prefix.map(|p| format!("prefix = \"{p}\"\n")).unwrap_or_default();
+    format!(
+        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
+         args = [\"{}\", \"stdio\"]\n{prefix}",
+        conformance_server().display()
+    )
+}
+
 /// A child process killed when dropped.
 struct Running(Child);
 
@@ -145,14 +155,7 @@ fn through_quiver(transport: &str, mode: &str) {
     let (_direct_server, direct_url) = upstream_over_http();
     let direct = run_suite(&direct_url);
     let (_upstream, config) = match transport {
-        "stdio" => (
-            None,
-            format!(
-                "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
-                 args = [\"{}\", \"stdio\"]\nprefix = \"\"\n",
-                conformance_server().display()
-            ),
-        ),
+        "stdio" => (None, stdio_upstream(Some(""))),
         _ => {
             let (server, url) = upstream_over_http();
             (
@@ -279,11 +282,7 @@ fn answering_client(url: &str, mode: &str) -> serde_json::Value {
 #[test]
 fn an_upstreams_requests_reach_the_calling_client_on_both_revisions() {
     require_python_sdk();
-    let config = format!(
-        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
-         args = [\"{}\", \"stdio\"]\nprefix = \"\"\n",
-        conformance_server().display()
-    );
+    let config = stdio_upstream(Some(""));
     let (_quiver, url, _dir) = quiver_serving(&config, "all");
     for (mode, revision) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
         let out = answering_client(&url, mode);
@@ -328,18 +327,7 @@ async fn rmcp_client(
     url: &str,
     modern: bool,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, Updates> {
-    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
-    use rmcp::transport::StreamableHttpClientTransport;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-    let lifecycle = if modern {
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-        }
-    } else {
-        ClientLifecycleMode::Initialize
-    };
-    Updates::default().serve_with_lifecycle(transport, lifecycle).await.expect("connect")
+    quiver_tests::rmcp_http_client(url, None, modern, Updates::default()).await
 }
 
 /// A client subscribed to an upstream's resource through quiver hears of its change — with
@@ -352,11 +340,7 @@ async fn a_subscribed_client_hears_of_an_upstreams_resource_change() {
     require_python_sdk();
     const WATCHED: &str = "test://watched-resource";
     let (_http_upstream, upstream_url) = upstream_over_http();
-    let stdio = format!(
-        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
-         args = [\"{}\", \"stdio\"]\nprefix = \"\"\n",
-        conformance_server().display()
-    );
+    let stdio = stdio_upstream(Some(""));
     let http =
         format!("[[upstreams]]\nname = \"conformance\"\nurl = \"{upstream_url}\"\nprefix = \"\"\n");
     for (transport, config) in [("stdio", stdio), ("http", http)] {
@@ -408,11 +392,7 @@ async fn a_subscribed_client_hears_of_an_upstreams_resource_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_hear_when_an_upstreams_prompts_change() {
     require_python_sdk();
-    let config = format!(
-        "[[upstreams]]\nname = \"conformance\"\ncommand = \"python3\"\n\
-         args = [\"{}\", \"stdio\"]\n",
-        conformance_server().display()
-    );
+    let config = stdio_upstream(None);
     let (_quiver, url, _dir) = quiver_serving(&config, "all");
     let legacy = rmcp_client(&url, false).await;
     let modern = rmcp_client(&url, true).await;

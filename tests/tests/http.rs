@@ -465,27 +465,14 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_keys() {
     assert_eq!(users, ["alice"], "telemetry names the entry's user");
 }
 
-/// rmcp's client over Streamable HTTP, on the revision `lifecycle` picks, with `key`.
+/// rmcp's client over Streamable HTTP, on 2026-07-28 (`modern`) or 2025-11-25, with `key`.
 async fn rmcp_http_client(
     url: &str,
     key: &str,
     modern: bool,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, Progress> {
-    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    use rmcp::transport::StreamableHttpClientTransport;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")).auth_header(key);
-    let transport = StreamableHttpClientTransport::from_config(config);
-    let lifecycle = if modern {
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-        }
-    } else {
-        ClientLifecycleMode::Initialize
-    };
-    Progress::default().serve_with_lifecycle(transport, lifecycle).await.expect("connect")
+    quiver_tests::rmcp_http_client(&format!("{url}/mcp"), Some(key), modern, Progress::default())
+        .await
 }
 
 /// Progress notifications a client received.

@@ -579,6 +579,21 @@ async fn serve_reloads_its_config_and_keeps_the_old_one_when_the_new_one_is_bad(
 }
 
 /// Starts `quiver serve` under rmcp's client.
+/// `github_get_issue` of octocat/Hello-World issue `number`.
+async fn get_issue(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    number: u64,
+) -> rmcp::model::CallToolResult {
+    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": number});
+    client
+        .call_tool(
+            CallToolRequestParams::new("github_get_issue")
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap()
+}
+
 async fn rmcp_client(
     setup: &Setup,
     mode: &str,
@@ -606,14 +621,7 @@ async fn rmcp_client_initializes_lists_and_calls() {
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("quiver"));
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "github_get_issue"), "{tools:?}");
-    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new("github_get_issue")
-                .with_arguments(arguments.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let result = get_issue(&client, 1347).await;
     assert_eq!(result.is_error, Some(false));
     assert_eq!(result.structured_content.unwrap()["title"], "Found a bug");
     client.cancel().await.unwrap();
@@ -1317,14 +1325,7 @@ async fn hidden_text_in_an_issue_never_reaches_the_model() {
         .await;
     let setup = Setup::new(&server, "");
     let client = rmcp_client(&setup, "all").await;
-    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 666});
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new("github_get_issue")
-                .with_arguments(arguments.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let result = get_issue(&client, 666).await;
     let whole = serde_json::to_string(&result).unwrap();
     let read_body =
         result.structured_content.as_ref().unwrap()["body"].as_str().unwrap().to_owned();
