@@ -804,16 +804,7 @@ async fn identical_pipelined_reads_share_one_request() {
     let mut calls = tokio::task::JoinSet::new();
     for _ in 0..1000 {
         let client = std::sync::Arc::clone(&client);
-        calls.spawn(async move {
-            let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 7});
-            client
-                .call_tool(
-                    CallToolRequestParams::new("github_get_issue")
-                        .with_arguments(arguments.as_object().unwrap().clone()),
-                )
-                .await
-                .unwrap()
-        });
+        calls.spawn(async move { get_issue(&client, 7).await });
     }
     let mut answered = 0;
     while let Some(result) = calls.join_next().await {
