@@ -729,8 +729,10 @@ async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_i
         assert!(!obeyed(&stdout), "{command:?} printed a raw escape: {stdout:?}");
         assert!(!obeyed(&stderr), "{command:?} logged a raw escape: {stderr:?}");
     }
+    // Its description's escape sequences are gone from the definition itself: removed at
+    // listing, as every character a reader would not see.
     let (_, shown, _) = gateway.run(&["tools", "show", "faults.title_trick"]);
-    assert!(shown.contains("Reads a note.\\u{1b}]0;owned"), "{shown}");
+    assert!(shown.contains("Reads a note.]0;owned[2J"), "{shown}");
     // What the model reads: that it is down, not what it printed.
     let client = gateway.serve("all").await;
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
