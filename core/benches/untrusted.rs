@@ -3,9 +3,10 @@
 //! services answer and with hidden text in every body (tag characters, a bidi override, an HTML
 //! comment).
 //!
-//! - `untrusted/clean/ascii_100kb`, `…/ordinary_100kb` and `…/hostile_100kb`: the scan and,
-//!   where it finds anything, `clean_json` with the default Markdown fields — on a result of
-//!   ASCII only, one whose authors have non-ASCII names, one with hidden text in every body.
+//! - `untrusted/clean/ascii_100kb`, `…/ordinary_100kb` and `…/hostile_100kb`: `clean_result`
+//!   with the default Markdown fields on the result a plugin returns (the JSON text and the
+//!   structured value) — of ASCII only, with non-ASCII author names, with hidden text in every
+//!   body.
 //! - `untrusted/parse/100kb`: `serde_json::from_str` of the same answer, which the host already
 //!   does for every result crossing the plugin boundary — the baseline the cleaning is compared
 //!   with.
@@ -20,7 +21,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use quiver_core::untrusted::{clean_json, json_may_hide, Removed};
+use quiver_core::untrusted::{clean_result, Removed};
+use quiver_core::ToolResult;
 use serde_json::Value;
 
 const ISSUES: &str =
@@ -55,12 +57,9 @@ fn result_of_100kb(name: &str, edit: impl Fn(&str) -> String) -> Value {
     Value::Array(all)
 }
 
-fn clean(value: &mut Value, fields: &[String]) -> Removed {
-    let mut removed = Removed::default();
-    if json_may_hide(value) {
-        clean_json(value, fields, &mut removed);
-    }
-    removed
+/// What the host does to a plugin's result: its JSON text and its structured value.
+fn clean(result: &mut ToolResult, fields: &[String]) -> Removed {
+    clean_result(result, fields)
 }
 
 fn bench(c: &mut Criterion) {
@@ -77,7 +76,7 @@ fn bench(c: &mut Criterion) {
     for (name, value) in [("ascii", &ascii), ("ordinary", &ordinary), ("hostile", &hostile)] {
         let mut times: Vec<f64> = (0..200)
             .map(|_| {
-                let mut v = value.clone();
+                let mut v = ToolResult::from_json(value.clone());
                 let start = Instant::now();
                 black_box(clean(&mut v, &fields));
                 start.elapsed().as_secs_f64() * 1e6
@@ -96,7 +95,7 @@ fn bench(c: &mut Criterion) {
     {
         group.bench_function(format!("clean/{name}"), |b| {
             b.iter_batched(
-                || value.clone(),
+                || ToolResult::from_json(value.clone()),
                 |mut v| black_box(clean(&mut v, &fields)),
                 criterion::BatchSize::SmallInput,
             )

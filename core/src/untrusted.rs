@@ -18,6 +18,8 @@
 use serde_json::Value;
 use unicode_categories::UnicodeCategories;
 
+use crate::tool::{Content, ToolResult};
+
 /// What was removed from a text, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Removed {
@@ -215,18 +217,57 @@ fn hidden_element_end(tail: &str) -> Option<usize> {
     Some(lower[at..].find('>').map_or(tail.len(), |i| at + i + 1))
 }
 
-/// Whether `text` may hold anything [`clean_markdown`] removes: a character that is not
-/// printable ASCII, newline or tab, or what opens an HTML comment or a hiding element. A quick
-/// byte scan, so the clean majority of texts costs one pass.
+/// Whether `text` may hold anything [`clean_markdown`] removes: a character [`clean_text`]
+/// removes, or what opens an HTML comment or a hiding element. A byte scan, so the clean
+/// majority of texts costs one pass.
 pub fn may_hide(text: &str) -> bool {
     may_hide_chars(text) || may_hide_html(text)
 }
 
-/// Whether `text` has a character that is not printable ASCII, newline, carriage return or tab (`is_ascii` and
-/// the control scan are vectorised: this is the cost every clean text pays).
+/// Whether `text` has a character [`clean_text`] removes — found on the bytes: ASCII is checked
+/// for control bytes, and of the rest only the UTF-8 sequences that can encode a removed
+/// character (C1 controls, the soft hyphen, Arabic and Syriac format marks, zero-width and bidi
+/// controls, Hangul fillers, the BOM, interlinear annotation, tags…) are looked at closer, so
+/// accents, CJK, smart quotes and emoji cost a byte comparison each.
 fn may_hide_chars(text: &str) -> bool {
-    !text.is_ascii()
-        || text.bytes().any(|b| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f)
+    let bytes = text.as_bytes();
+    let control = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f;
+    if text.is_ascii() {
+        return bytes.iter().any(|&b| control(b));
+    }
+    let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (b1, b2) = (at(i + 1), at(i + 2));
+        let suspect = match b {
+            0x00..=0x7f => control(b),
+            0xC2 => (0x80..=0x9F).contains(&b1) || b1 == 0xAD,
+            0xD8 => (0x80..=0x85).contains(&b1) || b1 == 0x9C,
+            0xDB => b1 == 0x9D,
+            0xDC => b1 == 0x8F,
+            0xE0 => b1 == 0xA2 || b1 == 0xA3,
+            0xE1 => (b1 == 0x85 && (b2 == 0x9F || b2 == 0xA0)) || (b1 == 0xA0 && b2 == 0x8E),
+            0xE2 => {
+                (b1 == 0x80 && ((0x8B..=0x8F).contains(&b2) || (0xAA..=0xAE).contains(&b2)))
+                    || (b1 == 0x81 && (0xA0..=0xAF).contains(&b2))
+            }
+            0xE3 => b1 == 0x85 && b2 == 0xA4,
+            0xEF => (b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBE && b2 == 0xA0) || b1 == 0xBF,
+            0xF0 => matches!(b1, 0x91 | 0x93 | 0x9B | 0x9D),
+            0xF3 => b1 == 0xA0,
+            _ => false,
+        };
+        if suspect {
+            // Decide on the character itself (the byte test is only a sieve).
+            let start = (0..=i).rev().find(|&s| text.is_char_boundary(s)).unwrap_or(0);
+            if text[start..].chars().next().is_some_and(|c| kind(c).is_some()) {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Whether `text` may hold an HTML comment or a hiding element.
@@ -285,6 +326,78 @@ pub fn clean_json(value: &mut Value, markdown_fields: &[String], removed: &mut R
     }
 }
 
+/// Cleans a whole result before a model reads it: every string of its structured value (with
+/// the Markdown fields' HTML), every text block (a JSON text that may hide HTML parsed and
+/// cleaned by field, others character by character) and every embedded resource. What was
+/// removed, counted once where a text mirrors the structured value.
+pub fn clean_result(result: &mut ToolResult, markdown_fields: &[String]) -> Removed {
+    let mut removed = Removed::default();
+    // The JSON text of the structured value before and after, when cleaning changed it: a text
+    // block that is that JSON (as a plugin's result always has) is replaced, not parsed again.
+    let mut mirror: Option<(String, String)> = None;
+    if let Some(structured) = result.structured.as_mut() {
+        if json_may_hide(structured) {
+            let before = structured.to_string();
+            clean_json(structured, markdown_fields, &mut removed);
+            if !removed.is_empty() {
+                mirror = Some((before, structured.to_string()));
+            }
+        }
+    }
+    // A text that mirrors the structured value counts what it shares with it once.
+    let mirrored = result.structured.is_some();
+    for content in &mut result.content {
+        let mut here = Removed::default();
+        match content {
+            Content::Text { text, .. } => {
+                if let Some((before, after)) = &mirror {
+                    if text == before {
+                        text.clone_from(after);
+                        continue;
+                    }
+                }
+                if !may_hide(text) {
+                    continue;
+                }
+                let json = text.starts_with(['{', '['])
+                    && may_hide_html(text)
+                    && serde_json::from_str::<Value>(text).is_ok();
+                if json {
+                    let mut value: Value = serde_json::from_str(text).unwrap_or_default();
+                    clean_json(&mut value, markdown_fields, &mut here);
+                    if !here.is_empty() {
+                        *text = if text.contains("\n ") {
+                            serde_json::to_string_pretty(&value).unwrap_or_default()
+                        } else {
+                            value.to_string()
+                        };
+                    }
+                } else if let Some(cleaned) = clean_text(text, &mut here) {
+                    *text = cleaned;
+                }
+            }
+            Content::Resource(block) => {
+                for value in block.values_mut() {
+                    clean_json(value, &[], &mut here);
+                }
+            }
+            _ => {}
+        }
+        if mirrored {
+            removed.max(&here);
+        } else {
+            removed.add(&here);
+        }
+    }
+    if !removed.is_empty() {
+        result.content.push(Content::text(format!(
+            "[quiver removed from this result what a reader of it would not see: {}]",
+            removed.summary()
+        )));
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +420,37 @@ mod tests {
             removed,
             Removed { tags: 17, bidi: 2, invisible: 3, controls: 3, ..Removed::default() }
         );
+    }
+
+    #[test]
+    fn the_byte_sieve_finds_exactly_the_characters_that_are_removed() {
+        for code in 0..=0x10FFFF_u32 {
+            let Some(c) = char::from_u32(code) else { continue };
+            let text = format!("a{c}b");
+            assert_eq!(may_hide_chars(&text), kind(c).is_some(), "U+{code:04X}");
+        }
+    }
+
+    #[test]
+    fn a_result_is_cleaned_whole_and_says_so_once() {
+        let mut result = ToolResult::from_json(json!({
+            "title": "Bug\u{200B}",
+            "body": "text<!-- hidden -->",
+        }));
+        let removed = clean_result(&mut result, &["body".to_owned()]);
+        assert_eq!(removed.summary(), "1 invisible character, 1 HTML comment");
+        assert_eq!(result.structured, Some(json!({"title": "Bug", "body": "text"})));
+        let texts: Vec<&str> = result.content.iter().filter_map(Content::as_text).collect();
+        let mirror: Value = serde_json::from_str(texts[0]).unwrap();
+        assert_eq!(mirror, json!({"title": "Bug", "body": "text"}));
+        assert_eq!(
+            texts[1],
+            "[quiver removed from this result what a reader of it would not see: 1 invisible \
+             character, 1 HTML comment]"
+        );
+        let mut clean = ToolResult::from_json(json!({"title": "Grüße 🎉 “quoted”"}));
+        assert!(clean_result(&mut clean, &[]).is_empty());
+        assert_eq!(clean.content.len(), 1);
     }
 
     #[test]

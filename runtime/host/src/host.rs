@@ -1071,68 +1071,10 @@ impl Host {
     /// saying what was removed — unless `[security] clean_text = false`. Before anything keeps
     /// the result (cache, shared state, recordings), so every copy is the clean one.
     fn cleaned(&self, mut result: ToolResult) -> ToolResult {
-        use quiver_core::tool::Content;
-        use quiver_core::untrusted::{self, Removed};
         let config = self.config();
         let security = &config.config.security;
-        if !security.clean_text {
-            return result;
-        }
-        let suspicious = result.content.iter().any(|c| match c {
-            Content::Text { text, .. } => untrusted::may_hide(text),
-            Content::Resource(block) => block.values().any(untrusted::json_may_hide),
-            _ => false,
-        }) || result.structured.as_ref().is_some_and(untrusted::json_may_hide);
-        if !suspicious {
-            return result;
-        }
-        let fields = &security.markdown_fields;
-        let mut removed = Removed::default();
-        if let Some(structured) = result.structured.as_mut() {
-            untrusted::clean_json(structured, fields, &mut removed);
-        }
-        // A text that mirrors the structured value counts what it shares with it once.
-        let mirrored = result.structured.is_some();
-        for content in &mut result.content {
-            let mut here = Removed::default();
-            match content {
-                Content::Text { text, .. } => {
-                    let json = text.starts_with(['{', '['])
-                        && untrusted::may_hide_html(text)
-                        && serde_json::from_str::<Value>(text).is_ok();
-                    if json {
-                        let mut value: Value = serde_json::from_str(text).unwrap_or_default();
-                        untrusted::clean_json(&mut value, fields, &mut here);
-                        if !here.is_empty() {
-                            let pretty = text.contains("\n ");
-                            *text = if pretty {
-                                serde_json::to_string_pretty(&value).unwrap_or_default()
-                            } else {
-                                value.to_string()
-                            };
-                        }
-                    } else if let Some(cleaned) = untrusted::clean_text(text, &mut here) {
-                        *text = cleaned;
-                    }
-                }
-                Content::Resource(block) => {
-                    for value in block.values_mut() {
-                        untrusted::clean_json(value, &[], &mut here);
-                    }
-                }
-                _ => {}
-            }
-            if mirrored {
-                removed.max(&here);
-            } else {
-                removed.add(&here);
-            }
-        }
-        if !removed.is_empty() {
-            result.content.push(Content::text(format!(
-                "[quiver removed from this result what a reader of it would not see: {}]",
-                removed.summary()
-            )));
+        if security.clean_text {
+            quiver_core::untrusted::clean_result(&mut result, &security.markdown_fields);
         }
         result
     }
