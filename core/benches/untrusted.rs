@@ -21,23 +21,12 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use quiver_core::untrusted::{clean_result, Removed};
+use quiver_core::untrusted::{clean_result, Removed, DEFAULT_MARKDOWN_FIELDS};
 use quiver_core::ToolResult;
 use serde_json::Value;
 
 const ISSUES: &str =
     include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/github/issues_list.json"));
-
-const FIELDS: [&str; 8] = [
-    "body",
-    "description",
-    "comment",
-    "note",
-    "notes",
-    "text_content",
-    "markdown_description",
-    "summary_text",
-];
 
 /// The recorded issue list repeated to about 100 KB of JSON, each copy's bodies `edited`, each
 /// author named `name`.
@@ -63,7 +52,7 @@ fn clean(result: &mut ToolResult, fields: &[String]) -> Removed {
 }
 
 fn bench(c: &mut Criterion) {
-    let fields: Vec<String> = FIELDS.map(str::to_owned).to_vec();
+    let fields: Vec<String> = DEFAULT_MARKDOWN_FIELDS.map(str::to_owned).to_vec();
     let ascii = result_of_100kb("Jo Smith", str::to_owned);
     // A contributor from outside ASCII, as real lists have: the slower path.
     let ordinary = result_of_100kb("Zoë Müller", str::to_owned);

@@ -20,6 +20,19 @@ use unicode_categories::UnicodeCategories;
 
 use crate::tool::{Content, ToolResult};
 
+/// The result fields that hold Markdown by default (issue, PR and comment bodies, descriptions,
+/// notes): where HTML comments and hidden HTML are removed too (`[security] markdown_fields`).
+pub const DEFAULT_MARKDOWN_FIELDS: [&str; 8] = [
+    "body",
+    "description",
+    "comment",
+    "note",
+    "notes",
+    "text_content",
+    "markdown_description",
+    "summary_text",
+];
+
 /// What was removed from a text, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Removed {

@@ -453,18 +453,9 @@ impl Default for SecurityConfig {
     fn default() -> Self {
         Self {
             clean_text: true,
-            markdown_fields: [
-                "body",
-                "description",
-                "comment",
-                "note",
-                "notes",
-                "text_content",
-                "markdown_description",
-                "summary_text",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            markdown_fields: quiver_core::untrusted::DEFAULT_MARKDOWN_FIELDS
+                .map(str::to_owned)
+                .to_vec(),
         }
     }
 }
