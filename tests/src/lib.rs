@@ -339,3 +339,9 @@ pub async fn rmcp_http_client<H: rmcp::ClientHandler>(
     };
     handler.serve_with_lifecycle(transport, lifecycle).await.expect("connect")
 }
+
+/// `text` written in Unicode tag characters (U+E0000 + each ASCII code): invisible where it is
+/// shown, read by a model all the same — the hidden order of the injection tests.
+pub fn in_tag_characters(text: &str) -> String {
+    text.chars().map(|c| char::from_u32(0xE0000 + c as u32).expect("ASCII")).collect()
+}

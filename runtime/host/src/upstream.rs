@@ -773,7 +773,7 @@ impl Upstream {
     #[allow(deprecated)] // resources/subscribe is 2025-11-25's; 2026-07-28 servers are listened to
     async fn subscribe_at_upstream(&self, uri: &str, subscribe: bool) -> Result<(), String> {
         let peer = self.peer().ok_or_else(|| format!("upstream `{}` is down", self.name()))?;
-        if peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize()) {
+        if speaks_2026_07_28(&peer) {
             // 2026-07-28: a listen stream's filter is fixed, so the serve loop opens a new one.
             let mut listened = self.listened.subscribe();
             listened.mark_unchanged();
@@ -811,6 +811,34 @@ impl Upstream {
         } else {
             filter.resource_subscriptions(uris).build()
         }
+    }
+
+    /// The client of the one call in flight to it; `Err(true)` when none is, `Err(false)` when
+    /// several are or the one has no client (a pre-fetch): which call a request or a log
+    /// message of the server's belongs to is then unknown.
+    fn sole_client(&self) -> Result<Arc<dyn CallClient>, bool> {
+        let in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match (in_flight.0, in_flight.1.values().next()) {
+            (1, Some(client)) if in_flight.1.len() == 1 => Ok(Arc::clone(client)),
+            (0, _) => Err(true),
+            _ => Err(false),
+        }
+    }
+
+    /// A log message of its as clients get it: masked, its `logger` naming the upstream
+    /// (`everything/…`).
+    #[allow(deprecated)] // logging: see `CallClient`
+    fn log_for_clients(
+        &self,
+        params: &rmcp::model::LoggingMessageNotificationParam,
+    ) -> Option<Value> {
+        let mut json = serde_json::to_value(params).ok()?;
+        logging::scrub_json(&mut json);
+        json["logger"] = Value::String(match json.get("logger").and_then(Value::as_str) {
+            Some(logger) => format!("{}/{logger}", self.name()),
+            None => self.name().to_owned(),
+        });
+        Some(json)
     }
 
     /// Tells subscribed clients that `uri` changed.
@@ -1204,7 +1232,7 @@ impl Upstream {
     async fn serve(self: &Arc<Self>, client: Client) -> String {
         let peer = client.peer().clone();
         // 2026-07-28 servers send list changes only on a listen stream that asked for them.
-        let modern = peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize());
+        let modern = speaks_2026_07_28(&peer);
         let mut subscription = if modern {
             peer.listen(self.listen_filter()).await.ok()
         } else {
@@ -1355,7 +1383,7 @@ impl Upstream {
         let own = Duration::from_secs(self.config.timeout_s);
         let timeout = timeout.map_or(own, |t| t.min(own));
         let client = CALL_CLIENT.try_with(Arc::clone).ok();
-        let modern = peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize());
+        let modern = speaks_2026_07_28(&peer);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         if let Some(client) = &client {
             // 2026-07-28 servers log only what a request's `_meta` asks for, at its level.
@@ -1372,10 +1400,12 @@ impl Upstream {
         // answer and the call sent again with the answers (SEP-2322): a client that takes rounds
         // is handed the requests, any other is asked here, within the call.
         for _ in 0..MAX_INPUT_ROUNDS {
-            let answer = match self.round(&peer, tool, params.clone(), timeout, &cancel).await {
-                Ok(answer) => answer,
-                Err(result) => return result,
-            };
+            let sent = params.clone();
+            let answer =
+                match self.round(&peer, tool, sent, client.as_ref(), timeout, &cancel).await {
+                    Ok(answer) => answer,
+                    Err(result) => return result,
+                };
             let input_required = match answer {
                 ServerResult::InputRequiredResult(input_required) => input_required,
                 ServerResult::CallToolResult(result) => {
@@ -1455,6 +1485,7 @@ impl Upstream {
         peer: &Peer<RoleClient>,
         tool: &str,
         params: CallToolRequestParams,
+        client: Option<&Arc<dyn CallClient>>,
         timeout: Duration,
         cancel: &AtomicBool,
     ) -> Result<ServerResult, ToolResult> {
@@ -1480,8 +1511,8 @@ impl Upstream {
         {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
             in_flight.0 += 1;
-            if let Ok(client) = CALL_CLIENT.try_with(Arc::clone) {
-                in_flight.1.insert(id.clone(), client);
+            if let Some(client) = client {
+                in_flight.1.insert(id.clone(), Arc::clone(client));
             }
         }
         let response = handle.await_response();
@@ -1531,6 +1562,12 @@ impl Upstream {
             }
         }
     }
+}
+
+/// Whether the server and quiver speak 2026-07-28 (no `initialize`): its logging, list changes,
+/// subscriptions and requests for input work per request, not per connection.
+fn speaks_2026_07_28(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize())
 }
 
 /// The newest revision both sides know: 2026-07-28 through `server/discover`, else `initialize`
@@ -1728,22 +1765,16 @@ impl UpstreamHandler {
         let Some(upstream) = self.upstream.upgrade() else {
             return Err(not_supported(format!("{what}: not supported")));
         };
-        let in_flight = upstream.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        let client = match (in_flight.0, in_flight.1.values().next()) {
-            (1, Some(client)) if in_flight.1.len() == 1 => Arc::clone(client),
-            (0, _) => {
-                return Err(not_supported(format!(
-                    "{what}: no call is in flight, so no client of quiver's can answer"
-                )))
-            }
-            _ => {
-                return Err(not_supported(format!(
+        let client = upstream.sole_client().map_err(|none_in_flight| {
+            not_supported(if none_in_flight {
+                format!("{what}: no call is in flight, so no client of quiver's can answer")
+            } else {
+                format!(
                     "{what}: not supported while quiver runs several calls of this server or \
                      one no client made (a pre-fetch), as it cannot tell whose it is"
-                )))
-            }
-        };
-        drop(in_flight);
+                )
+            })
+        })?;
         if !can(&client.capabilities()) {
             return Err(not_supported(format!("{what}: the client did not declare it")));
         }
@@ -1797,8 +1828,7 @@ impl ClientHandler for UpstreamHandler {
         _context: NotificationContext<RoleClient>,
     ) {
         let Some(upstream) = self.upstream.upgrade() else { return };
-        let Ok(mut params) = serde_json::to_value(params) else { return };
-        logging::scrub_json(&mut params);
+        let Some(params) = upstream.log_for_clients(&params) else { return };
         // Nobody listening is fine.
         let _ = upstream.logs.send(UpstreamLog { upstream: upstream.name().to_owned(), params });
     }
@@ -1892,20 +1922,8 @@ fn deliver_log(
     params: &rmcp::model::LoggingMessageNotificationParam,
 ) -> bool {
     let Some(upstream) = upstream.upgrade() else { return false };
-    let client = {
-        let in_flight = upstream.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        match (in_flight.0, in_flight.1.values().next()) {
-            (1, Some(client)) if in_flight.1.len() == 1 => Arc::clone(client),
-            _ => return false,
-        }
-    };
-    let Ok(mut json) = serde_json::to_value(params) else { return false };
-    logging::scrub_json(&mut json);
-    // As every upstream message reaches clients: `logger` names the upstream.
-    json["logger"] = Value::String(match json.get("logger").and_then(Value::as_str) {
-        Some(logger) => format!("{}/{logger}", upstream.name()),
-        None => upstream.name().to_owned(),
-    });
+    let Ok(client) = upstream.sole_client() else { return false };
+    let Some(json) = upstream.log_for_clients(params) else { return false };
     let Ok(params) = serde_json::from_value(json) else { return false };
     client.log(params);
     true
@@ -1952,7 +1970,7 @@ pub enum UpstreamChange {
 }
 
 /// A log message an upstream sent (`notifications/message`), masked: its upstream's name and
-/// the MCP params (`level`, `logger`, `data`).
+/// the MCP params (`level`, `logger` naming the upstream, `data`).
 #[derive(Debug, Clone)]
 pub struct UpstreamLog {
     /// The upstream's name.

@@ -68,6 +68,11 @@ type Subscribed = Arc<Mutex<std::collections::HashMap<String, String>>>;
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
+/// A level's place in [`LOG_LEVELS`]; a level MCP does not name counts as `info`.
+fn log_rank(level: &str) -> u8 {
+    LOG_LEVELS.iter().position(|l| *l == level).unwrap_or(1) as u8
+}
+
 /// Who is calling, as the HTTP layer authenticated them (absent on stdio).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Identity {
@@ -1146,7 +1151,7 @@ impl ServerHandler for QuiverServer {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_else(|| "info".to_owned());
-        let index = LOG_LEVELS.iter().position(|l| *l == level).unwrap_or(1) as u8;
+        let index = log_rank(&level);
         let before = self.log_level.swap(index, Ordering::SeqCst);
         for upstream in self.inner.host.upstreams().all() {
             if upstream.serves_logging() {
@@ -1384,8 +1389,7 @@ impl quiver_runtime::upstream::CallClient for PeerClient {
     fn log(&self, params: rmcp::model::LoggingMessageNotificationParam) {
         let Some(wanted) = self.log_level else { return };
         let rank = |level: rmcp::model::LoggingLevel| {
-            let name = serde_json::to_value(level).ok();
-            LOG_LEVELS.iter().position(|l| name.as_ref().and_then(Value::as_str) == Some(*l))
+            serde_json::to_value(level).ok().as_ref().and_then(Value::as_str).map(log_rank)
         };
         if rank(params.level) >= rank(wanted) {
             let _ = self.logs.send(Notice::Log(params));
@@ -1588,18 +1592,11 @@ async fn forward_upstream_logs(
         if peer.is_transport_closed() {
             return;
         }
-        let at = log.params.get("level").and_then(Value::as_str).unwrap_or("info");
-        let at = LOG_LEVELS.iter().position(|l| *l == at).unwrap_or(1) as u8;
+        let at = log_rank(log.params.get("level").and_then(Value::as_str).unwrap_or("info"));
         if at < level.load(Ordering::SeqCst) {
             continue;
         }
-        let mut params = log.params;
-        let logger = match params.get("logger").and_then(Value::as_str) {
-            Some(logger) => format!("{}/{logger}", log.upstream),
-            None => log.upstream.clone(),
-        };
-        params["logger"] = Value::String(logger);
-        let Ok(params) = serde_json::from_value(params) else { continue };
+        let Ok(params) = serde_json::from_value(log.params) else { continue };
         if peer.notify_logging_message(params).await.is_err() {
             return;
         }
