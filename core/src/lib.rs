@@ -31,6 +31,10 @@
 //!   `user:token`, percent-encoded) and echoed credential headers masked whole.
 //! - [`terminal`]: text from outside (an upstream's stderr, descriptions, reasons) with its
 //!   control, bidi and invisible characters shown as `\u{…}`, for human reports.
+//! - [`pins`]: upstream tool definitions as the operator accepted them, fingerprinted, and the
+//!   decision to serve or hold a changed or flagged one until it is approved.
+//! - [`poisoned`]: signs that a tool definition steers the model (hidden text, instructions kept
+//!   from the user, credential paths, secrets in arguments, another server's tool names).
 //! - [`planner`]: the pre-fetch planner — which follow-up calls to run before the agent asks, as the
 //!   optimal plan under a token budget (exact branch and bound, a ½-approximation past its limits),
 //!   with a reason for every candidate left out.
@@ -61,7 +65,9 @@ pub mod client_schema;
 pub mod defaults;
 pub mod enrich;
 pub mod manifest;
+pub mod pins;
 pub mod planner;
+pub mod poisoned;
 pub mod projection;
 pub mod replay;
 pub mod resource;

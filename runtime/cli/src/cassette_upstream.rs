@@ -189,7 +189,8 @@ impl CassetteUpstreams {
             .keys()
             .filter_map(|name| {
                 let url = format!("http://{}/{name}/mcp", self.address);
-                serde_json::from_value(json!({"name": name, "url": url})).ok()
+                // Stand-ins of the replay's own making: nothing of theirs is pinned.
+                serde_json::from_value(json!({"name": name, "url": url, "pin": "off"})).ok()
             })
             .collect()
     }

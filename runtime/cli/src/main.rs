@@ -10,6 +10,7 @@ mod replay;
 mod select_cli;
 mod serve_cli;
 mod tune;
+mod upstreams_cli;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +76,10 @@ enum Command {
     },
     /// Check the setup: config, plugins directory, providers and their tokens (never printed).
     Doctor,
+    /// Upstream tools held because their definitions changed or look poisoned: list, diff,
+    /// approve.
+    #[command(subcommand)]
+    Upstreams(upstreams_cli::UpstreamsCommand),
     /// Read telemetry and report whether the pipeline pays off.
     #[command(subcommand)]
     Tune(TuneCommand),
@@ -318,6 +323,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Keys(KeysCommand::New { name }) = &cli.command {
         return keys_new(name);
     }
+    // Pins are read and approved in the store; no upstream needs to start.
+    if let Command::Upstreams(command) = cli.command {
+        return upstreams_cli::upstreams(command);
+    }
     // A replay opens its own hosts, pointed at its cassette.
     if let Command::Replay(args) = cli.command {
         return replay_command(cli.config.as_deref(), cli.plugins.as_deref(), args);
@@ -345,7 +354,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Select(args) => select_cli::select(&host, args),
         Command::Serve(args) => serve_cli::serve(host, args),
-        Command::Tune(_) | Command::Keys(_) | Command::Replay(_) => {
+        Command::Tune(_) | Command::Keys(_) | Command::Replay(_) | Command::Upstreams(_) => {
             unreachable!("handled before the host opens")
         }
         Command::Plan { recent, budget, intent, cost_aware, json } => {
@@ -437,6 +446,13 @@ fn print_upstreams(host: &Host) -> usize {
                 failed += 1;
                 println!("failed    upstream {name}: {transport}: {}{stderr}", one_line(reason))
             }
+        }
+        for held in &report.held {
+            let why = if held.changed { "changed since approved" } else { "looks poisoned" };
+            println!(
+                "held      tool {name}.{}: {why}; review with `quiver upstreams diff {name}`",
+                one_line(&held.tool)
+            );
         }
     }
     failed

@@ -283,6 +283,9 @@ impl Host {
         host.reports.sort_by(|a, b| a.path.cmp(&b.path));
         host.load_sources();
         host.upstreams = Upstreams::new(&host.upstream_configs());
+        host.upstreams.know_plugin_tools(
+            host.registry.tools().flat_map(|t| [t.name.tool.clone(), t.name.mcp_name()]).collect(),
+        );
         host
     }
 

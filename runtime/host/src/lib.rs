@@ -47,6 +47,7 @@ pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
+pub mod pins;
 pub mod recording;
 pub mod registry;
 pub mod selector;

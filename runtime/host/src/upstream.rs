@@ -109,6 +109,11 @@ pub struct UpstreamConfig {
     /// Python SDK's 1 MB event, fails whole when one upstream's list is too large).
     #[serde(default = "default_max_list_kb")]
     pub max_list_kb: usize,
+    /// What happens to a tool whose definition changed since the operator accepted it, or that
+    /// looks poisoned: `hold` (the default: not listed, calls refused, until `quiver upstreams
+    /// approve`), `warn` (served, the change logged, the new definition pinned) or `off`.
+    #[serde(default)]
+    pub pin: quiver_core::pins::PinPolicy,
 }
 
 /// How an upstream's tool schemas reach clients.
@@ -276,6 +281,39 @@ pub struct UpstreamReport {
     /// The last lines it wrote to stderr before its last failure (masked, control characters
     /// shown as `\u{…}`), for the operator's reports only (`plugins`, `doctor`).
     pub stderr_tail: Option<String>,
+    /// Its tools held until the operator approves them.
+    pub held: Vec<HeldTool>,
+}
+
+/// A tool of an upstream that is not served until the operator approves its definition
+/// (`quiver upstreams approve`): it changed since it was approved, or it looks poisoned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldTool {
+    /// The upstream's name of the tool.
+    pub tool: String,
+    /// Whether it was approved before in another form (else it is new and flagged).
+    pub changed: bool,
+    /// Why, for the operator: the change line by line, and what flags it (it quotes the
+    /// upstream's text; never shown to a model).
+    pub reasons: Vec<String>,
+}
+
+impl HeldTool {
+    /// Why a call of it is refused, for the caller (a model may read it): the kind of reason
+    /// and what the operator runs, never the upstream's text.
+    pub fn refusal(&self, upstream: &str, listed_as: &str) -> String {
+        let why = if self.changed {
+            format!("upstream `{upstream}` changed its definition since the operator approved it")
+        } else {
+            format!("its definition, as upstream `{upstream}` lists it, looks written to steer the model")
+        };
+        format!(
+            "`{listed_as}` is held by quiver: {why}. It is not called until the operator reviews it \
+             (`quiver upstreams diff {upstream}`) and approves it (`quiver upstreams approve \
+             {upstream} {}`).",
+            self.tool
+        )
+    }
 }
 
 /// At most one log line per this long for an upstream's `tools/list_changed` notifications.
@@ -585,6 +623,8 @@ struct Live {
     stderr_closed: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The child process of a stdio upstream (killed when dropped).
     child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
+    /// Its tools held until approved.
+    held: Vec<HeldTool>,
 }
 
 /// One supervised upstream client.
@@ -615,7 +655,21 @@ pub struct Upstream {
     stop: AtomicBool,
     stopped: Notify,
     changed: Arc<dyn Fn() + Send + Sync>,
+    /// Where its tools' definitions are pinned.
+    pins: crate::pins::PinStore,
+    /// The version of its pin file after quiver last wrote or read it: another version means
+    /// the operator approved something.
+    pins_seen: Mutex<Vec<u8>>,
+    /// The tool names of every upstream and of the plugins, to find a description naming
+    /// another server's tool.
+    known: KnownTools,
 }
+
+/// The tool names each upstream (by name) and the plugins (`""`) serve.
+type KnownTools = Arc<Mutex<BTreeMap<String, Vec<String>>>>;
+
+/// How often a server with held tools looks for the operator's approval.
+const APPROVAL_POLL: Duration = Duration::from_secs(1);
 
 impl Upstream {
     fn new(
@@ -623,6 +677,7 @@ impl Upstream {
         changed: Arc<dyn Fn() + Send + Sync>,
         logs: tokio::sync::broadcast::Sender<UpstreamLog>,
         updates: tokio::sync::broadcast::Sender<UpstreamChange>,
+        known: KnownTools,
     ) -> Self {
         let state = if config.enabled { UpstreamState::Starting } else { UpstreamState::Disabled };
         Self {
@@ -638,6 +693,7 @@ impl Upstream {
                 last_stderr: None,
                 stderr_closed: None,
                 child: None,
+                held: Vec::new(),
             }),
             progress: Mutex::new(HashMap::new()),
             in_flight: Mutex::new((0, HashMap::new())),
@@ -652,6 +708,9 @@ impl Upstream {
             stop: AtomicBool::new(false),
             stopped: Notify::new(),
             changed,
+            pins: crate::pins::PinStore::default_store(),
+            pins_seen: Mutex::new(Vec::new()),
+            known,
         }
     }
 
@@ -680,7 +739,13 @@ impl Upstream {
             protocol: live.protocol.clone(),
             restarts: live.restarts,
             stderr_tail: live.last_stderr.clone(),
+            held: live.held.clone(),
         }
+    }
+
+    /// Its tool `tool` (the upstream's name), when it is held.
+    pub fn held(&self, tool: &str) -> Option<HeldTool> {
+        self.live().held.iter().find(|h| h.tool == tool).cloned()
     }
 
     /// The tools it serves now (none while it is down).
@@ -1199,12 +1264,15 @@ impl Upstream {
                 sensitive_params: Vec::new(),
             };
             let declared = json.as_object().cloned().unwrap_or_default();
-            tools.push(UpstreamTool {
-                name: ToolName::new(self.config.name.clone(), name),
-                spec,
-                annotations: json.get("annotations").cloned(),
-                declared,
-            });
+            tools.push((
+                UpstreamTool {
+                    name: ToolName::new(self.config.name.clone(), name),
+                    spec,
+                    annotations: json.get("annotations").cloned(),
+                    declared,
+                },
+                removed,
+            ));
         }
         if over_budget > 0 {
             tracing::warn!(
@@ -1222,10 +1290,137 @@ impl Upstream {
                 self.config.max_description_chars
             );
         }
-        tools.sort_by(|a, b| a.name.tool.cmp(&b.name.tool));
+        tools.sort_by(|a, b| a.0.name.tool.cmp(&b.0.name.tool));
+        let tools = self.apply_pins(tools);
         self.live().tools = tools;
         (self.changed)();
         Ok(())
+    }
+
+    /// The listed tools that are served: each definition checked against its pin and for signs
+    /// of poisoning ([`quiver_core::pins::PinBook::check`]), what is held kept for the reports
+    /// and for refusing its calls, and a WARN line for each newly held or warned tool.
+    fn apply_pins(
+        &self,
+        listed: Vec<(UpstreamTool, quiver_core::untrusted::Removed)>,
+    ) -> Vec<UpstreamTool> {
+        use quiver_core::pins::{pinned_part, PinPolicy, Verdict};
+        let upstream = &self.config.name;
+        let own: Vec<String> = listed.iter().map(|(t, _)| t.spec.name.clone()).collect();
+        let foreign: Vec<String> = {
+            let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            known.insert(
+                upstream.clone(),
+                own.iter().map(|n| self.prefixed(n)).chain(own.iter().cloned()).collect(),
+            );
+            known
+                .iter()
+                .filter(|(owner, _)| *owner != upstream)
+                .flat_map(|(_, names)| names.iter())
+                .filter(|name| !own.contains(name))
+                .cloned()
+                .collect()
+        };
+        let policy = self.config.pin;
+        if policy == PinPolicy::Off {
+            self.live().held.clear();
+            return listed.into_iter().map(|(tool, _)| tool).collect();
+        }
+        let checks: Vec<(serde_json::Value, Vec<String>)> = listed
+            .iter()
+            .map(|(tool, removed)| {
+                let definition = pinned_part(&tool.declared);
+                let mut flags = quiver_core::poisoned::signs(&definition, removed);
+                // Naming another server's tool holds a definition only beside a strong sign:
+                // alone, real servers do it to point to a tool (a WARN says so).
+                if let Some(named) =
+                    quiver_core::poisoned::other_servers_tools_named(&definition, &foreign)
+                {
+                    if flags.is_empty() {
+                        tracing::warn!(
+                            upstream = %upstream,
+                            "tool `{}`: {named}",
+                            logging::scrub(&quiver_core::terminal::for_terminal(&tool.spec.name, false))
+                        );
+                    } else {
+                        flags.push(named);
+                    }
+                }
+                (definition, flags)
+            })
+            .collect();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let verdicts = self.pins.update(upstream, |book| {
+            let changed: Vec<bool> =
+                own.iter().map(|name| book.pinned.contains_key(name)).collect();
+            let verdicts: Vec<Verdict> = own
+                .iter()
+                .zip(&checks)
+                .map(|(name, (definition, flags))| {
+                    book.check(name, definition, flags, policy, now_ms)
+                })
+                .collect();
+            (verdicts, changed)
+        });
+        let (verdicts, was_pinned) = match verdicts {
+            Ok(decided) => decided,
+            Err(e) => {
+                // Without the store nothing is pinned; what looks poisoned is still held.
+                tracing::warn!(upstream = %upstream, "{e}; its tools are checked for poisoning but not pinned");
+                let verdicts = checks
+                    .iter()
+                    .map(|(_, flags)| match (flags.is_empty(), policy) {
+                        (true, _) => Verdict::Serve,
+                        (false, PinPolicy::Hold) => Verdict::Hold(flags.clone()),
+                        (false, _) => Verdict::Warned(flags.clone()),
+                    })
+                    .collect();
+                (verdicts, vec![false; own.len()])
+            }
+        };
+        *self.pins_seen.lock().unwrap_or_else(|e| e.into_inner()) = self.pins.version(upstream);
+        let shown = |lines: &[String]| {
+            logging::scrub(&quiver_core::terminal::for_terminal(&lines.join("\n"), true))
+        };
+        let before = std::mem::take(&mut self.live().held);
+        let (mut served, mut held) = (Vec::new(), Vec::new());
+        for (((tool, _), verdict), was_pinned) in listed.into_iter().zip(verdicts).zip(was_pinned) {
+            let name = tool.spec.name.clone();
+            match verdict {
+                Verdict::Serve => served.push(tool),
+                Verdict::Warned(reasons) => {
+                    tracing::warn!(
+                        upstream = %upstream,
+                        "tool `{name}` is served (pin = \"warn\") although {}",
+                        shown(&reasons)
+                    );
+                    served.push(tool);
+                }
+                Verdict::Hold(reasons) => {
+                    let hold = HeldTool { tool: name.clone(), changed: was_pinned, reasons };
+                    if !before.contains(&hold) {
+                        tracing::warn!(
+                            upstream = %upstream,
+                            "tool `{name}` is held, not listed or called, because {}\nreview it with \
+                             `quiver upstreams diff {upstream}`; serve it with `quiver upstreams \
+                             approve {upstream} {name}`",
+                            shown(&hold.reasons)
+                        );
+                    }
+                    held.push(hold);
+                }
+            }
+        }
+        self.live().held = held;
+        served
+    }
+
+    /// Whether the operator approved something since quiver last looked at its pins.
+    fn approved_since(&self) -> bool {
+        let now = self.pins.version(&self.config.name);
+        *self.pins_seen.lock().unwrap_or_else(|e| e.into_inner()) != now
     }
 
     /// Serves until the connection ends; returns why it ended.
@@ -1247,7 +1442,9 @@ impl Upstream {
         };
         let cancel = client.cancellation_token();
         let mut done = tokio::spawn(client.waiting());
+        let mut approvals = tokio::time::interval(APPROVAL_POLL);
         loop {
+            let holds = !self.live().held.is_empty();
             let next_change = async {
                 match subscription.as_mut() {
                     Some(s) => s.next().await.ok().flatten(),
@@ -1279,6 +1476,13 @@ impl Upstream {
                 () = self.resubscribe.notified(), if modern => {
                     subscription = peer.listen(self.listen_filter()).await.ok();
                     self.listened.send_modify(|n| *n += 1);
+                }
+                _ = approvals.tick(), if holds => {
+                    if self.approved_since() {
+                        if let Err(e) = self.list(&peer).await {
+                            tracing::warn!(upstream = %self.config.name, "{e}");
+                        }
+                    }
                 }
                 _ = &mut done => break,
                 () = self.stopped.notified() => {
@@ -1946,6 +2150,7 @@ fn deliver_progress(upstream: &Weak<Upstream>, params: &ProgressNotificationPara
 /// Every configured upstream, supervised.
 pub struct Upstreams {
     list: Vec<Arc<Upstream>>,
+    known: KnownTools,
     version: Arc<watch::Sender<u64>>,
     started: AtomicBool,
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
@@ -2004,6 +2209,7 @@ impl Upstreams {
                 }
             }) as Arc<dyn Fn() + Send + Sync>
         };
+        let known = KnownTools::default();
         let list = configs
             .iter()
             .map(|config| {
@@ -2012,10 +2218,17 @@ impl Upstreams {
                     Arc::clone(&bump),
                     logs.clone(),
                     updates.clone(),
+                    Arc::clone(&known),
                 ))
             })
             .collect();
-        Self { list, version, started: AtomicBool::new(false), logs, updates }
+        Self { list, known, version, started: AtomicBool::new(false), logs, updates }
+    }
+
+    /// The plugins' tool names (bare and as MCP lists them): an upstream tool's description
+    /// naming one is flagged.
+    pub fn know_plugin_tools(&self, names: Vec<String>) {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(String::new(), names);
     }
 
     /// Starts every enabled upstream in parallel on the current tokio runtime and waits until

@@ -21,7 +21,8 @@
 //! With `[state] backend = "redis"`, a 2025-11-25 session's metadata is kept in Redis, so a
 //! client whose replica died continues its `Mcp-Session-Id` on another one.
 //!
-//! `/healthz` (alive), `/readyz` (plugins loaded, upstreams up; shared state reachable or not)
+//! `/healthz` (alive), `/readyz` (plugins loaded, upstreams up, tools held for approval; shared
+//! state reachable or not)
 //! and `/metrics` (Prometheus
 //! text, [`crate::metrics`]) are open. The server listens
 //! on loopback unless authentication is configured: anything else is refused at start-up.
@@ -685,10 +686,18 @@ async fn readyz(State(state): State<AppState>) -> Response {
         quiver_runtime::state::StateStatus::Unreachable { .. } => vec![shared.to_string()],
         _ => Vec::new(),
     };
+    // Held tools leave the replica ready (everything else serves); named so a probe sees them.
+    let held: Vec<String> = state
+        .host
+        .upstream_reports()
+        .iter()
+        .flat_map(|r| r.held.iter().map(move |h| format!("{}.{}", r.name, h.tool)))
+        .collect();
     let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let body = json!({
         "ready": problems.is_empty(),
         "problems": problems,
+        "held": held,
         "state": shared.to_string(),
         "degraded": degraded,
     });

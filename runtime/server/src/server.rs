@@ -472,8 +472,20 @@ impl QuiverServer {
         if catalog.get(name).is_some() {
             return None;
         }
-        let down = self.down_upstream(name).is_some();
+        let down = self.down_upstream(name).is_some() || self.held_tool(name).is_some();
         (!down).then(|| unknown_tool_message(&catalog, name, self.listing().mode()))
+    }
+
+    /// Why the upstream tool listed as `name` is refused, when it is held until the operator
+    /// approves its definition.
+    fn held_tool(&self, name: &str) -> Option<String> {
+        self.inner.host.upstreams().all().iter().find_map(|upstream| {
+            let tool = match upstream.name_prefix() {
+                "" => name,
+                prefix => name.strip_prefix(prefix)?.strip_prefix('_')?,
+            };
+            upstream.held(tool).map(|held| held.refusal(upstream.name(), name))
+        })
     }
 
     /// The upstream whose tool `name` would be, when it is not serving now: its tools are
@@ -706,6 +718,9 @@ impl QuiverServer {
                     report.state.public()
                 ))
                 .into();
+            }
+            if let Some(refusal) = self.held_tool(name) {
+                return error_result(refusal).into();
             }
             return error_result(unknown_tool_message(&catalog, name, self.listing().mode()))
                 .into();
