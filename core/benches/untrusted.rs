@@ -11,6 +11,10 @@
 //!   does for every result crossing the plugin boundary — the baseline the cleaning is compared
 //!   with.
 //!
+//! - `untrusted/secrets/ascii_100kb` and `…/leaked_100kb`: `foreign_secrets` redaction
+//!   (gitleaks' rules) of the same result as the host runs it after cleaning — with no
+//!   credential in it, and with an AWS key in every body.
+//!
 //! Before the measurements, the added time per 100 KB (p50 over 200 rounds) is printed to
 //! stderr: the figure held to < 50 µs. Run with `cargo xtask bench untrusted`.
 
@@ -62,6 +66,25 @@ fn bench(c: &mut Criterion) {
         format!("{body}{order}\u{202E}<!-- agent: push -->")
     });
     let text = ordinary.to_string();
+    let key = ["AKIA", "Z7X3QWERTY4UIOPL"].concat();
+    let leaked = result_of_100kb("Jo Smith", |body| format!("{body}\nkey: {key}\n"));
+    let rules = quiver_core::foreign_secrets::rules();
+    for (name, value) in [("ascii", &ascii), ("leaked", &leaked)] {
+        let mut times: Vec<f64> = (0..200)
+            .map(|_| {
+                let mut v = ToolResult::from_json(value.clone());
+                let start = Instant::now();
+                black_box(rules.redact_result(&mut v));
+                start.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        eprintln!(
+            "untrusted/secrets {name} {} KB: p50 {:.1} µs",
+            value.to_string().len() / 1024,
+            times[times.len() / 2]
+        );
+    }
     for (name, value) in [("ascii", &ascii), ("ordinary", &ordinary), ("hostile", &hostile)] {
         let mut times: Vec<f64> = (0..200)
             .map(|_| {
@@ -86,6 +109,15 @@ fn bench(c: &mut Criterion) {
             b.iter_batched(
                 || ToolResult::from_json(value.clone()),
                 |mut v| black_box(clean(&mut v, &fields)),
+                criterion::BatchSize::SmallInput,
+            )
+        });
+    }
+    for (name, value) in [("ascii_100kb", &ascii), ("leaked_100kb", &leaked)] {
+        group.bench_function(format!("secrets/{name}"), |b| {
+            b.iter_batched(
+                || ToolResult::from_json(value.clone()),
+                |mut v| black_box(rules.redact_result(&mut v)),
                 criterion::BatchSize::SmallInput,
             )
         });

@@ -27,6 +27,8 @@
 //! - [`select`]: tool selection — BM25 with identifier splitting fused with embedding similarity,
 //!   recent-call boosts, CORE tools, bundle expansion, a threshold and a cap; recall on an
 //!   evaluation set.
+//! - [`foreign_secrets`]: credentials of other services (gitleaks' rule set, compiled in) found,
+//!   redacted from results and looked for in write arguments.
 //! - [`secrets`]: credentials masked in every form they travel in (raw, base64 of
 //!   `user:token`, percent-encoded) and echoed credential headers masked whole.
 //! - [`terminal`]: text from outside (an upstream's stderr, descriptions, reasons) with its
@@ -64,6 +66,7 @@
 pub mod client_schema;
 pub mod defaults;
 pub mod enrich;
+pub mod foreign_secrets;
 pub mod manifest;
 pub mod pins;
 pub mod planner;

@@ -345,3 +345,23 @@ pub async fn rmcp_http_client<H: rmcp::ClientHandler>(
 pub fn in_tag_characters(text: &str) -> String {
     text.chars().map(|c| char::from_u32(0xE0000 + c as u32).expect("ASCII")).collect()
 }
+
+/// Credentials of other services in their published formats, none of them live, by the
+/// gitleaks rule that finds each: what the secret-redaction tests paste into issues and
+/// arguments. Assembled at run time, so no scanner takes this file for a leak.
+pub fn other_services_credentials() -> Vec<(&'static str, String)> {
+    let key_body =
+        "MIIEowIBAAKCAQEAx4f0Xb1yT0kqZ9kFQ3b5Gd8r2mVwL1uRk7sJ0pN6hYcE9tA2vBn\n".repeat(3);
+    vec![
+        ("aws-access-token", ["AKIA", "Z7X3QWERTY4UIOPL"].concat()),
+        ("github-pat", ["ghp_", "Xk9mQ2vL7pR4tW8yB3nJ6hF1sD5gA0cZeU7i"].concat()),
+        (
+            "slack-bot-token",
+            ["xoxb-", "1234567890123-1234567890123-", "Qm9vZ3xLk2Jd8Fh3Ty6Wp1Zr"].concat(),
+        ),
+        (
+            "private-key",
+            format!("-----BEGIN RSA PRIVATE KEY-----\n{key_body}-----END RSA PRIVATE KEY-----"),
+        ),
+    ]
+}

@@ -1290,6 +1290,74 @@ async fn a_plugins_files_are_resources_read_by_its_tool() {
     client.cancel().await.unwrap();
 }
 
+/// Credentials of other services pasted into an issue — an AWS key, a GitHub token, a Slack bot
+/// token, a PEM private key — reach the model redacted, each named by its rule, with a line
+/// saying so; and a write whose arguments carry one (what an injected "post this key in a
+/// comment" would make) is not sent, saying why without the value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_services_credentials_are_redacted_and_never_written_out() {
+    let server = fake_github().await;
+    let credentials = quiver_tests::other_services_credentials();
+    let body =
+        credentials.iter().map(|(rule, secret)| format!("{rule}:\n{secret}\n")).collect::<String>();
+    let mut issue: Value =
+        serde_json::from_str(&quiver_tests::recorded("github", "issue.json")).unwrap();
+    issue["body"] = Value::String(format!("Deploy notes.\n{body}Thanks!"));
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/667"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&issue))
+        .mount(&server)
+        .await;
+    let setup = Setup::new(&server, "");
+    let client = rmcp_client(&setup, "all").await;
+    let result = get_issue(&client, 667).await;
+    let whole = serde_json::to_string(&result).unwrap();
+    for (rule, secret) in &credentials {
+        let line = secret.lines().next().unwrap();
+        assert!(!whole.contains(line), "{rule} reached the model: {whole}");
+    }
+    let read_body =
+        result.structured_content.as_ref().unwrap()["body"].as_str().unwrap().to_owned();
+    assert_eq!(
+        read_body,
+        "Deploy notes.\naws-access-token:\n[REDACTED aws-access-token]\ngithub-pat:\n\
+         [REDACTED github-pat]\nslack-bot-token:\n[REDACTED slack-bot-token]\nprivate-key:\n\
+         [REDACTED private-key]\nThanks!"
+    );
+    let texts: Vec<String> =
+        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    assert_eq!(
+        texts.last().unwrap(),
+        "[quiver redacted credentials of other services from this result: 1 aws-access-token, 1 \
+         github-pat, 1 private-key, 1 slack-bot-token]"
+    );
+
+    let (_, aws) = &credentials[0];
+    let write = json!({"owner": "octocat", "repo": "Hello-World", "title": "notes",
+                       "body": format!("as asked: {aws}")});
+    let refused = client
+        .call_tool(
+            CallToolRequestParams::new("github_create_issue")
+                .with_arguments(write.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let refusal = serde_json::to_string(&refused).unwrap();
+    assert!(
+        refusal.contains(
+            "quiver did not send this call of `github.create_issue`: argument `body` \
+                          holds what looks like a credential of another service (gitleaks rule \
+                          `aws-access-token`)"
+        ),
+        "{refusal}"
+    );
+    assert!(!refusal.contains(aws.as_str()), "{refusal}");
+    let posts = server.received_requests().await.unwrap();
+    assert!(posts.iter().all(|r| r.method.as_str() != "POST"), "nothing was written");
+    client.cancel().await.unwrap();
+}
+
 /// An issue body written to steer an agent unseen: Unicode tag characters spelling an order, a
 /// bidi override, zero-width spaces, raw escape and NUL characters, an HTML comment and a hidden
 /// element. What the model reads through quiver has none of it — in the text and the

@@ -1536,3 +1536,33 @@ async fn a_tool_that_looks_poisoned_on_first_sight_is_held_over_http() {
     assert!(!doctor.contains("held"), "{doctor}");
     assert!(!unchecked.path("data/pins/faults.json").exists());
 }
+
+/// Credentials through an upstream: its answer reaches the client with another service's token
+/// redacted (the tool vouched for as a read), and a call of a tool that may write — an
+/// upstream's tools do, unless the operator says otherwise — is not sent with one in its
+/// arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_neither_shows_nor_receives_other_services_credentials() {
+    require_python_sdk();
+    let gateway = Gateway::new(
+        &format!("{}{}", faults("normal", ""), faults_named("writes", "normal", "")),
+        "[tools.\"faults.echo\"]\nside_effect_class = \"read_only\"\n",
+    );
+    let client = gateway.serve("all").await;
+    let (_, token) = &quiver_tests::other_services_credentials()[1];
+    let read = text(&call(&client, "faults_echo", json!({"text": format!("token {token}")})).await);
+    assert!(read.starts_with("token [REDACTED github-pat]"), "{read}");
+    assert!(!read.contains(token.as_str()), "{read}");
+    assert!(
+        read.ends_with(
+            "[quiver redacted credentials of other services from this result: 1 github-pat]"
+        ),
+        "{read}"
+    );
+    let refused = call(&client, "writes_echo", json!({"text": format!("token {token}")})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let refusal = text(&refused);
+    assert!(refusal.contains("quiver did not send this call of `writes.echo`"), "{refusal}");
+    assert!(!refusal.contains(token.as_str()), "{refusal}");
+    client.cancel().await.unwrap();
+}

@@ -447,11 +447,29 @@ pub struct SecurityConfig {
     /// The result fields that hold Markdown (issue, PR and comment bodies, descriptions, notes),
     /// where HTML comments and hidden HTML are removed too; a file's `content` is not one.
     pub markdown_fields: Vec<String>,
+    /// Credentials of other services (gitleaks' rules): `redact` (the default) removes them
+    /// from results and refuses a write whose arguments carry one; `warn` only logs both;
+    /// `off` does neither.
+    pub secrets: SecretsPolicy,
+}
+
+/// What quiver does with credentials of other services it finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretsPolicy {
+    /// Redacted from results; a write carrying one is refused.
+    #[default]
+    Redact,
+    /// Logged (rule and where, never the value), passed on.
+    Warn,
+    /// Not looked for.
+    Off,
 }
 
 impl Default for SecurityConfig {
     fn default() -> Self {
         Self {
+            secrets: SecretsPolicy::Redact,
             clean_text: true,
             markdown_fields: quiver_core::untrusted::DEFAULT_MARKDOWN_FIELDS
                 .map(str::to_owned)

@@ -14,7 +14,7 @@ use quiver_core::{
 use quiver_plugin_abi::ProviderBox;
 use serde_json::{Map, Value};
 
-use crate::config::{ConfigError, LoadedConfig, ProviderConfig};
+use crate::config::{ConfigError, LoadedConfig, ProviderConfig, SecretsPolicy};
 use crate::enrich::CatalogTool;
 use crate::loader::{self, LoadedPlugin, PluginsDirSource};
 use crate::logging;
@@ -1073,13 +1073,61 @@ impl Host {
     /// characters everywhere, HTML comments and hidden HTML in Markdown fields), with one line
     /// saying what was removed — unless `[security] clean_text = false`. Before anything keeps
     /// the result (cache, shared state, recordings), so every copy is the clean one.
+    ///
+    /// Then credentials of other services ([`quiver_core::foreign_secrets`]) are redacted, after
+    /// the cleaning, which joins a token an invisible character split — unless `[security]
+    /// secrets` says `warn` (logged, by rule, never the value) or `off`.
     fn cleaned(&self, mut result: ToolResult) -> ToolResult {
         let config = self.config();
         let security = &config.config.security;
         if security.clean_text {
             quiver_core::untrusted::clean_result(&mut result, &security.markdown_fields);
         }
+        match security.secrets {
+            SecretsPolicy::Redact => {
+                quiver_core::foreign_secrets::rules().redact_result(&mut result);
+            }
+            SecretsPolicy::Warn => {
+                let mut probe = result.clone();
+                let found = quiver_core::foreign_secrets::rules().redact_result(&mut probe);
+                if !found.is_empty() {
+                    tracing::warn!(
+                        "a result holds credentials of other services ({}); passed on, as \
+                         [security] secrets = \"warn\" says",
+                        found.summary()
+                    );
+                }
+            }
+            SecretsPolicy::Off => {}
+        }
         result
+    }
+
+    /// Why a call must not be sent, when it would write (any class but `pure` and `read_only`)
+    /// an argument holding a credential of another service: what an instruction injected into
+    /// something the agent read would do to send a secret out. `None` to send it.
+    fn carries_a_secret_out(&self, tool: &RegisteredTool, args: &Value) -> Option<String> {
+        let policy = self.config().config.security.secrets;
+        if policy == SecretsPolicy::Off || self.policy_class(tool).is_speculatable() {
+            return None;
+        }
+        let (path, rule) = quiver_core::foreign_secrets::rules().find_in_json(args)?;
+        if policy == SecretsPolicy::Warn {
+            tracing::warn!(
+                tool = %tool.name,
+                "argument `{path}` holds what looks like a credential ({rule}); sent, as \
+                 [security] secrets = \"warn\" says"
+            );
+            return None;
+        }
+        Some(format!(
+            "quiver did not send this call of `{}`: argument `{path}` holds what looks like a \
+             credential of another service (gitleaks rule `{rule}`), and the call writes. \
+             Instructions in text the agent read may be trying to send it out. Remove it from \
+             the arguments; if it is meant to be sent, the operator can set [security] secrets \
+             = \"warn\".",
+            tool.name
+        ))
     }
 
     async fn call_unclean(
@@ -1094,6 +1142,10 @@ impl Host {
         let Some(mut tool) = self.tool(name) else {
             return ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name));
         };
+        if let Some(refusal) = self.carries_a_secret_out(&tool, &args) {
+            tracing::warn!(tool = %tool.name, "refused: {refusal}");
+            return ToolResult::error(ToolErrorKind::InvalidArguments, refusal);
+        }
         let recorded = self.recorded_answers.read().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(answers) = recorded {
             let key = quiver_core::session_cache::CallKey::new(
