@@ -29,6 +29,8 @@
 //!   evaluation set.
 //! - [`foreign_secrets`]: credentials of other services (gitleaks' rule set, compiled in) found,
 //!   redacted from results and looked for in write arguments.
+//! - [`scope`]: `[[selector.scope]]` rules — the values a call's arguments may take (owner,
+//!   repository, project…), per tool pattern.
 //! - [`secrets`]: credentials masked in every form they travel in (raw, base64 of
 //!   `user:token`, percent-encoded) and echoed credential headers masked whole.
 //! - [`terminal`]: text from outside (an upstream's stderr, descriptions, reasons) with its
@@ -75,6 +77,7 @@ pub mod projection;
 pub mod replay;
 pub mod resource;
 pub mod response_projection;
+pub mod scope;
 pub mod secrets;
 pub mod select;
 pub mod session_cache;

@@ -1165,3 +1165,36 @@ async fn hidden_text_never_reaches_an_http_client() {
         );
     }
 }
+
+/// A user's own scope narrows the server's: alice may reach only `Hello-World`, a call of hers
+/// to another repository is refused naming her rule, and bob, without one, reaches both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_scope_keeps_their_calls_inside_it() {
+    require_python_sdk();
+    let github = fake_github().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Spoon-Knife/issues/1347"))
+        .respond_with(recorded_reply(200, "github", "issue.json"))
+        .mount(&github)
+        .await;
+    let (alice, alice_entry) =
+        new_user_key("alice", "scope = [{ tools = \"github.*\", repo = [\"Hello-World\"] }]\n");
+    let (bob, bob_entry) = new_user_key("bob", "");
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{bob_entry}",
+        github.uri()
+    ));
+    let inside = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let outside = json!({"owner": "octocat", "repo": "Spoon-Knife", "number": 1347});
+    let out =
+        served.client(&alice, "auto", json!([[GET_ISSUE, inside], [GET_ISSUE, outside]])).await;
+    assert_eq!(out["calls"][0]["is_error"], false, "{out}");
+    assert_eq!(out["calls"][1]["is_error"], true, "{out}");
+    let refusal = out["calls"][1]["text"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("argument `repo` = \"Spoon-Knife\" is outside user scope 1"),
+        "{refusal}"
+    );
+    let out = served.client(&bob, "auto", json!([[GET_ISSUE, outside]])).await;
+    assert_eq!(out["calls"][0]["is_error"], false, "{out}");
+}

@@ -1290,6 +1290,36 @@ async fn a_plugins_files_are_resources_read_by_its_tool() {
     client.cancel().await.unwrap();
 }
 
+/// `[[selector.scope]]` keeps calls inside an organisation: a call whose `owner` is another
+/// one is refused naming the rule, and never reaches the service; one inside is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_outside_the_configured_scope_is_refused_naming_the_rule() {
+    let server = fake_github().await;
+    let setup =
+        Setup::new(&server, "[[selector.scope]]\ntools = \"github.*\"\nowner = [\"octo*\"]\n");
+    let client = rmcp_client(&setup, "all").await;
+    let inside = get_issue(&client, 1347).await;
+    assert_eq!(inside.is_error, Some(false), "{inside:?}");
+    let outside = client
+        .call_tool(CallToolRequestParams::new("github_get_issue").with_arguments(
+            json!({"owner": "torvalds", "repo": "linux", "number": 1}).as_object().unwrap().clone(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(outside.is_error, Some(true));
+    let refusal = serde_json::to_string(&outside.content).unwrap();
+    assert!(
+        refusal.contains(
+            "`github.get_issue` refused: argument `owner` = \\\"torvalds\\\" is outside \
+             [[selector.scope]] 1 (tools = \\\"github.*\\\", owner = [\\\"octo*\\\"])"
+        ),
+        "{refusal}"
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert!(requests.iter().all(|r| !r.url.path().contains("torvalds")), "never sent");
+    client.cancel().await.unwrap();
+}
+
 /// Credentials of other services pasted into an issue — an AWS key, a GitHub token, a Slack bot
 /// token, a PEM private key — reach the model redacted, each named by its rule, with a line
 /// saying so; and a write whose arguments carry one (what an injected "post this key in a

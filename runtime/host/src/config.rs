@@ -308,6 +308,10 @@ pub struct HttpUser {
     /// These tools need confirmation too.
     #[serde(default)]
     pub confirm: Vec<String>,
+    /// Their own scope rules, beside `[[selector.scope]]`: the values their calls' arguments
+    /// may take (`scope = [{ tools = "github.*", owner = ["alice"] }]`).
+    #[serde(default)]
+    pub scope: Vec<quiver_core::scope::ScopeRule>,
     /// Their own limit of requests per minute (0: none).
     #[serde(default)]
     pub requests_per_minute: Option<u32>,
@@ -363,6 +367,9 @@ pub struct SelectorConfig {
     pub read_only: bool,
     /// Tools refused until the call is repeated with `"_confirm": true`.
     pub confirm: Vec<String>,
+    /// `[[selector.scope]]`: the values calls' arguments may take, per tool pattern (`tools =
+    /// "github.*", owner = ["acme"]`); a call outside is refused naming the rule.
+    pub scope: Vec<quiver_core::scope::ScopeRule>,
     /// In `dynamic` mode, after a call, how many of the called tool's likely next steps (its
     /// value model's follow-up links, most probable first) are listed with it; 0: none.
     pub follow_ups_on_call: usize,
@@ -385,6 +392,7 @@ impl Default for SelectorConfig {
             deny: Vec::new(),
             read_only: false,
             confirm: Vec::new(),
+            scope: Vec::new(),
             follow_ups_on_call: DEFAULT_FOLLOW_UPS_ON_CALL,
         }
     }

@@ -282,6 +282,13 @@ impl Host {
         }
         host.reports.sort_by(|a, b| a.path.cmp(&b.path));
         host.load_sources();
+        if host.config().config.security.secrets != SecretsPolicy::Off {
+            // Compiled once per process (tens of ms, more in a debug build): before the first
+            // result needs them, not while it waits.
+            std::thread::spawn(|| {
+                quiver_core::foreign_secrets::rules();
+            });
+        }
         host.upstreams = Upstreams::new(&host.upstream_configs());
         host.upstreams.know_plugin_tools(
             host.registry.tools().flat_map(|t| [t.name.tool.clone(), t.name.mcp_name()]).collect(),

@@ -117,7 +117,14 @@ pub struct Session {
     predictions: Mutex<Vec<Prediction>>,
     /// With `[telemetry] record_sessions`: where each call and its whole result are recorded.
     recorder: Option<crate::recording::SessionRecorder>,
+    /// Whether a pre-fetch of a tool (qualified name) with these arguments may be made: the
+    /// caller's own limits on where calls may reach (a server's scope rules), which a
+    /// pre-fetch, made on the caller's behalf, obeys too.
+    prefetch_guard: Option<PrefetchGuard>,
 }
+
+/// See [`Session::with_prefetch_guard`].
+pub type PrefetchGuard = Arc<dyn Fn(&str, &Value) -> bool + Send + Sync>;
 
 /// A predicted call counts as made when the agent makes it within this many calls.
 const PREDICTION_WINDOW: u64 = 3;
@@ -170,7 +177,15 @@ impl Session {
             prefetch_log: Mutex::new(Vec::new()),
             link_outcomes: Mutex::new(HashMap::new()),
             predictions: Mutex::new(Vec::new()),
+            prefetch_guard: None,
         }
+    }
+
+    /// Makes a pre-fetch only of calls `guard` lets (tool's qualified name, arguments): what the
+    /// caller may not call, nothing calls for them.
+    pub fn with_prefetch_guard(mut self, guard: PrefetchGuard) -> Self {
+        self.prefetch_guard = Some(guard);
+        self
     }
 
     /// Answers a repeat inside the freshness window with the (cached, projected) data instead
@@ -779,6 +794,13 @@ impl Session {
                     break;
                 }
                 let arguments = Value::Object(arguments);
+                if self.prefetch_guard.as_ref().is_some_and(|may| !may(admitted.tool, &arguments)) {
+                    tracing::debug!(
+                        tool = admitted.tool,
+                        "no pre-fetch: outside the caller's scope"
+                    );
+                    continue;
+                }
                 let key = CallKey::new(admitted.tool, &arguments, Some(&target.spec.input_schema));
                 if stopped {
                     self.record(EventKind::Decline, admitted.tool, Some(&key), |e| {

@@ -1,25 +1,33 @@
 //! The `[selector]` policy every mode obeys: which tools are served at all (`allow`, `deny`,
-//! `read_only`) and which must be confirmed (`confirm`).
+//! `read_only`), which must be confirmed (`confirm`), and which argument values their calls may
+//! carry (`[[selector.scope]]`, [`quiver_core::scope`]).
 //!
 //! Patterns are globs matched against a tool's qualified name (`github.*`, `jira.get_issue`) and
 //! also against its MCP name (`github_get_issue`), so either spelling a user copies works. A `*`
 //! crosses dots: `*.delete_*` matches every provider's deletions.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use quiver_core::scope::ScopeRules;
 use quiver_core::SideEffectClass;
 
 use quiver_runtime::config::{HttpUser, SelectorConfig};
 
 /// Why a `[selector]` pattern cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid pattern `{pattern}` in [selector] {key}: {reason}; write e.g. \"github.*\"")]
-pub struct PolicyError {
-    /// The key it is in (`allow`, `deny`, `confirm`, `core`).
-    pub key: &'static str,
-    /// The pattern.
-    pub pattern: String,
-    /// What globset said.
-    pub reason: String,
+pub enum PolicyError {
+    /// Occurs when a glob of `allow`, `deny`, `confirm` or `core` does not compile.
+    #[error("invalid pattern `{pattern}` in [selector] {key}: {reason}; write e.g. \"github.*\"")]
+    Pattern {
+        /// The key it is in (`allow`, `deny`, `confirm`, `core`).
+        key: &'static str,
+        /// The pattern.
+        pattern: String,
+        /// What globset said.
+        reason: String,
+    },
+    /// Occurs when a `[[selector.scope]]` rule (or a user's `scope`) cannot be used.
+    #[error("{0}")]
+    Scope(String),
 }
 
 /// Why a tool is not served.
@@ -73,14 +81,14 @@ impl Patterns {
     pub fn new(key: &'static str, patterns: &[String]) -> Result<Self, PolicyError> {
         let mut builder = GlobSetBuilder::new();
         for pattern in patterns {
-            let glob = Glob::new(pattern).map_err(|e| PolicyError {
+            let glob = Glob::new(pattern).map_err(|e| PolicyError::Pattern {
                 key,
                 pattern: pattern.clone(),
                 reason: e.kind().to_string(),
             })?;
             builder.add(glob);
         }
-        let set = builder.build().map_err(|e| PolicyError {
+        let set = builder.build().map_err(|e| PolicyError::Pattern {
             key,
             pattern: patterns.join(", "),
             reason: e.to_string(),
@@ -106,6 +114,8 @@ pub struct Policy {
     deny: Patterns,
     read_only: bool,
     confirm: Patterns,
+    /// The values calls' arguments may take.
+    scope: ScopeRules,
     /// A user's own policy, which can only narrow this one.
     narrower: Option<Box<Policy>>,
 }
@@ -118,6 +128,7 @@ impl Policy {
             deny: Patterns::new("deny", &config.deny)?,
             read_only: config.read_only,
             confirm: Patterns::new("confirm", &config.confirm)?,
+            scope: ScopeRules::new(&config.scope).map_err(PolicyError::Scope)?,
             narrower: None,
         })
     }
@@ -126,7 +137,14 @@ impl Policy {
     pub fn refuse_all() -> Self {
         let none = Patterns::new("allow", &[]).expect("no patterns compile");
         let deny = Patterns::new("deny", &["*".to_owned()]).expect("`*` compiles");
-        Self { allow: none.clone(), deny, read_only: true, confirm: none, narrower: None }
+        Self {
+            allow: none.clone(),
+            deny,
+            read_only: true,
+            confirm: none,
+            scope: ScopeRules::default(),
+            narrower: None,
+        }
     }
 
     /// This policy narrowed by a `[[serve.http.users]]` entry: a tool is served only when both
@@ -137,6 +155,7 @@ impl Policy {
             deny: Patterns::new("deny", &user.deny)?,
             read_only: user.read_only,
             confirm: Patterns::new("confirm", &user.confirm)?,
+            scope: ScopeRules::named(&user.scope, "user scope").map_err(PolicyError::Scope)?,
             narrower: None,
         };
         Ok(Self { narrower: Some(Box::new(own)), ..self.clone() })
@@ -162,6 +181,21 @@ impl Policy {
             .as_ref()
             .and_then(|user| user.refusal(qualified, mcp_name, class))
             .map(|_| Refusal::ForUser)
+    }
+
+    /// Why a call of the tool with these `arguments` is outside the scope the config (and the
+    /// caller's own entry) allows, or `None` when it is inside.
+    pub fn scope_refusal(
+        &self,
+        qualified: &str,
+        mcp_name: &str,
+        arguments: &serde_json::Value,
+    ) -> Option<String> {
+        self.scope.refusal(qualified, mcp_name, arguments).or_else(|| {
+            self.narrower
+                .as_ref()
+                .and_then(|user| user.scope_refusal(qualified, mcp_name, arguments))
+        })
     }
 
     /// Whether a call must carry `"_confirm": true` to run.
@@ -217,5 +251,22 @@ mod tests {
         let config = SelectorConfig { deny: vec!["github.[".into()], ..SelectorConfig::default() };
         let err = Policy::new(&config).unwrap_err().to_string();
         assert!(err.contains("[selector] deny") && err.contains("github.["), "{err}");
+    }
+
+    #[test]
+    fn a_users_scope_narrows_the_servers() {
+        let p = policy("[[scope]]\ntools = \"github.*\"\nowner = [\"acme\", \"alice\"]\n");
+        let user: HttpUser = toml::from_str(
+            "name = \"bob\"\nkey_sha256 = \"x\"\nscope = [{ tools = \"github.*\", owner = [\"acme\"] }]\n",
+        )
+        .unwrap();
+        let bob = p.narrowed_by(&user).unwrap();
+        let args = |owner: &str| serde_json::json!({"owner": owner});
+        assert!(p.scope_refusal("github.get_issue", "github_get_issue", &args("alice")).is_none());
+        let why =
+            bob.scope_refusal("github.get_issue", "github_get_issue", &args("alice")).unwrap();
+        assert!(why.contains("user scope 1"), "{why}");
+        assert!(bob.scope_refusal("github.get_issue", "github_get_issue", &args("acme")).is_none());
+        assert!(p.scope_refusal("github.get_issue", "github_get_issue", &args("evil")).is_some());
     }
 }

@@ -91,8 +91,9 @@ struct View {
     session_id: String,
     /// The caller's entry (HTTP users), to narrow the policy again after a config reload.
     user: Option<HttpUser>,
-    /// The caller's policy and the config generation it was built from.
-    policy: Mutex<(u64, Policy)>,
+    /// The caller's policy and the config generation it was built from (shared with the
+    /// session's pre-fetch guard).
+    policy: Arc<Mutex<(u64, Policy)>>,
     /// The catalog and the upstream change count and config generation it was built at:
     /// rebuilt when an upstream's tools change (a restart, a `list_changed`) or the config is
     /// reloaded, so the list follows them.
@@ -261,11 +262,22 @@ impl QuiverServer {
         }
         let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
         let generation = inner.host.generation();
+        let shared_policy = Arc::new(Mutex::new((generation, policy)));
+        // A pre-fetch goes only where the caller's own calls may go (the policy as the caller's
+        // last call refreshed it).
+        let guarded = Arc::clone(&shared_policy);
+        let session =
+            session.with_prefetch_guard(Arc::new(move |tool: &str, arguments: &Value| {
+                let mcp_name =
+                    quiver_core::ToolName::parse(tool).map(|n| n.mcp_name()).unwrap_or_default();
+                let policy = guarded.lock().unwrap_or_else(|e| e.into_inner());
+                policy.1.scope_refusal(tool, &mcp_name, arguments).is_none()
+            }));
         let view = Arc::new(View {
             session,
             session_id,
             user: who.and_then(|w| w.user.clone()),
-            policy: Mutex::new((generation, policy)),
+            policy: shared_policy,
             catalog: Mutex::new((
                 (inner.host.upstreams().version(), generation),
                 Arc::new(catalog),
@@ -733,6 +745,15 @@ impl QuiverServer {
         if let Some(edit) = &tool.edit {
             edit.arguments(&mut arguments);
         }
+        // Where the call may reach, judged on what would be sent (fixed values included).
+        let sent = Value::Object(arguments);
+        let outside = view.with_policy(&self.inner, |policy| {
+            policy.scope_refusal(&tool.qualified, &tool.mcp_name, &sent)
+        });
+        if let Some(refusal) = outside {
+            return error_result(refusal).into();
+        }
+        let Value::Object(mut arguments) = sent else { unreachable!("built as an object") };
         let renamed = tool.former_name.as_deref().filter(|former| *former == name);
         // A later round of a call an upstream asked input for carries `binding.upstream-state`.
         let binding = crate::confirm::binding(tool, &arguments);
@@ -1461,6 +1482,12 @@ impl View {
     /// The caller's policy under the config in effect: rebuilt from `[selector]` after a reload
     /// (a `[selector]` the reload cannot use keeps the policy in effect, said in the log).
     fn policy(&self, inner: &Inner) -> Policy {
+        self.with_policy(inner, Policy::clone)
+    }
+
+    /// `read` of the caller's policy under the config in effect (see [`View::policy`]), without
+    /// copying it.
+    fn with_policy<T>(&self, inner: &Inner, read: impl FnOnce(&Policy) -> T) -> T {
         let generation = inner.host.generation();
         let mut policy = self.policy.lock().unwrap_or_else(|e| e.into_inner());
         if policy.0 != generation {
@@ -1490,7 +1517,7 @@ impl View {
                 }
             }
         }
-        policy.1.clone()
+        read(&policy.1)
     }
 }
 
