@@ -369,11 +369,16 @@ pub fn clean_result(result: &mut ToolResult, markdown_fields: &[String]) -> Remo
                         continue;
                     }
                 }
-                if !may_hide(text) {
+                // A JSON text may write what it hides as escapes (`\u001b`, and every non-ASCII
+                // character when its writer escapes them all, as Python's json does): plain
+                // ASCII to the sieve, the hidden characters again once a client decodes it.
+                let json_like = text.starts_with(['{', '[']);
+                let escapes = json_like && text.contains("\\u");
+                if !may_hide(text) && !escapes {
                     continue;
                 }
-                let json = text.starts_with(['{', '['])
-                    && may_hide_html(text)
+                let json = json_like
+                    && (may_hide_html(text) || escapes)
                     && serde_json::from_str::<Value>(text).is_ok();
                 if json {
                     let mut value: Value = serde_json::from_str(text).unwrap_or_default();
@@ -415,6 +420,24 @@ pub fn clean_result(result: &mut ToolResult, markdown_fields: &[String]) -> Remo
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn hidden_characters_written_as_json_escapes_are_removed_too() {
+        // As serde writes a control character, and as Python's json writes everything else.
+        let text = r#"{"body": "Build log:\u001b]52;c;eA==\u0007 done \u200b\udb40\udc41\u00e9"}"#;
+        let mut result = ToolResult::text(text);
+        let removed = clean_result(&mut result, &[]);
+        assert_eq!(
+            removed.summary(),
+            "1 Unicode tag character, 1 invisible character, 2 control characters"
+        );
+        let cleaned: Value = serde_json::from_str(result.content[0].as_text().unwrap()).unwrap();
+        assert_eq!(cleaned["body"], "Build log:]52;c;eA== done é");
+        // Escapes of ordinary characters alone change nothing.
+        let mut plain = ToolResult::text(r#"{"name": "Zo\u00eb"}"#);
+        assert!(clean_result(&mut plain, &[]).is_empty());
+        assert_eq!(plain.content[0].as_text(), Some(r#"{"name": "Zo\u00eb"}"#));
+    }
 
     fn tagged(text: &str) -> String {
         text.chars().map(|c| char::from_u32(0xE0000 + c as u32).unwrap()).collect()

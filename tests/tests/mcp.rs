@@ -1439,3 +1439,75 @@ async fn hidden_text_in_an_issue_never_reaches_the_model() {
     );
     client.cancel().await.unwrap();
 }
+
+/// The injection corpus (`tests/data/injections/results.json`), each case an issue body served
+/// by the GitHub fake and read through `quiver serve`: what reaches the model directly (the
+/// body as GitHub returns it) and through quiver, printed as the README's table
+/// (`cargo xtask test -- --test mcp the_injection_corpus --nocapture`), each outcome asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_injection_corpus_reaches_the_model_as_the_readme_says() {
+    let server = fake_github().await;
+    let corpus: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/injections/results.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let credentials: std::collections::HashMap<&str, String> =
+        quiver_tests::other_services_credentials().into_iter().collect();
+    let mut cases = Vec::new();
+    for (i, case) in corpus.iter().enumerate() {
+        let number = 2000 + i as u64;
+        let (body, payload) = match case["secret"].as_str() {
+            Some(rule) => {
+                let secret = credentials[rule].clone();
+                (format!("Deploy notes:\n{secret}\n"), secret.lines().next().unwrap().to_owned())
+            }
+            None => (
+                case["body"].as_str().unwrap().to_owned(),
+                case["payload"].as_str().unwrap().to_owned(),
+            ),
+        };
+        let mut issue: Value =
+            serde_json::from_str(&quiver_tests::recorded("github", "issue.json")).unwrap();
+        issue["body"] = Value::String(body.clone());
+        Mock::given(method("GET"))
+            .and(path(format!("/repos/octocat/Hello-World/issues/{number}")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(&issue))
+            .mount(&server)
+            .await;
+        cases.push((case, number, body, payload));
+    }
+    let setup = Setup::new(&server, "");
+    let client = rmcp_client(&setup, "all").await;
+    eprintln!("| case | technique | directly | through quiver |\n|---|---|---|---|");
+    for (case, number, body, payload) in cases {
+        let result = get_issue(&client, number).await;
+        let read = serde_json::to_string(&result).unwrap();
+        // Compared on the JSON the client reads, escapes and all.
+        let escaped = |text: &str| {
+            let json = Value::String(text.to_owned()).to_string();
+            json[1..json.len() - 1].to_owned()
+        };
+        let through = read.contains(&escaped(&payload));
+        let directly = body.contains(&payload);
+        let expect = case["expect"].as_str().unwrap();
+        let note = match expect {
+            "removed" => "[quiver removed from this result",
+            "redacted" => "[quiver redacted credentials of other services",
+            _ => "",
+        };
+        let outcome = if through { "reaches the model" } else { expect };
+        eprintln!(
+            "| {} | {} | {} | {outcome} |",
+            case["id"].as_str().unwrap(),
+            case["technique"].as_str().unwrap(),
+            if directly { "reaches the model" } else { "—" }
+        );
+        assert!(directly, "{}: the payload is in the body", case["id"]);
+        assert_eq!(through, expect == "passes", "{}: {read}", case["id"]);
+        assert!(read.contains(note), "{}: a line says so: {read}", case["id"]);
+    }
+    client.cancel().await.unwrap();
+}
