@@ -15,7 +15,7 @@
 //! use quiver_core::foreign_secrets::{rules, Redacted};
 //!
 //! let mut redacted = Redacted::default();
-//! let text = "deploy with ghp_0123456789abcdefghijABCDEFGHIJ0123abcd please";
+//! let text = "deploy with ghp_0123456789abcdefghijABCDEFGHIJ0123ab please";
 //! let clean = rules().redact(text, &mut redacted).unwrap();
 //! assert_eq!(clean, "deploy with [REDACTED github-pat] please");
 //! assert_eq!(redacted.summary(), "1 github-pat");

@@ -27,6 +27,8 @@
 //! - [`select`]: tool selection — BM25 with identifier splitting fused with embedding similarity,
 //!   recent-call boosts, CORE tools, bundle expansion, a threshold and a cap; recall on an
 //!   evaluation set.
+//! - [`flows`]: toxic flows — a write asked for when the session read text written by others
+//!   and data from another scope than the one it writes to.
 //! - [`foreign_secrets`]: credentials of other services (gitleaks' rule set, compiled in) found,
 //!   redacted from results and looked for in write arguments.
 //! - [`scope`]: `[[selector.scope]]` rules — the values a call's arguments may take (owner,
@@ -68,6 +70,7 @@
 pub mod client_schema;
 pub mod defaults;
 pub mod enrich;
+pub mod flows;
 pub mod foreign_secrets;
 pub mod manifest;
 pub mod pins;

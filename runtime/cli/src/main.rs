@@ -582,6 +582,30 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         println!("  group: {}", one_line(group));
     }
     println!("  served by: {}", tool.served_by());
+    let flows = &host.config().config.security.flows;
+    if let Ok(rules) = quiver_core::flows::FlowRules::new(flows).map_err(|e| tracing::warn!("{e}"))
+    {
+        let upstream = tool.plugin().is_none();
+        let mcp = tool.name.mcp_name();
+        let line = if !rules.enabled() {
+            None
+        } else if !host.policy_class(&tool).is_speculatable() {
+            let scopes: Vec<String> =
+                rules.scope_arguments().iter().map(|set| set.join("+")).collect();
+            Some(format!(
+                "a write: asked (refused when the client cannot ask) once the session read text \
+                 written by others and data from another scope than this call's ({})",
+                scopes.join(", ")
+            ))
+        } else if rules.is_untrusted(&tool.name.to_string(), &mcp, upstream) {
+            Some("its results count as text written by others".to_owned())
+        } else {
+            None
+        };
+        if let Some(line) = line {
+            println!("  toxic flows ([security.flows]): {line}");
+        }
+    }
     if let quiver_runtime::registry::ToolOrigin::Upstream { upstream, declared, .. } = &tool.origin
     {
         let schemas = match upstream.config().schemas {

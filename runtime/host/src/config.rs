@@ -459,6 +459,9 @@ pub struct SecurityConfig {
     /// from results and refuses a write whose arguments carry one; `warn` only logs both;
     /// `off` does neither.
     pub secrets: SecretsPolicy,
+    /// `[security.flows]`: a write is asked when the session read text written by others and
+    /// data from another scope than the one it writes to.
+    pub flows: quiver_core::flows::FlowsConfig,
 }
 
 /// What quiver does with credentials of other services it finds.
@@ -478,6 +481,7 @@ impl Default for SecurityConfig {
     fn default() -> Self {
         Self {
             secrets: SecretsPolicy::Redact,
+            flows: quiver_core::flows::FlowsConfig::default(),
             clean_text: true,
             markdown_fields: quiver_core::untrusted::DEFAULT_MARKDOWN_FIELDS
                 .map(str::to_owned)

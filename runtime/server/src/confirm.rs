@@ -55,10 +55,11 @@ pub(crate) enum Answer {
 pub(crate) async fn ask(
     tool: &ExposedTool,
     arguments: &Map<String, Value>,
+    reason: Option<&str>,
     answers: &Answers,
     context: &RequestContext<RoleServer>,
 ) -> Answer {
-    let form = form(tool, arguments);
+    let form = form(tool, arguments, reason);
     let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
     if stateless {
         let binding = binding(tool, arguments);
@@ -128,8 +129,9 @@ fn judge(tool: &ExposedTool, result: Option<ElicitResult>) -> Answer {
     }
 }
 
-/// The form shown to the user: what will run, with which arguments, and one checkbox.
-fn form(tool: &ExposedTool, arguments: &Map<String, Value>) -> Value {
+/// The form shown to the user: why quiver asks (when it is not only the config's `confirm`),
+/// what will run, with which arguments, and one checkbox.
+fn form(tool: &ExposedTool, arguments: &Map<String, Value>, reason: Option<&str>) -> Value {
     let effect = if tool.class.is_speculatable() { "reads" } else { "can change things" };
     let mut shown = serde_json::to_string_pretty(arguments).unwrap_or_default();
     if shown.len() > MAX_SHOWN_ARGUMENTS {
@@ -143,8 +145,10 @@ fn form(tool: &ExposedTool, arguments: &Map<String, Value>) -> Value {
     json!({
         "mode": "form",
         "message": format!(
-            "The assistant wants to run `{}`, which {effect}: {}\n\nWith:\n{shown}",
-            tool.mcp_name, tool.description
+            "{}The assistant wants to run `{}`, which {effect}: {}\n\nWith:\n{shown}",
+            reason.map(|r| format!("quiver asks before this call: {r}\n\n")).unwrap_or_default(),
+            tool.mcp_name,
+            tool.description
         ),
         "requestedSchema": {
             "type": "object",

@@ -101,6 +101,8 @@ struct View {
     /// The words of the caller's latest `find_tools` (or free-text `load_tools`) request: the
     /// planner's intent keywords for their calls until the next one.
     intent: Mutex<Vec<String>>,
+    /// What the caller's session has read, for the toxic-flow check ([`quiver_core::flows`]).
+    flows: Mutex<quiver_core::flows::SessionFlows>,
 }
 
 impl View {
@@ -129,6 +131,8 @@ struct Inner {
     selector: OnceCell<Option<Selector>>,
     /// Which upstream serves each resource URI and prompt quiver listed.
     routes: crate::federation::Routes,
+    /// `[security.flows]` compiled, and the config generation it was compiled at.
+    flow_rules: Mutex<(u64, Option<Arc<quiver_core::flows::FlowRules>>)>,
 }
 
 impl QuiverServer {
@@ -199,6 +203,7 @@ impl QuiverServer {
                 instructions,
                 selector: OnceCell::new(),
                 routes: crate::federation::Routes::default(),
+                flow_rules: Mutex::new((u64::MAX, None)),
             }),
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(std::sync::atomic::AtomicU8::new(u8::MAX)),
@@ -283,6 +288,7 @@ impl QuiverServer {
                 Arc::new(catalog),
             )),
             intent: Mutex::new(Vec::new()),
+            flows: Mutex::default(),
         });
         views.insert(key, Arc::clone(&view));
         view
@@ -486,6 +492,31 @@ impl QuiverServer {
         }
         let down = self.down_upstream(name).is_some() || self.held_tool(name).is_some();
         (!down).then(|| unknown_tool_message(&catalog, name, self.listing().mode()))
+    }
+
+    /// `[security.flows]` as the config in effect says, compiled once per config generation;
+    /// `None` when the check is off.
+    fn flow_rules(&self) -> Option<Arc<quiver_core::flows::FlowRules>> {
+        let generation = self.inner.host.generation();
+        let mut cached = self.inner.flow_rules.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 != generation {
+            let config = &self.inner.host.config().config.security.flows;
+            let rules = match quiver_core::flows::FlowRules::new(config) {
+                Ok(rules) => Some(Arc::new(rules)),
+                Err(e) => {
+                    // A pattern that does not compile asks before every write rather than none.
+                    tracing::warn!("{e}; every write after a read is asked until it is fixed");
+                    quiver_core::flows::FlowRules::new(&quiver_core::flows::FlowsConfig {
+                        untrusted: vec!["*".to_owned()],
+                        ..quiver_core::flows::FlowsConfig::default()
+                    })
+                    .ok()
+                    .map(Arc::new)
+                }
+            };
+            *cached = (generation, rules);
+        }
+        cached.1.clone().filter(|rules| rules.enabled())
     }
 
     /// Why the upstream tool listed as `name` is refused, when it is held until the operator
@@ -754,6 +785,21 @@ impl QuiverServer {
             return error_result(refusal).into();
         }
         let Value::Object(mut arguments) = sent else { unreachable!("built as an object") };
+        // A write after an untrusted read and a read from elsewhere is asked (never on the
+        // model's word: `_confirm` does not count).
+        let flow = if tool.policy_class.is_speculatable() {
+            None
+        } else {
+            self.flow_rules().and_then(|rules| {
+                let read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
+                rules.before_write(
+                    &read,
+                    &tool.qualified,
+                    &tool.mcp_name,
+                    &Value::Object(arguments.clone()),
+                )
+            })
+        };
         let renamed = tool.former_name.as_deref().filter(|former| *former == name);
         // A later round of a call an upstream asked input for carries `binding.upstream-state`.
         let binding = crate::confirm::binding(tool, &arguments);
@@ -767,17 +813,25 @@ impl QuiverServer {
             });
         // Such a round comes only after the person confirmed the call (the upstream was not
         // called before), so it is not asked again.
-        if tool.confirm && crate::confirm::client_can_ask(context) && round.is_none() {
+        let must_ask = tool.confirm || flow.is_some();
+        if must_ask && crate::confirm::client_can_ask(context) && round.is_none() {
             // The human answers, through the client: a `_confirm` the model wrote counts for
             // nothing.
             arguments.remove(crate::confirm::CONFIRM_ARGUMENT);
-            match crate::confirm::ask(tool, &arguments, answers, context).await {
+            match crate::confirm::ask(tool, &arguments, flow.as_deref(), answers, context).await {
                 crate::confirm::Answer::Confirmed => {}
                 crate::confirm::Answer::Pending(input_required) => {
                     return CallToolResponse::InputRequired(input_required)
                 }
                 crate::confirm::Answer::Refused(message) => return error_result(message).into(),
             }
+        } else if let (Some(reason), None) = (&flow, &round) {
+            return error_result(format!(
+                "quiver did not send this call: {reason} This client cannot ask the person you \
+                 work for through quiver: tell them what you were about to do and why, and let \
+                 them decide."
+            ))
+            .into();
         } else if tool.confirm && arguments.get("_confirm") != Some(&Value::Bool(true)) {
             let effect = if tool.class.is_speculatable() { "reads" } else { "can change things" };
             return error_result(format!(
@@ -806,8 +860,8 @@ impl QuiverServer {
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
         let started = std::time::Instant::now();
-        let (result, effects) =
-            self.run(view, tool, Value::Object(arguments), round, context).await;
+        let called = Value::Object(arguments);
+        let (result, effects) = self.run(view, tool, called.clone(), round, context).await;
         // An upstream's requests for input, for a 2026-07-28 client to answer in the next round:
         // its state is bound to this call, so answers reach the call they were asked for.
         if let Some(input_required) =
@@ -819,6 +873,14 @@ impl QuiverServer {
                 let upstream_state = input_required.request_state.take().unwrap_or_default();
                 input_required.request_state = Some(format!("{binding}.{upstream_state}"));
                 return CallToolResponse::InputRequired(input_required);
+            }
+        }
+        if !result.is_error && tool.policy_class.is_speculatable() {
+            if let Some(rules) = self.flow_rules() {
+                let upstream =
+                    self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
+                let mut read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
+                rules.after_read(&mut read, &tool.qualified, &tool.mcp_name, &called, upstream);
             }
         }
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
