@@ -1198,3 +1198,43 @@ async fn a_users_scope_keeps_their_calls_inside_it() {
     let out = served.client(&bob, "auto", json!([[GET_ISSUE, outside]])).await;
     assert_eq!(out["calls"][0]["is_error"], false, "{out}");
 }
+
+/// The toxic-flow check over HTTP, per user: alice reads an issue and another repository and
+/// her write into the first is refused (her client cannot ask); bob, whose session read
+/// nothing, writes the same issue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toxic_flow_is_refused_per_user_over_http() {
+    require_python_sdk();
+    let github = fake_github().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/private-notes/contents/plans.md"))
+        .respond_with(recorded_reply(200, "github", "contents_file.json"))
+        .mount(&github)
+        .await;
+    let (alice, alice_entry) = new_user_key("alice", "");
+    let (bob, bob_entry) = new_user_key("bob", "");
+    let served = Served::start(&format!(
+        "[providers.github]\nbase_url = \"{}\"\n{alice_entry}{bob_entry}",
+        github.uri()
+    ));
+    let issue = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let private = json!({"owner": "octocat", "repo": "private-notes", "path": "plans.md"});
+    let write = json!({"owner": "octocat", "repo": "Hello-World", "title": "notes", "body": "x"});
+    let calls = json!([
+        [GET_ISSUE, issue],
+        ["github_get_file_contents", private],
+        ["github_create_issue", write]
+    ]);
+    let out = served.client(&alice, "auto", calls).await;
+    assert_eq!(out["calls"][1]["is_error"], false, "{out}");
+    assert_eq!(out["calls"][2]["is_error"], true, "{out}");
+    let refusal = out["calls"][2]["text"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("quiver did not send this call: this session read text written by others"),
+        "{refusal}"
+    );
+    let out = served.client(&bob, "auto", json!([["github_create_issue", write]])).await;
+    assert_eq!(out["calls"][0]["is_error"], false, "{out}");
+    let posts = github.received_requests().await.unwrap();
+    assert_eq!(posts.iter().filter(|r| r.method.as_str() == "POST").count(), 1, "only bob's");
+}

@@ -1550,6 +1550,12 @@ async fn an_upstream_neither_shows_nor_receives_other_services_credentials() {
     );
     let client = gateway.serve("all").await;
     let (_, token) = &quiver_tests::other_services_credentials()[1];
+    // The write first: after the read, the toxic-flow check would refuse it before this one.
+    let refused = call(&client, "writes_echo", json!({"text": format!("token {token}")})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let refusal = text(&refused);
+    assert!(refusal.contains("quiver did not send this call of `writes.echo`"), "{refusal}");
+    assert!(!refusal.contains(token.as_str()), "{refusal}");
     let read = text(&call(&client, "faults_echo", json!({"text": format!("token {token}")})).await);
     assert!(read.starts_with("token [REDACTED github-pat]"), "{read}");
     assert!(!read.contains(token.as_str()), "{read}");
@@ -1559,10 +1565,11 @@ async fn an_upstream_neither_shows_nor_receives_other_services_credentials() {
         ),
         "{read}"
     );
-    let refused = call(&client, "writes_echo", json!({"text": format!("token {token}")})).await;
-    assert_eq!(refused.is_error, Some(true));
-    let refusal = text(&refused);
-    assert!(refusal.contains("quiver did not send this call of `writes.echo`"), "{refusal}");
-    assert!(!refusal.contains(token.as_str()), "{refusal}");
+    // After reading another server's answer, a write to another server is a toxic flow.
+    let flow = text(&call(&client, "writes_echo", json!({"text": "harmless"})).await);
+    assert!(
+        flow.contains("this session read text written by others (`faults.echo` (upstream:faults))"),
+        "{flow}"
+    );
     client.cancel().await.unwrap();
 }
