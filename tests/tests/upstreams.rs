@@ -1453,6 +1453,17 @@ async fn a_rug_pull_is_held_until_the_operator_approves_it() {
     );
 }
 
+/// `faults_weather` for Oslo, by a client of `quiver serve --http`.
+async fn weather_in_oslo(client: &RunningService<RoleClient, ()>) -> CallToolResult {
+    client
+        .call_tool(
+            CallToolRequestParams::new("faults_weather")
+                .with_arguments(json!({"city": "Oslo"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap()
+}
+
 /// A server whose tool looks poisoned the first time quiver sees it: held from the start over
 /// HTTP too — `/readyz` and `doctor` name it, a client's call is refused — and served once
 /// approved; `pin = "off"` serves it unchecked.
@@ -1494,13 +1505,7 @@ async fn a_tool_that_looks_poisoned_on_first_sight_is_held_over_http() {
     let client = quiver_tests::rmcp_http_client(&url, None, true, ()).await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(!tools.iter().any(|t| t.name == "faults_weather"));
-    let refused = client
-        .call_tool(
-            CallToolRequestParams::new("faults_weather")
-                .with_arguments(json!({"city": "Oslo"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let refused = weather_in_oslo(&client).await;
     let refusal = refused
         .content
         .iter()
@@ -1512,13 +1517,7 @@ async fn a_tool_that_looks_poisoned_on_first_sight_is_held_over_http() {
     assert_eq!(code, 0, "{err}");
     let deadline = Instant::now() + Duration::from_secs(20);
     let served = loop {
-        let answer = client
-            .call_tool(
-                CallToolRequestParams::new("faults_weather")
-                    .with_arguments(json!({"city": "Oslo"}).as_object().unwrap().clone()),
-            )
-            .await
-            .unwrap();
+        let answer = weather_in_oslo(&client).await;
         if answer.is_error != Some(true) || Instant::now() > deadline {
             break answer;
         }
