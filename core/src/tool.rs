@@ -92,6 +92,35 @@ impl CancellationFlag {
     }
 }
 
+/// The result metadata key under which a provider's [`AuthorLabel`]s travel to the host.
+pub const AUTHORS_METADATA: &str = "authors";
+
+/// Who wrote one text field of a result, and whether they can write to the resource it belongs
+/// to (GitHub's `author_association` OWNER, MEMBER or COLLABORATOR; a project member; …): what
+/// `[security] lockdown` withholds by, and what tells text from the resource's own people from
+/// text anyone could have written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorLabel {
+    /// The field, as a JSON pointer into the result's structured value (`/body`,
+    /// `/comments/2/body`).
+    pub pointer: String,
+    /// The author's name at the service (a login).
+    pub author: String,
+    /// Whether the author can write to the resource; `None` when the service does not say.
+    pub can_write: Option<bool>,
+}
+
+/// The author labels a call collects; cloning shares the list.
+#[derive(Debug, Clone, Default)]
+pub struct AuthorLabels(Arc<std::sync::Mutex<Vec<AuthorLabel>>>);
+
+impl AuthorLabels {
+    /// Takes what was collected.
+    pub fn take(&self) -> Vec<AuthorLabel> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Everything a call needs besides its arguments, passed explicitly.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ToolContext {
@@ -105,6 +134,24 @@ pub struct ToolContext {
     /// Set by the host to stop the call; it never crosses the plugin boundary as JSON.
     #[serde(skip)]
     pub cancellation: CancellationFlag,
+    /// Who wrote which text of the result ([`ToolContext::label_author`]); the SDK hands them
+    /// to the host with the result.
+    #[serde(skip)]
+    pub authors: AuthorLabels,
+}
+
+impl ToolContext {
+    /// Says who wrote the text at `pointer` of this call's structured result, and whether
+    /// they can write to the resource (`None`: the service does not say).
+    pub fn label_author(
+        &self,
+        pointer: impl Into<String>,
+        author: impl Into<String>,
+        can_write: Option<bool>,
+    ) {
+        let label = AuthorLabel { pointer: pointer.into(), author: author.into(), can_write };
+        self.authors.0.lock().unwrap_or_else(|e| e.into_inner()).push(label);
+    }
 }
 
 /// One block of a result's content, as MCP shows it to the model. Providers write text; an

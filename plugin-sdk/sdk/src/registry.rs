@@ -132,9 +132,18 @@ where
             )
         }
     };
+    let authors = ctx.authors.clone();
     match handler(provider, args, ctx).await {
         Ok(value) => match serde_json::to_value(value) {
-            Ok(value) => ToolResult::from_json(value),
+            Ok(value) => {
+                let mut result = ToolResult::from_json(value);
+                let labels = authors.take();
+                if !labels.is_empty() {
+                    let labels = serde_json::to_value(labels).unwrap_or_default();
+                    result.metadata.insert(quiver_core::tool::AUTHORS_METADATA.to_owned(), labels);
+                }
+                result
+            }
             Err(e) => ToolResult::error(
                 ToolErrorKind::Internal,
                 format!("`{}.{tool}` produced a result that is not JSON: {e}", P::NAME),

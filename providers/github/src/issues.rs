@@ -451,6 +451,13 @@ pub(crate) fn issue_detail(repository: String, issue: WireIssue) -> IssueDetail 
     }
 }
 
+/// Whether an author with this `author_association` can write to the repository: its owner,
+/// a member of its organisation or a collaborator can; a contributor, a first-timer or anyone
+/// else cannot. `None` when GitHub did not say.
+pub(crate) fn can_write(association: Option<&str>) -> Option<bool> {
+    association.map(|a| matches!(a, "OWNER" | "MEMBER" | "COLLABORATOR"))
+}
+
 /// One comment, body cut to `max_bytes`.
 pub(crate) fn comment(c: WireComment, max_bytes: usize) -> Comment {
     let edited_at = c.updated_at.filter(|u| Some(u) != c.created_at.as_ref());
@@ -532,6 +539,9 @@ impl GitHub {
         let uri = format!("/repos/{repository}/issues/{}", a.number);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
         let (issue, _) = self.client.get_json::<WireIssue>(&uri, &subject, ctx).await?;
+        if let Some(user) = &issue.user {
+            ctx.label_author("/body", &user.login, can_write(issue.author_association.as_deref()));
+        }
         Ok(issue_detail(repository, issue))
     }
 
@@ -546,6 +556,16 @@ impl GitHub {
         let uri = uri(&format!("/repos/{repository}/issues/{}/comments", a.number), &query);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireComment>>(&uri, &subject, ctx).await?;
+        for (i, comment) in page.iter().enumerate() {
+            if let Some(user) = &comment.user {
+                let association = comment.author_association.as_deref();
+                ctx.label_author(
+                    format!("/comments/{i}/body"),
+                    &user.login,
+                    can_write(association),
+                );
+            }
+        }
         Ok(comment_list(repository, a.number, page, next))
     }
 

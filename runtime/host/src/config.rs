@@ -462,6 +462,10 @@ pub struct SecurityConfig {
     /// `[security.flows]`: a write is asked when the session read text written by others and
     /// data from another scope than the one it writes to.
     pub flows: quiver_core::flows::FlowsConfig,
+    /// Withhold texts written by authors who cannot write to the resource they are on (issue
+    /// bodies and comments by strangers), where providers label who wrote what; a provider's
+    /// own `lockdown` wins.
+    pub lockdown: bool,
 }
 
 /// What quiver does with credentials of other services it finds.
@@ -482,6 +486,7 @@ impl Default for SecurityConfig {
         Self {
             secrets: SecretsPolicy::Redact,
             flows: quiver_core::flows::FlowsConfig::default(),
+            lockdown: false,
             clean_text: true,
             markdown_fields: quiver_core::untrusted::DEFAULT_MARKDOWN_FIELDS
                 .map(str::to_owned)
@@ -590,6 +595,10 @@ pub struct ProviderConfig {
     /// `issues` or `pulls`) are served; none given serves every tool.
     #[serde(default)]
     pub groups: Option<Vec<String>>,
+    /// `true`: texts of this provider's results written by authors who cannot write to the
+    /// resource are withheld (`[security] lockdown` for every provider; this wins over it).
+    #[serde(default)]
+    pub lockdown: Option<bool>,
     /// Everything else, passed to the provider as JSON.
     #[serde(flatten)]
     pub settings: BTreeMap<String, toml::Value>,

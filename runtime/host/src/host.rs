@@ -1073,7 +1073,57 @@ impl Host {
         credentials: Option<&Credentials>,
     ) -> ToolResult {
         let result = self.call_unclean(name, args, timeout, session, cancel, credentials).await;
-        self.cleaned(result)
+        let mut result = self.cleaned(result);
+        self.lock_down(name.split('.').next().unwrap_or(name), &mut result);
+        result
+    }
+
+    /// With `lockdown` (`[providers.NAME]`, else `[security]`): every text the provider
+    /// labelled as written by an author who cannot write to the resource is replaced by a note
+    /// naming the author, in the structured value and the text that mirrors it, and a last line
+    /// counts them. Before anything keeps the result, as cleaning is.
+    fn lock_down(&self, provider: &str, result: &mut ToolResult) {
+        let config = self.config();
+        let on = config
+            .config
+            .providers
+            .get(provider)
+            .and_then(|p| p.lockdown)
+            .unwrap_or(config.config.security.lockdown);
+        let Some(labels) = result.metadata.get(quiver_core::tool::AUTHORS_METADATA) else {
+            return;
+        };
+        let labels: Vec<quiver_core::tool::AuthorLabel> =
+            serde_json::from_value(labels.clone()).unwrap_or_default();
+        let Some(structured) = result.structured.as_mut().filter(|_| on) else { return };
+        let before = structured.to_string();
+        let mut withheld = Vec::new();
+        for label in labels.iter().filter(|l| l.can_write == Some(false)) {
+            if let Some(text @ Value::String(_)) = structured.pointer_mut(&label.pointer) {
+                *text = Value::String(format!(
+                    "[withheld by quiver's lockdown: written by @{}, who cannot write here]",
+                    label.author
+                ));
+                withheld.push(label.author.as_str());
+            }
+        }
+        if withheld.is_empty() {
+            return;
+        }
+        let after = structured.to_string();
+        for content in &mut result.content {
+            if let quiver_core::Content::Text { text, .. } = content {
+                if *text == before {
+                    text.clone_from(&after);
+                }
+            }
+        }
+        withheld.sort_unstable();
+        withheld.dedup();
+        result.content.push(quiver_core::Content::text(format!(
+            "[quiver's lockdown withheld texts by authors who cannot write to this resource: @{}]",
+            withheld.join(", @")
+        )));
     }
 
     /// `result` without what its reader would not see ([`quiver_core::untrusted`]: invisible
