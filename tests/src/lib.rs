@@ -37,6 +37,17 @@ pub fn recorded(provider: &str, file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// GitHub's recorded issue as `login` (with `author_association`) would have opened it, with
+/// `body`: the issues of the author-trust tests.
+pub fn github_issue_by(login: &str, association: &str, body: &str) -> serde_json::Value {
+    let mut issue: serde_json::Value =
+        serde_json::from_str(&recorded("github", "issue.json")).expect("the recorded issue");
+    issue["user"]["login"] = login.into();
+    issue["author_association"] = association.into();
+    issue["body"] = body.into();
+    issue
+}
+
 /// A loopback reply with `status` and a recorded JSON body.
 pub fn recorded_reply(status: u16, provider: &str, file: &str) -> wiremock::ResponseTemplate {
     wiremock::ResponseTemplate::new(status)

@@ -750,16 +750,7 @@ async fn what_an_upstream_prints_stays_with_the_operator_and_no_terminal_obeys_i
     }
     client.cancel().await.unwrap();
     // What anyone reaching the port reads.
-    let port = free_port();
-    let mut server = Command::new(quiver_bin());
-    server
-        .args(gateway.args(&["serve", "--http", &format!("127.0.0.1:{port}")]))
-        .current_dir(gateway.dir.path())
-        .envs(gateway.env())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut server = server.spawn().expect("spawn quiver serve --http");
-    quiver_tests::wait_until_listening(port, "quiver serve --http");
+    let (mut server, port) = gateway.serve_http(&[]);
     let ready = reqwest::get(format!("http://127.0.0.1:{port}/readyz")).await.unwrap();
     assert_eq!(ready.status(), 503);
     let body = ready.text().await.unwrap();
@@ -1356,6 +1347,23 @@ async fn an_upstreams_hidden_text_is_removed_from_its_definitions_and_answers() 
 }
 
 impl Gateway {
+    /// `quiver serve --http` on a free loopback port with `env` added, once it listens: the
+    /// process and the port.
+    fn serve_http(&self, env: &[(&str, &str)]) -> (std::process::Child, u16) {
+        let port = free_port();
+        let mut server = Command::new(quiver_bin());
+        server
+            .args(self.args(&["serve", "--http", &format!("127.0.0.1:{port}")]))
+            .current_dir(self.dir.path())
+            .envs(self.env())
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let server = server.spawn().expect("spawn quiver serve --http");
+        quiver_tests::wait_until_listening(port, "quiver serve --http");
+        (server, port)
+    }
+
     /// A quiver command run to its end with `env` added: (exit code, stdout, stderr).
     fn run_with(&self, command: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let mut cmd = Command::new(quiver_bin());
@@ -1481,17 +1489,7 @@ async fn a_tool_that_looks_poisoned_on_first_sight_is_held_over_http() {
         "{diff}"
     );
 
-    let port = free_port();
-    let mut server = Command::new(quiver_bin());
-    server
-        .args(gateway.args(&["serve", "--http", &format!("127.0.0.1:{port}")]))
-        .current_dir(gateway.dir.path())
-        .envs(gateway.env())
-        .envs(pulled)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut server = server.spawn().expect("spawn quiver serve --http");
-    quiver_tests::wait_until_listening(port, "quiver serve --http");
+    let (mut server, port) = gateway.serve_http(&pulled);
     let ready: Value = reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
         .await
         .unwrap()
