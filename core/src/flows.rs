@@ -20,13 +20,13 @@
 //! let mut session = SessionFlows::default();
 //! let public = json!({"owner": "octocat", "repo": "Hello-World", "number": 1});
 //! let private = json!({"owner": "octocat", "repo": "secrets", "path": "keys.txt"});
-//! rules.after_read(&mut session, "github.get_issue", "github_get_issue", &public, false);
-//! rules.after_read(&mut session, "github.get_file_contents", "", &private, false);
+//! rules.after_read(&mut session, "github.get_issue", "github_get_issue", &public, (false, false));
+//! rules.after_read(&mut session, "github.get_file_contents", "", &private, (false, false));
 //! let why = rules.before_write(&session, "github.create_pull_request", "", &public).unwrap();
 //! assert!(why.contains("github:octocat/secrets"), "{why}");
 //! // Writing back where everything read came from is not asked.
 //! let mut benign = SessionFlows::default();
-//! rules.after_read(&mut benign, "github.get_issue", "github_get_issue", &public, false);
+//! rules.after_read(&mut benign, "github.get_issue", "github_get_issue", &public, (false, false));
 //! assert!(rules.before_write(&benign, "github.add_issue_comment", "", &public).is_none());
 //! ```
 
@@ -184,14 +184,16 @@ impl FlowRules {
     }
 
     /// Records a successful read of `qualified` (MCP name `mcp_name`) with `arguments`:
-    /// `upstream` is whether another MCP server answered it (its answers are untrusted).
+    /// `upstream` is whether another MCP server answered it (its answers are untrusted);
+    /// `by_writers` whether its provider labelled every text of it as written by someone who
+    /// can write to the resource (a maintainer's own issue is not a stranger's).
     pub fn after_read(
         &self,
         session: &mut SessionFlows,
         qualified: &str,
         mcp_name: &str,
         arguments: &Value,
-        upstream: bool,
+        (upstream, by_writers): (bool, bool),
     ) {
         if !self.enabled {
             return;
@@ -201,7 +203,9 @@ impl FlowRules {
         } else {
             self.scope_of(qualified, arguments).unwrap_or_else(|| EVERYWHERE.to_owned())
         };
-        if self.is_untrusted(qualified, mcp_name, upstream) && session.untrusted.is_none() {
+        let untrusted =
+            self.is_untrusted(qualified, mcp_name, upstream) && (upstream || !by_writers);
+        if untrusted && session.untrusted.is_none() {
             let place = if scope == EVERYWHERE { "a search".to_owned() } else { scope.clone() };
             session.untrusted = Some(format!("`{qualified}` ({place})"));
         }
@@ -261,13 +265,19 @@ mod tests {
         let r = rules();
         let public = json!({"owner": "acme", "repo": "public-site", "number": 7});
         let mut attacked = SessionFlows::default();
-        r.after_read(&mut attacked, "github.get_issue", "github_get_issue", &public, false);
+        r.after_read(
+            &mut attacked,
+            "github.get_issue",
+            "github_get_issue",
+            &public,
+            (false, false),
+        );
         r.after_read(
             &mut attacked,
             "github.get_file_contents",
             "github_get_file_contents",
             &json!({"owner": "acme", "repo": "payroll", "path": "salaries.csv"}),
-            false,
+            (false, false),
         );
         let why =
             r.before_write(&attacked, "github.create_pull_request", "", &public).expect("asked");
@@ -276,34 +286,50 @@ mod tests {
         assert!(why.contains("writes to github:acme/public-site"), "{why}");
         // Reading and writing one repository, untrusted text and all, asks nothing.
         let mut ordinary = SessionFlows::default();
-        r.after_read(&mut ordinary, "github.get_issue", "", &public, false);
-        r.after_read(&mut ordinary, "github.get_file_contents", "", &public, false);
+        r.after_read(&mut ordinary, "github.get_issue", "", &public, (false, false));
+        r.after_read(&mut ordinary, "github.get_file_contents", "", &public, (false, false));
         assert!(r.before_write(&ordinary, "github.add_issue_comment", "", &public).is_none());
         // Reading two repositories with nothing untrusted asks nothing either.
         let mut trusted = SessionFlows::default();
-        r.after_read(&mut trusted, "github.list_branches", "", &public, false);
+        r.after_read(&mut trusted, "github.list_branches", "", &public, (false, false));
         r.after_read(
             &mut trusted,
             "github.get_repository",
             "",
             &json!({"owner": "acme", "repo": "payroll"}),
-            false,
+            (false, false),
         );
         assert!(r.before_write(&trusted, "github.create_branch", "", &public).is_none());
+        // An issue whose every text a maintainer wrote is not untrusted either.
+        let mut maintainers = SessionFlows::default();
+        r.after_read(&mut maintainers, "github.get_issue", "", &public, (false, true));
+        assert!(maintainers.untrusted.is_none());
     }
 
     #[test]
     fn searches_and_other_servers_count_as_reads_from_elsewhere() {
         let r = rules();
         let mut session = SessionFlows::default();
-        r.after_read(&mut session, "notes.read_note", "notes_read_note", &json!({"id": 1}), true);
+        r.after_read(
+            &mut session,
+            "notes.read_note",
+            "notes_read_note",
+            &json!({"id": 1}),
+            (true, false),
+        );
         assert_eq!(session.untrusted.as_deref(), Some("`notes.read_note` (upstream:notes)"));
         let why = r
             .before_write(&session, "github.create_issue", "", &json!({"owner": "a", "repo": "b"}))
             .unwrap();
         assert!(why.contains("data from upstream:notes"), "{why}");
         let mut searched = SessionFlows::default();
-        r.after_read(&mut searched, "github.search_code", "", &json!({"query": "password"}), false);
+        r.after_read(
+            &mut searched,
+            "github.search_code",
+            "",
+            &json!({"query": "password"}),
+            (false, false),
+        );
         let why = r
             .before_write(&searched, "github.create_issue", "", &json!({"owner": "a", "repo": "b"}))
             .unwrap();
@@ -311,7 +337,7 @@ mod tests {
         let off =
             FlowRules::new(&FlowsConfig { enabled: false, ..FlowsConfig::default() }).unwrap();
         let mut none = SessionFlows::default();
-        off.after_read(&mut none, "github.get_issue", "", &json!({}), false);
+        off.after_read(&mut none, "github.get_issue", "", &json!({}), (false, false));
         assert!(off.before_write(&none, "github.create_issue", "", &json!({})).is_none());
     }
 

@@ -879,8 +879,17 @@ impl QuiverServer {
             if let Some(rules) = self.flow_rules() {
                 let upstream =
                     self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
+                // Every text labelled as a writer's: the resource's own people wrote it.
+                let labels: Vec<quiver_core::tool::AuthorLabel> = result
+                    .metadata
+                    .get(quiver_core::tool::AUTHORS_METADATA)
+                    .and_then(|labels| serde_json::from_value(labels.clone()).ok())
+                    .unwrap_or_default();
+                let by_writers =
+                    !labels.is_empty() && labels.iter().all(|l| l.can_write == Some(true));
                 let mut read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
-                rules.after_read(&mut read, &tool.qualified, &tool.mcp_name, &called, upstream);
+                let origin = (upstream, by_writers);
+                rules.after_read(&mut read, &tool.qualified, &tool.mcp_name, &called, origin);
             }
         }
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
