@@ -22,12 +22,12 @@
 //! let private = json!({"owner": "octocat", "repo": "secrets", "path": "keys.txt"});
 //! rules.after_read(&mut session, "github.get_issue", "github_get_issue", &public, (false, false));
 //! rules.after_read(&mut session, "github.get_file_contents", "", &private, (false, false));
-//! let why = rules.before_write(&session, "github.create_pull_request", "", &public).unwrap();
+//! let why = rules.before_write(&session, "github.create_pull_request", &public).unwrap();
 //! assert!(why.contains("github:octocat/secrets"), "{why}");
 //! // Writing back where everything read came from is not asked.
 //! let mut benign = SessionFlows::default();
 //! rules.after_read(&mut benign, "github.get_issue", "github_get_issue", &public, (false, false));
-//! assert!(rules.before_write(&benign, "github.add_issue_comment", "", &public).is_none());
+//! assert!(rules.before_write(&benign, "github.add_issue_comment", &public).is_none());
 //! ```
 
 use std::collections::BTreeSet;
@@ -193,6 +193,20 @@ impl FlowRules {
         qualified: &str,
         mcp_name: &str,
         arguments: &Value,
+        origin: (bool, bool),
+    ) {
+        let scope = self.scope_of(qualified, arguments);
+        self.after_read_in(session, qualified, mcp_name, scope, origin);
+    }
+
+    /// [`FlowRules::after_read`] with the call's scope ([`FlowRules::scope_of`]) found before
+    /// the call, so its arguments need not be kept.
+    pub fn after_read_in(
+        &self,
+        session: &mut SessionFlows,
+        qualified: &str,
+        mcp_name: &str,
+        scope: Option<String>,
         (upstream, by_writers): (bool, bool),
     ) {
         if !self.enabled {
@@ -201,7 +215,7 @@ impl FlowRules {
         let scope = if upstream {
             format!("upstream:{}", qualified.split('.').next().unwrap_or(qualified))
         } else {
-            self.scope_of(qualified, arguments).unwrap_or_else(|| EVERYWHERE.to_owned())
+            scope.unwrap_or_else(|| EVERYWHERE.to_owned())
         };
         let untrusted =
             self.is_untrusted(qualified, mcp_name, upstream) && (upstream || !by_writers);
@@ -219,10 +233,8 @@ impl FlowRules {
         &self,
         session: &SessionFlows,
         qualified: &str,
-        mcp_name: &str,
         arguments: &Value,
     ) -> Option<String> {
-        let _ = mcp_name;
         if !self.enabled {
             return None;
         }
@@ -279,8 +291,7 @@ mod tests {
             &json!({"owner": "acme", "repo": "payroll", "path": "salaries.csv"}),
             (false, false),
         );
-        let why =
-            r.before_write(&attacked, "github.create_pull_request", "", &public).expect("asked");
+        let why = r.before_write(&attacked, "github.create_pull_request", &public).expect("asked");
         assert!(why.contains("`github.get_issue` (github:acme/public-site)"), "{why}");
         assert!(why.contains("data from github:acme/payroll"), "{why}");
         assert!(why.contains("writes to github:acme/public-site"), "{why}");
@@ -288,7 +299,7 @@ mod tests {
         let mut ordinary = SessionFlows::default();
         r.after_read(&mut ordinary, "github.get_issue", "", &public, (false, false));
         r.after_read(&mut ordinary, "github.get_file_contents", "", &public, (false, false));
-        assert!(r.before_write(&ordinary, "github.add_issue_comment", "", &public).is_none());
+        assert!(r.before_write(&ordinary, "github.add_issue_comment", &public).is_none());
         // Reading two repositories with nothing untrusted asks nothing either.
         let mut trusted = SessionFlows::default();
         r.after_read(&mut trusted, "github.list_branches", "", &public, (false, false));
@@ -299,7 +310,7 @@ mod tests {
             &json!({"owner": "acme", "repo": "payroll"}),
             (false, false),
         );
-        assert!(r.before_write(&trusted, "github.create_branch", "", &public).is_none());
+        assert!(r.before_write(&trusted, "github.create_branch", &public).is_none());
         // An issue whose every text a maintainer wrote is not untrusted either.
         let mut maintainers = SessionFlows::default();
         r.after_read(&mut maintainers, "github.get_issue", "", &public, (false, true));
@@ -319,7 +330,7 @@ mod tests {
         );
         assert_eq!(session.untrusted.as_deref(), Some("`notes.read_note` (upstream:notes)"));
         let why = r
-            .before_write(&session, "github.create_issue", "", &json!({"owner": "a", "repo": "b"}))
+            .before_write(&session, "github.create_issue", &json!({"owner": "a", "repo": "b"}))
             .unwrap();
         assert!(why.contains("data from upstream:notes"), "{why}");
         let mut searched = SessionFlows::default();
@@ -331,14 +342,14 @@ mod tests {
             (false, false),
         );
         let why = r
-            .before_write(&searched, "github.create_issue", "", &json!({"owner": "a", "repo": "b"}))
+            .before_write(&searched, "github.create_issue", &json!({"owner": "a", "repo": "b"}))
             .unwrap();
         assert!(why.contains("(a search)") && why.contains("data from a search"), "{why}");
         let off =
             FlowRules::new(&FlowsConfig { enabled: false, ..FlowsConfig::default() }).unwrap();
         let mut none = SessionFlows::default();
         off.after_read(&mut none, "github.get_issue", "", &json!({}), (false, false));
-        assert!(off.before_write(&none, "github.create_issue", "", &json!({})).is_none());
+        assert!(off.before_write(&none, "github.create_issue", &json!({})).is_none());
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub struct ScopeRule {
     pub arguments: BTreeMap<String, OneOrMany>,
 }
 
+#[derive(Clone)]
 struct CompiledRule {
     /// `[[selector.scope]] 2`, `user scope 1`: how refusals name it.
     named: String,
@@ -65,7 +66,7 @@ struct CompiledRule {
 }
 
 /// Scope rules, compiled.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct ScopeRules {
     rules: Vec<CompiledRule>,
 }
@@ -73,23 +74,6 @@ pub struct ScopeRules {
 impl std::fmt::Debug for ScopeRules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.rules.iter().map(|r| &r.written)).finish()
-    }
-}
-
-impl Clone for ScopeRules {
-    fn clone(&self) -> Self {
-        Self {
-            rules: self
-                .rules
-                .iter()
-                .map(|r| CompiledRule {
-                    named: r.named.clone(),
-                    written: r.written.clone(),
-                    tools: r.tools.clone(),
-                    arguments: r.arguments.clone(),
-                })
-                .collect(),
-        }
     }
 }
 

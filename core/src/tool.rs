@@ -292,6 +292,15 @@ impl ToolResult {
         Self { content: vec![Content::text(text)], structured: Some(value), ..Self::default() }
     }
 
+    /// The author labels its provider attached ([`AUTHORS_METADATA`]); none when it attached
+    /// none or they do not read.
+    pub fn author_labels(&self) -> Vec<AuthorLabel> {
+        self.metadata
+            .get(AUTHORS_METADATA)
+            .and_then(|labels| serde_json::from_value(labels.clone()).ok())
+            .unwrap_or_default()
+    }
+
     /// A successful plain-text result.
     pub fn text(text: impl Into<String>) -> Self {
         Self { content: vec![Content::text(text)], ..Self::default() }

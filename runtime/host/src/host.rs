@@ -1090,13 +1090,14 @@ impl Host {
             .get(provider)
             .and_then(|p| p.lockdown)
             .unwrap_or(config.config.security.lockdown);
-        let Some(labels) = result.metadata.get(quiver_core::tool::AUTHORS_METADATA) else {
+        if !on {
+            return;
+        }
+        let labels = result.author_labels();
+        let Some(structured) = result.structured.as_mut().filter(|_| !labels.is_empty()) else {
             return;
         };
-        let labels: Vec<quiver_core::tool::AuthorLabel> =
-            serde_json::from_value(labels.clone()).unwrap_or_default();
-        let Some(structured) = result.structured.as_mut().filter(|_| on) else { return };
-        let before = structured.to_string();
+        let before = structured.clone();
         let mut withheld = Vec::new();
         for label in labels.iter().filter(|l| l.can_write == Some(false)) {
             if let Some(text @ Value::String(_)) = structured.pointer_mut(&label.pointer) {
@@ -1111,9 +1112,13 @@ impl Host {
             return;
         }
         let after = structured.to_string();
+        // The text that mirrors the value, whatever order its writer gave the keys in (a
+        // provider's struct order; the host's map may sort them).
         for content in &mut result.content {
             if let quiver_core::Content::Text { text, .. } = content {
-                if *text == before {
+                if text.starts_with(['{', '['])
+                    && serde_json::from_str::<Value>(text).is_ok_and(|v| v == before)
+                {
                     text.clone_from(&after);
                 }
             }

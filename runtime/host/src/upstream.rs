@@ -1369,12 +1369,13 @@ impl Upstream {
             Err(e) => {
                 // Without the store nothing is pinned; what looks poisoned is still held.
                 tracing::warn!(upstream = %upstream, "{e}; its tools are checked for poisoning but not pinned");
-                let verdicts = checks
+                // Each judged as on first sight, in a book that keeps nothing.
+                let mut unkept = quiver_core::pins::PinBook::default();
+                let verdicts = own
                     .iter()
-                    .map(|(_, flags)| match (flags.is_empty(), policy) {
-                        (true, _) => Verdict::Serve,
-                        (false, PinPolicy::Hold) => Verdict::Hold(flags.clone()),
-                        (false, _) => Verdict::Warned(flags.clone()),
+                    .zip(&checks)
+                    .map(|(name, (definition, flags))| {
+                        unkept.check(name, definition, flags, policy, now_ms)
                     })
                     .collect();
                 (verdicts, vec![false; own.len()])

@@ -784,22 +784,20 @@ impl QuiverServer {
         if let Some(refusal) = outside {
             return error_result(refusal).into();
         }
-        let Value::Object(mut arguments) = sent else { unreachable!("built as an object") };
         // A write after an untrusted read and a read from elsewhere is asked (never on the
-        // model's word: `_confirm` does not count).
-        let flow = if tool.policy_class.is_speculatable() {
-            None
-        } else {
-            self.flow_rules().and_then(|rules| {
+        // model's word: `_confirm` does not count); a read is remembered, by its scope.
+        let flow_rules = self.flow_rules();
+        let (flow, read_scope) = match &flow_rules {
+            Some(rules) if tool.policy_class.is_speculatable() => {
+                (None, Some(rules.scope_of(&tool.qualified, &sent)))
+            }
+            Some(rules) => {
                 let read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
-                rules.before_write(
-                    &read,
-                    &tool.qualified,
-                    &tool.mcp_name,
-                    &Value::Object(arguments.clone()),
-                )
-            })
+                (rules.before_write(&read, &tool.qualified, &sent), None)
+            }
+            None => (None, None),
         };
+        let Value::Object(mut arguments) = sent else { unreachable!("built as an object") };
         let renamed = tool.former_name.as_deref().filter(|former| *former == name);
         // A later round of a call an upstream asked input for carries `binding.upstream-state`.
         let binding = crate::confirm::binding(tool, &arguments);
@@ -860,8 +858,8 @@ impl QuiverServer {
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
         let started = std::time::Instant::now();
-        let called = Value::Object(arguments);
-        let (result, effects) = self.run(view, tool, called.clone(), round, context).await;
+        let (result, effects) =
+            self.run(view, tool, Value::Object(arguments), round, context).await;
         // An upstream's requests for input, for a 2026-07-28 client to answer in the next round:
         // its state is bound to this call, so answers reach the call they were asked for.
         if let Some(input_required) =
@@ -875,22 +873,15 @@ impl QuiverServer {
                 return CallToolResponse::InputRequired(input_required);
             }
         }
-        if !result.is_error && tool.policy_class.is_speculatable() {
-            if let Some(rules) = self.flow_rules() {
-                let upstream =
-                    self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
-                // Every text labelled as a writer's: the resource's own people wrote it.
-                let labels: Vec<quiver_core::tool::AuthorLabel> = result
-                    .metadata
-                    .get(quiver_core::tool::AUTHORS_METADATA)
-                    .and_then(|labels| serde_json::from_value(labels.clone()).ok())
-                    .unwrap_or_default();
-                let by_writers =
-                    !labels.is_empty() && labels.iter().all(|l| l.can_write == Some(true));
-                let mut read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
-                let origin = (upstream, by_writers);
-                rules.after_read(&mut read, &tool.qualified, &tool.mcp_name, &called, origin);
-            }
+        if let (Some(rules), Some(scope), false) = (&flow_rules, read_scope, result.is_error) {
+            let upstream =
+                self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
+            // Every text labelled as a writer's: the resource's own people wrote it.
+            let labels = result.author_labels();
+            let by_writers = !labels.is_empty() && labels.iter().all(|l| l.can_write == Some(true));
+            let mut read = view.flows.lock().unwrap_or_else(|e| e.into_inner());
+            let origin = (upstream, by_writers);
+            rules.after_read_in(&mut read, &tool.qualified, &tool.mcp_name, scope, origin);
         }
         crate::metrics::call(&tool.qualified, &result, &effects, started.elapsed());
         self.listing().touch(&tool.qualified);
