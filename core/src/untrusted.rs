@@ -245,42 +245,67 @@ pub fn may_hide(text: &str) -> bool {
 fn may_hide_chars(text: &str) -> bool {
     let bytes = text.as_bytes();
     let control = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f;
-    if text.is_ascii() {
-        return bytes.iter().any(|&b| control(b));
-    }
     let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        let (b1, b2) = (at(i + 1), at(i + 2));
-        let suspect = match b {
-            0x00..=0x7f => control(b),
-            0xC2 => (0x80..=0x9F).contains(&b1) || b1 == 0xAD,
-            0xD8 => (0x80..=0x85).contains(&b1) || b1 == 0x9C,
-            0xDB => b1 == 0x9D,
-            0xDC => b1 == 0x8F,
-            0xE0 => b1 == 0xA2 || b1 == 0xA3,
-            0xE1 => (b1 == 0x85 && (b2 == 0x9F || b2 == 0xA0)) || (b1 == 0xA0 && b2 == 0x8E),
-            0xE2 => {
-                (b1 == 0x80 && ((0x8B..=0x8F).contains(&b2) || (0xAA..=0xAE).contains(&b2)))
-                    || (b1 == 0x81 && (0xA0..=0xAF).contains(&b2))
-            }
-            0xE3 => b1 == 0x85 && b2 == 0xA4,
-            0xEF => (b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBE && b2 == 0xA0) || b1 == 0xBF,
-            0xF0 => matches!(b1, 0x91 | 0x93 | 0x9B | 0x9D),
-            0xF3 => b1 == 0xA0,
-            _ => false,
-        };
-        if suspect {
-            // Decide on the character itself (the byte test is only a sieve).
-            let start = (0..=i).rev().find(|&s| text.is_char_boundary(s)).unwrap_or(0);
-            if text[start..].chars().next().is_some_and(|c| kind(c).is_some()) {
-                return true;
+        // Eight bytes at a time past printable ASCII (most of every text).
+        while i + 8 <= bytes.len() && plain_ascii_word(&bytes[i..i + 8]) {
+            i += 8;
+        }
+        if i + 8 > bytes.len() {
+            // The last bytes, padded with spaces (many strings are shorter than a word).
+            let mut last = [b' '; 8];
+            last[..bytes.len() - i].copy_from_slice(&bytes[i..]);
+            if plain_ascii_word(&last) {
+                return false;
             }
         }
-        i += 1;
+        // The next word byte by byte: a newline, a control, or the start of a character that
+        // is not ASCII.
+        let end = (i + 8).min(bytes.len());
+        while i < end {
+            let b = bytes[i];
+            let (b1, b2) = (at(i + 1), at(i + 2));
+            let suspect = match b {
+                0x00..=0x7f => control(b),
+                0xC2 => (0x80..=0x9F).contains(&b1) || b1 == 0xAD,
+                0xD8 => (0x80..=0x85).contains(&b1) || b1 == 0x9C,
+                0xDB => b1 == 0x9D,
+                0xDC => b1 == 0x8F,
+                0xE0 => b1 == 0xA2 || b1 == 0xA3,
+                0xE1 => (b1 == 0x85 && (b2 == 0x9F || b2 == 0xA0)) || (b1 == 0xA0 && b2 == 0x8E),
+                0xE2 => {
+                    (b1 == 0x80 && ((0x8B..=0x8F).contains(&b2) || (0xAA..=0xAE).contains(&b2)))
+                        || (b1 == 0x81 && (0xA0..=0xAF).contains(&b2))
+                }
+                0xE3 => b1 == 0x85 && b2 == 0xA4,
+                0xEF => (b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBE && b2 == 0xA0) || b1 == 0xBF,
+                0xF0 => matches!(b1, 0x91 | 0x93 | 0x9B | 0x9D),
+                0xF3 => b1 == 0xA0,
+                _ => false,
+            };
+            if suspect {
+                // Decide on the character itself (the byte test is only a sieve).
+                let start = (0..=i).rev().find(|&s| text.is_char_boundary(s)).unwrap_or(0);
+                if text[start..].chars().next().is_some_and(|c| kind(c).is_some()) {
+                    return true;
+                }
+            }
+            i += 1;
+        }
     }
     false
+}
+
+/// Whether all eight bytes are printable ASCII (0x20–0x7E). Exact when it says yes; a byte
+/// below 0x20, at 0x7F or above sets its high bit in one of the three terms (a borrow or carry
+/// between bytes can only flag a clean byte too, never clear a flag), so a no is checked byte by
+/// byte.
+fn plain_ascii_word(word: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+    (w.wrapping_sub(ONES * 0x20) | w | w.wrapping_add(ONES)) & HIGH == 0
 }
 
 /// Whether `text` may hold an HTML comment or a hiding element.
@@ -437,6 +462,24 @@ mod tests {
         let mut plain = ToolResult::text(r#"{"name": "Zo\u00eb"}"#);
         assert!(clean_result(&mut plain, &[]).is_empty());
         assert_eq!(plain.content[0].as_text(), Some(r#"{"name": "Zo\u00eb"}"#));
+    }
+
+    #[test]
+    fn the_word_sieve_passes_printable_ascii_only() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"abcdefgh";
+                word[at] = b;
+                let printable = (0x20..=0x7e).contains(&b);
+                assert_eq!(plain_ascii_word(&word), printable, "byte {b:#x} at {at}");
+            }
+        }
+        // Every hidden kind is found wherever it falls against the eight-byte words.
+        for pad in 0..9 {
+            let text = format!("{}\u{200B}{}", "x".repeat(pad), "y".repeat(9));
+            assert!(may_hide_chars(&text), "{pad}");
+            assert!(!may_hide_chars(&format!("{}é\n{}", "x".repeat(pad), "y".repeat(9))));
+        }
     }
 
     fn tagged(text: &str) -> String {
