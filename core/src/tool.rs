@@ -108,6 +108,10 @@ pub struct AuthorLabel {
     pub author: String,
     /// Whether the author can write to the resource; `None` when the service does not say.
     pub can_write: Option<bool>,
+    /// Whether the resource is public (a public repository or project): lockdown withholds
+    /// only there, where anyone can write an issue. `None` when not known, taken as public.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<bool>,
 }
 
 /// The author labels a call collects; cloning shares the list.
@@ -118,6 +122,16 @@ impl AuthorLabels {
     /// Takes what was collected.
     pub fn take(&self) -> Vec<AuthorLabel> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn push(&self, label: AuthorLabel) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(label);
+    }
+
+    fn set_public(&self, public: bool) {
+        for label in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+            label.public = Some(public);
+        }
     }
 }
 
@@ -138,6 +152,11 @@ pub struct ToolContext {
     /// to the host with the result.
     #[serde(skip)]
     pub authors: AuthorLabels,
+    /// Set when the host may withhold texts by authors who cannot write (`lockdown`): worth a
+    /// request to the service, where it needs one, to say whether an author can write and
+    /// whether the resource is public ([`ToolContext::label_visibility`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lockdown: bool,
 }
 
 impl ToolContext {
@@ -149,8 +168,15 @@ impl ToolContext {
         author: impl Into<String>,
         can_write: Option<bool>,
     ) {
-        let label = AuthorLabel { pointer: pointer.into(), author: author.into(), can_write };
-        self.authors.0.lock().unwrap_or_else(|e| e.into_inner()).push(label);
+        let label =
+            AuthorLabel { pointer: pointer.into(), author: author.into(), can_write, public: None };
+        self.authors.push(label);
+    }
+
+    /// Says whether the resource the texts labelled so far belong to is public (a public
+    /// repository): lockdown withholds only in public ones.
+    pub fn label_visibility(&self, public: bool) {
+        self.authors.set_public(public);
     }
 }
 

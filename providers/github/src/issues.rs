@@ -539,9 +539,13 @@ impl GitHub {
         let uri = format!("/repos/{repository}/issues/{}", a.number);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
         let (issue, _) = self.client.get_json::<WireIssue>(&uri, &subject, ctx).await?;
+        let mut strangers = false;
         if let Some(user) = &issue.user {
-            ctx.label_author("/body", &user.login, can_write(issue.author_association.as_deref()));
+            let writer = can_write(issue.author_association.as_deref());
+            strangers |= writer == Some(false);
+            ctx.label_author("/body", &user.login, writer);
         }
+        self.label_repository_visibility(&repository, strangers, ctx).await;
         Ok(issue_detail(repository, issue))
     }
 
@@ -556,16 +560,15 @@ impl GitHub {
         let uri = uri(&format!("/repos/{repository}/issues/{}/comments", a.number), &query);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireComment>>(&uri, &subject, ctx).await?;
+        let mut strangers = false;
         for (i, comment) in page.iter().enumerate() {
             if let Some(user) = &comment.user {
-                let association = comment.author_association.as_deref();
-                ctx.label_author(
-                    format!("/comments/{i}/body"),
-                    &user.login,
-                    can_write(association),
-                );
+                let writer = can_write(comment.author_association.as_deref());
+                strangers |= writer == Some(false);
+                ctx.label_author(format!("/comments/{i}/body"), &user.login, writer);
             }
         }
+        self.label_repository_visibility(&repository, strangers, ctx).await;
         Ok(comment_list(repository, a.number, page, next))
     }
 

@@ -152,6 +152,57 @@ pub const DEFAULT_TOKEN_ENV: &str = "GITHUB_TOKEN";
 pub struct GitHub {
     client: Client,
     host: String,
+    /// Whether repositories are public, as looked up for lockdown, and when.
+    visibility: std::sync::Mutex<std::collections::HashMap<String, (bool, std::time::Instant)>>,
+}
+
+/// How long a repository's looked-up visibility is taken as still true.
+const VISIBILITY_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A repository, for its visibility alone.
+#[derive(serde::Deserialize)]
+struct WireVisibility {
+    #[serde(default)]
+    private: Option<bool>,
+}
+
+impl GitHub {
+    /// Says whether `repository` is public, for the texts labelled so far — only when the host
+    /// may lock them down and one of them is by an author who cannot write (the only texts
+    /// lockdown withholds, and only in public repositories): one request per repository in
+    /// five minutes. One that cannot be looked up stays unknown, which lockdown takes as public.
+    pub(crate) async fn label_repository_visibility(
+        &self,
+        repository: &str,
+        strangers: bool,
+        ctx: &ToolContext,
+    ) {
+        if !ctx.lockdown || !strangers {
+            return;
+        }
+        let known =
+            self.visibility.lock().unwrap_or_else(|e| e.into_inner()).get(repository).copied();
+        let public = match known {
+            Some((public, at)) if at.elapsed() < VISIBILITY_TTL => Some(public),
+            _ => {
+                let subject = crate::client::Subject::object("the repository", repository);
+                let uri = format!("/repos/{repository}");
+                match self.client.get_json::<WireVisibility>(&uri, &subject, ctx).await {
+                    Ok((WireVisibility { private: Some(private) }, _)) => {
+                        self.visibility
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(repository.to_owned(), (!private, std::time::Instant::now()));
+                        Some(!private)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        if let Some(public) = public {
+            ctx.label_visibility(public);
+        }
+    }
 }
 
 /// `[providers.github]` in quiver.toml.
@@ -231,7 +282,7 @@ impl Provider for GitHub {
             ca_certificates: ca_certificates("github", config.ca_file.as_deref())?,
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(GitHub { client, host })
+        Ok(GitHub { client, host, visibility: Default::default() })
     }
 }
 

@@ -5,7 +5,7 @@ use http::Method;
 use quiver_plugin_sdk::prelude::*;
 
 use crate::client::{paging, repo_path, uri, Subject};
-use crate::issues::{BODY_MAX_BYTES, COMMENT_MAX_BYTES};
+use crate::issues::{can_write, BODY_MAX_BYTES, COMMENT_MAX_BYTES};
 use crate::model::{
     is_false, label_names, login, logins, nullable, StateFilter, WireLabel, WireUser,
 };
@@ -162,6 +162,8 @@ pub(crate) struct WirePull {
     auto_merge: Option<Value>,
     #[serde(default)]
     milestone: Option<WireTitle>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 /// A head or base: branch, commit and (for forks) the repository's full name.
@@ -178,6 +180,8 @@ pub(crate) struct WireRef {
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireRepoName {
     full_name: String,
+    #[serde(default)]
+    private: Option<bool>,
 }
 
 /// Anything with a title (a milestone).
@@ -217,6 +221,8 @@ pub(crate) struct WireReview {
     commit_id: Option<String>,
     #[serde(default)]
     html_url: Option<String>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 /// A review comment on the diff.
@@ -245,6 +251,8 @@ pub(crate) struct WireReviewComment {
     created_at: Option<String>,
     #[serde(default)]
     html_url: Option<String>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -637,6 +645,13 @@ impl GitHub {
         let uri = format!("/repos/{repository}/pulls/{}", a.number);
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (pull, _) = self.client.get_json::<WirePull>(&uri, &subject, ctx).await?;
+        if let Some(user) = &pull.user {
+            ctx.label_author("/body", &user.login, can_write(pull.author_association.as_deref()));
+        }
+        // A pull request says its base repository's visibility itself.
+        if let Some(private) = pull.base.repo.as_ref().and_then(|r| r.private) {
+            ctx.label_visibility(!private);
+        }
         Ok(pull_detail(repository, pull))
     }
 
@@ -668,6 +683,15 @@ impl GitHub {
         );
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireReview>>(&uri, &subject, ctx).await?;
+        let mut strangers = false;
+        for (i, review) in page.iter().enumerate() {
+            if let Some(user) = &review.user {
+                let writer = can_write(review.author_association.as_deref());
+                strangers |= writer == Some(false);
+                ctx.label_author(format!("/reviews/{i}/body"), &user.login, writer);
+            }
+        }
+        self.label_repository_visibility(&repository, strangers, ctx).await;
         Ok(review_list(repository, a.number, page, next))
     }
 
@@ -684,6 +708,15 @@ impl GitHub {
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) =
             self.client.get_json::<Vec<WireReviewComment>>(&uri, &subject, ctx).await?;
+        let mut strangers = false;
+        for (i, comment) in page.iter().enumerate() {
+            if let Some(user) = &comment.user {
+                let writer = can_write(comment.author_association.as_deref());
+                strangers |= writer == Some(false);
+                ctx.label_author(format!("/comments/{i}/body"), &user.login, writer);
+            }
+        }
+        self.label_repository_visibility(&repository, strangers, ctx).await;
         Ok(review_comment_list(repository, a.number, page, next))
     }
 }

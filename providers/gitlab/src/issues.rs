@@ -549,6 +549,8 @@ impl GitLab {
         let path = format!("/projects/{}/issues/{}", p.encoded, a.iid);
         let subject = Subject::object(format!("issue #{}", a.iid), &p.name);
         let (issue, _) = self.client.get_json::<WireIssue>(&path, &subject, ctx).await?;
+        let texts = issue.author.iter().map(|a| ("/description".to_owned(), a)).collect();
+        self.label_authors(&p, texts, ctx).await;
         Ok(issue_detail(p.name, issue))
     }
 
@@ -566,6 +568,14 @@ impl GitLab {
         let path = uri(&format!("/projects/{}/issues/{}/notes", p.encoded, a.iid), &query);
         let subject = Subject::object(format!("issue #{}", a.iid), &p.name);
         let (page, at) = self.client.get_json::<Vec<WireNote>>(&path, &subject, ctx).await?;
+        // By their place in the result, which leaves system notes out unless asked.
+        let texts = page
+            .iter()
+            .filter(|n| a.include_system || !n.system)
+            .enumerate()
+            .filter_map(|(i, n)| Some((format!("/notes/{i}/body"), n.author.as_ref()?)))
+            .collect();
+        self.label_authors(&p, texts, ctx).await;
         Ok(note_list(p.name, a.iid, page, a.include_system, at))
     }
 

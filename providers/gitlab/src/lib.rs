@@ -149,6 +149,102 @@ pub const DEFAULT_TOKEN_ENV: &str = "GITLAB_TOKEN";
 pub struct GitLab {
     client: Client,
     host: String,
+    /// What lockdown's lookups found, and when: (project, user id) → can write; (project, 0)
+    /// → public.
+    lookups: std::sync::Mutex<std::collections::HashMap<(String, u64), (bool, std::time::Instant)>>,
+}
+
+/// How long a looked-up membership or visibility is taken as still true.
+const LOOKUP_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The lowest access level that can push (Developer): GitLab's counterpart of GitHub's write
+/// access, by which lockdown tells an author who can write from one who cannot.
+const WRITE_ACCESS_LEVEL: u64 = 30;
+
+/// A project member's access, as `/projects/:id/members/all/:user_id` sends it.
+#[derive(serde::Deserialize)]
+struct WireMember {
+    #[serde(default)]
+    access_level: u64,
+}
+
+/// A project, for its visibility alone.
+#[derive(serde::Deserialize)]
+struct WireVisibility {
+    #[serde(default)]
+    visibility: Option<String>,
+}
+
+impl GitLab {
+    /// Labels each text (a JSON pointer into the result, and its author) with who wrote it.
+    /// Whether the author can write — GitLab's notes do not say — and whether the project is
+    /// public are looked up only when the host may lock the texts down: one request per author
+    /// and one per project in five minutes. A 404 of the membership is an outsider; a lookup
+    /// that fails leaves it unknown.
+    pub(crate) async fn label_authors(
+        &self,
+        project: &client::ProjectRef,
+        texts: Vec<(String, &model::WireUser)>,
+        ctx: &ToolContext,
+    ) {
+        let mut strangers = false;
+        for (pointer, user) in texts {
+            let can_write = match (ctx.lockdown, user.id) {
+                (true, Some(id)) => {
+                    let uri = format!("/projects/{}/members/all/{id}", project.encoded);
+                    self.looked_up(project, id, |client, subject| async move {
+                        match client.get_json::<WireMember>(&uri, &subject, ctx).await {
+                            Ok((member, _)) => Some(member.access_level >= WRITE_ACCESS_LEVEL),
+                            Err(e) if e.kind == ToolErrorKind::NotFound => Some(false),
+                            Err(_) => None,
+                        }
+                    })
+                    .await
+                }
+                _ => None,
+            };
+            strangers |= can_write == Some(false);
+            ctx.label_author(pointer, &user.username, can_write);
+        }
+        if strangers {
+            let uri = format!("/projects/{}", project.encoded);
+            let public = self
+                .looked_up(project, 0, |client, subject| async move {
+                    let (found, _) =
+                        client.get_json::<WireVisibility>(&uri, &subject, ctx).await.ok()?;
+                    Some(found.visibility? == "public")
+                })
+                .await;
+            if let Some(public) = public {
+                ctx.label_visibility(public);
+            }
+        }
+    }
+
+    /// A lookup's answer from the last five minutes, else `ask`ed now (and kept when known).
+    async fn looked_up<'a, F, Fut>(
+        &'a self,
+        project: &client::ProjectRef,
+        key: u64,
+        ask: F,
+    ) -> Option<bool>
+    where
+        F: FnOnce(&'a Client, client::Subject) -> Fut,
+        Fut: std::future::Future<Output = Option<bool>>,
+    {
+        let slot = (project.name.clone(), key);
+        let kept = self.lookups.lock().unwrap_or_else(|e| e.into_inner()).get(&slot).copied();
+        if let Some((answer, _)) = kept.filter(|(_, at)| at.elapsed() < LOOKUP_TTL) {
+            return Some(answer);
+        }
+        let subject = client::Subject::object("the project's members", &project.name);
+        let answer = ask(&self.client, subject).await?;
+        self.lookups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(slot, (answer, std::time::Instant::now()));
+        Some(answer)
+    }
 }
 
 /// How the token is sent (`auth` in `[providers.gitlab]`).
@@ -257,7 +353,7 @@ impl Provider for GitLab {
             max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(GitLab { client, host })
+        Ok(GitLab { client, host, lookups: Default::default() })
     }
 }
 

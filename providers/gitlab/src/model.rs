@@ -17,6 +17,9 @@ pub(crate) const NOTE_MAX_BYTES: usize = 8 * 1024;
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct WireUser {
     pub(crate) username: String,
+    /// The user's number, which the membership lookup of lockdown takes.
+    #[serde(default)]
+    pub(crate) id: Option<u64>,
 }
 
 /// Anything with a title (a milestone).

@@ -1779,3 +1779,71 @@ async fn listings_of_a_project_that_does_not_exist_name_it() {
         failing_call(&gitlab, "list_branches", json!({"project": "acme/nope"})).await;
     assert_eq!(message, "no project acme/nope (or the token cannot see it)");
 }
+
+/// Under lockdown, GitLab's notes (which do not say who may write) are labelled by a lookup of
+/// each author's membership — a 404 is an outsider, a Developer can write — and the project's
+/// visibility; each looked up once in five minutes. Without lockdown nothing is looked up and
+/// the labels say only who wrote each text.
+#[tokio::test(flavor = "multi_thread")]
+async fn lockdown_looks_up_who_may_write_and_whether_the_project_is_public() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/issues/47/notes")))
+        .respond_with(ok("issue_notes.json"))
+        .mount(&server)
+        .await;
+    // carol (8) is no member; bob (5) is a Developer.
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/members/all/8")))
+        .respond_with(gitlab_error(404, "404 Not found"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{API}/members/all/5")))
+        .respond_with(ok("project_member.json"))
+        .mount(&server)
+        .await;
+    let mut project: Value = serde_json::from_str(&fixture("project.json")).unwrap();
+    project["visibility"] = "public".into();
+    Mock::given(method("GET"))
+        .and(path(API))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&project))
+        .mount(&server)
+        .await;
+    let gitlab = GitLab::new(config(&server)).unwrap();
+    let labels = |result: &ToolResult| -> Vec<(String, String, Option<bool>, Option<bool>)> {
+        result
+            .author_labels()
+            .into_iter()
+            .map(|l| (l.pointer, l.author, l.can_write, l.public))
+            .collect()
+    };
+    let locked = ToolContext { lockdown: true, ..ToolContext::default() };
+    for _ in 0..2 {
+        let result = gitlab.call("list_issue_notes", iid(47), locked.clone()).await;
+        assert!(!result.is_error, "{}", result.text_content());
+        let row = |pointer: &str, who: &str, can_write| {
+            (pointer.to_owned(), who.to_owned(), Some(can_write), Some(true))
+        };
+        assert_eq!(
+            labels(&result),
+            [
+                row("/notes/0/body", "carol", false),
+                row("/notes/1/body", "bob", true),
+                row("/notes/2/body", "bob", true),
+            ]
+        );
+    }
+    let lookups = |requests: &[wiremock::Request], suffix: &str| {
+        requests.iter().filter(|r| r.url.path() == format!("{API}{suffix}")).count()
+    };
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(lookups(&requests, "/members/all/8"), 1, "looked up once");
+    assert_eq!(lookups(&requests, "/members/all/5"), 1, "looked up once");
+    assert_eq!(lookups(&requests, ""), 1, "the project looked up once");
+
+    let open = call(&gitlab, "list_issue_notes", iid(47)).await;
+    assert_eq!(labels(&open)[0], ("/notes/0/body".to_owned(), "carol".to_owned(), None, None));
+    let after = server.received_requests().await.unwrap();
+    assert_eq!(after.len(), requests.len() + 1, "nothing looked up without lockdown");
+}

@@ -312,6 +312,11 @@ pub struct HttpUser {
     /// may take (`scope = [{ tools = "github.*", owner = ["alice"] }]`).
     #[serde(default)]
     pub scope: Vec<quiver_core::scope::ScopeRule>,
+    /// `true`: what they read is locked down (texts by authors who cannot write withheld) even
+    /// where `[security]` and the provider's `lockdown` are off; a user cannot lift the
+    /// operator's lockdown.
+    #[serde(default)]
+    pub lockdown: bool,
     /// Their own limit of requests per minute (0: none).
     #[serde(default)]
     pub requests_per_minute: Option<u32>,

@@ -1078,10 +1078,9 @@ impl Host {
         result
     }
 
-    /// With `lockdown` (`[providers.NAME]`, else `[security]`): every text the provider
-    /// labelled as written by an author who cannot write to the resource is replaced by a note
-    /// naming the author, in the structured value and the text that mirrors it, and a last line
-    /// counts them. Before anything keeps the result, as cleaning is.
+    /// With `lockdown` (`[providers.NAME]`, else `[security]`): the texts by authors who cannot
+    /// write ([`withhold_by_lockdown`]) withheld before anything keeps the result, as cleaning
+    /// is. A user's own `lockdown` is applied by the server to what that user is given.
     fn lock_down(&self, provider: &str, result: &mut ToolResult) {
         let config = self.config();
         let on = config
@@ -1090,45 +1089,20 @@ impl Host {
             .get(provider)
             .and_then(|p| p.lockdown)
             .unwrap_or(config.config.security.lockdown);
-        if !on {
-            return;
+        if on {
+            withhold_by_lockdown(result);
         }
-        let labels = result.author_labels();
-        let Some(structured) = result.structured.as_mut().filter(|_| !labels.is_empty()) else {
-            return;
-        };
-        let before = structured.clone();
-        let mut withheld = Vec::new();
-        for label in labels.iter().filter(|l| l.can_write == Some(false)) {
-            if let Some(text @ Value::String(_)) = structured.pointer_mut(&label.pointer) {
-                *text = Value::String(format!(
-                    "[withheld by quiver's lockdown: written by @{}, who cannot write here]",
-                    label.author
-                ));
-                withheld.push(label.author.as_str());
-            }
-        }
-        if withheld.is_empty() {
-            return;
-        }
-        let after = structured.to_string();
-        // The text that mirrors the value, whatever order its writer gave the keys in (a
-        // provider's struct order; the host's map may sort them).
-        for content in &mut result.content {
-            if let quiver_core::Content::Text { text, .. } = content {
-                if text.starts_with(['{', '['])
-                    && serde_json::from_str::<Value>(text).is_ok_and(|v| v == before)
-                {
-                    text.clone_from(&after);
-                }
-            }
-        }
-        withheld.sort_unstable();
-        withheld.dedup();
-        result.content.push(quiver_core::Content::text(format!(
-            "[quiver's lockdown withheld texts by authors who cannot write to this resource: @{}]",
-            withheld.join(", @")
-        )));
+    }
+
+    /// Whether a call of the provider's may meet lockdown — its own, the global one, or any
+    /// HTTP user's (whose results may be served to them from what others called): then the
+    /// provider is asked to say, at a request's cost where its service needs one, whether
+    /// authors can write and whether the resource is public ([`ToolContext::lockdown`]).
+    pub fn lockdown_wanted(&self, provider: &str) -> bool {
+        let config = self.config();
+        let config = &config.config;
+        config.providers.get(provider).and_then(|p| p.lockdown).unwrap_or(config.security.lockdown)
+            || config.serve.http.users.iter().any(|user| user.lockdown)
     }
 
     /// `result` without what its reader would not see ([`quiver_core::untrusted`]: invisible
@@ -1253,11 +1227,12 @@ impl Host {
             return scrub_result(result);
         }
         let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let lockdown = self.lockdown_wanted(&tool.name.provider);
         let (tool_for_thread, flag, session) =
             (tool.clone(), Arc::clone(&cancelled), session.to_owned());
         // The provider blocks (it runs its own runtime), so it must not run on an async worker.
         let blocking = tokio::task::spawn_blocking(move || {
-            call_provider(&tool_for_thread, args, timeout, &session, &flag)
+            call_provider(&tool_for_thread, args, timeout, &session, &flag, lockdown)
         });
         match tokio::time::timeout(timeout + DEADLINE_GRACE, blocking).await {
             Ok(Ok(result)) => result,
@@ -1296,10 +1271,60 @@ impl Host {
                 timeout.unwrap_or(DEFAULT_CALL_TIMEOUT),
                 session,
                 &AtomicBool::new(false),
+                self.lockdown_wanted(&tool.name.provider),
             ),
             None => ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name)),
         }
     }
+}
+
+/// Lockdown, as GitHub's lockdown mode does it: every text of `result` its provider labelled as
+/// written by an author who cannot write to the resource — in a resource not known to be
+/// private — is replaced by a note naming the author, in the structured value and the text that
+/// mirrors it, and a last line counts them. What it withheld, by author; applying it twice
+/// withholds nothing more.
+pub fn withhold_by_lockdown(result: &mut ToolResult) -> Vec<String> {
+    let labels = result.author_labels();
+    let Some(structured) = result.structured.as_mut().filter(|_| !labels.is_empty()) else {
+        return Vec::new();
+    };
+    let before = structured.clone();
+    let mut withheld = Vec::new();
+    let strangers = labels.iter().filter(|l| l.can_write == Some(false) && l.public != Some(false));
+    for label in strangers {
+        let note = format!(
+            "[withheld by quiver's lockdown: written by @{}, who cannot write here]",
+            label.author
+        );
+        if let Some(Value::String(text)) = structured.pointer_mut(&label.pointer) {
+            if *text != note {
+                *text = note;
+                withheld.push(label.author.clone());
+            }
+        }
+    }
+    if withheld.is_empty() {
+        return withheld;
+    }
+    let after = structured.to_string();
+    // The text that mirrors the value, whatever order its writer gave the keys in (a
+    // provider's struct order; the host's map may sort them).
+    for content in &mut result.content {
+        if let quiver_core::Content::Text { text, .. } = content {
+            if text.starts_with(['{', '['])
+                && serde_json::from_str::<Value>(text).is_ok_and(|v| v == before)
+            {
+                text.clone_from(&after);
+            }
+        }
+    }
+    withheld.sort_unstable();
+    withheld.dedup();
+    result.content.push(quiver_core::Content::text(format!(
+        "[quiver's lockdown withheld texts by authors who cannot write to this resource: @{}]",
+        withheld.join(", @")
+    )));
+    withheld
 }
 
 /// `[providers.NAME]` keys that say where a provider sends its credentials, or which
@@ -1327,6 +1352,7 @@ fn call_provider(
     timeout: Duration,
     session: &str,
     cancelled: &AtomicBool,
+    lockdown: bool,
 ) -> ToolResult {
     let call_id = next_call_id();
     tracing::info!(
@@ -1340,6 +1366,7 @@ fn call_provider(
         session: session.to_owned(),
         call_id: call_id.clone(),
         timeout_ms: Some(timeout.as_millis() as u64),
+        lockdown,
         ..ToolContext::default()
     };
     let context_json = serde_json::to_string(&ctx).expect("a context is JSON");

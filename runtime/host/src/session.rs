@@ -663,6 +663,7 @@ impl Session {
                 None => ToolResult::clone(&hit.result),
             }
             .with_metadata("cached_ref", json!(hit.reference.to_string()));
+            let result = with_author_labels_of(&hit.result, result);
             let tokens = estimate_tokens(&Value::String(result.text_content()));
             self.record(EventKind::Call, qualified, Some(key), |e| {
                 e.dedup_hit = true;
@@ -673,8 +674,11 @@ impl Session {
         }
         // The model reads the short reference; a program reading the structured value gets the
         // data, projected as the first answer was, so it conforms to the tool's output schema.
-        let mut result = ToolResult::text(hit.hint())
-            .with_metadata("cached_ref", json!(hit.reference.to_string()));
+        let mut result = with_author_labels_of(
+            &hit.result,
+            ToolResult::text(hit.hint())
+                .with_metadata("cached_ref", json!(hit.reference.to_string())),
+        );
         result.structured =
             hit.result.structured.clone().map(|s| project(s, model, requested).value);
         let before = hit.result.structured.as_ref().map(estimate_tokens).unwrap_or(0);
@@ -968,6 +972,15 @@ fn provider_arguments(args: Value, input_schema: &Value) -> Value {
             map.into_iter().filter(|(k, _)| !is_control_argument(k, declares_fields)).collect(),
         ),
         other => other,
+    }
+}
+
+/// `result` (made again from a cached one) with the author labels of the `cached` one: a
+/// caller's own lockdown withholds by them, whichever way the result reaches that caller.
+fn with_author_labels_of(cached: &ToolResult, result: ToolResult) -> ToolResult {
+    match cached.metadata.get(quiver_core::tool::AUTHORS_METADATA) {
+        Some(labels) => result.with_metadata(quiver_core::tool::AUTHORS_METADATA, labels.clone()),
+        None => result,
     }
 }
 

@@ -116,6 +116,8 @@ pub struct Policy {
     confirm: Patterns,
     /// The values calls' arguments may take.
     scope: ScopeRules,
+    /// A user's own lockdown ([`quiver_runtime::host::withhold_by_lockdown`]) on what they read.
+    lockdown: bool,
     /// A user's own policy, which can only narrow this one.
     narrower: Option<Box<Policy>>,
 }
@@ -129,6 +131,7 @@ impl Policy {
             read_only: config.read_only,
             confirm: Patterns::new("confirm", &config.confirm)?,
             scope: ScopeRules::new(&config.scope).map_err(PolicyError::Scope)?,
+            lockdown: false,
             narrower: None,
         })
     }
@@ -143,6 +146,7 @@ impl Policy {
             read_only: true,
             confirm: none,
             scope: ScopeRules::default(),
+            lockdown: false,
             narrower: None,
         }
     }
@@ -156,9 +160,15 @@ impl Policy {
             read_only: user.read_only,
             confirm: Patterns::new("confirm", &user.confirm)?,
             scope: ScopeRules::named(&user.scope, "user scope").map_err(PolicyError::Scope)?,
+            lockdown: user.lockdown,
             narrower: None,
         };
         Ok(Self { narrower: Some(Box::new(own)), ..self.clone() })
+    }
+
+    /// Whether what the caller reads is locked down for them alone (their entry's `lockdown`).
+    pub fn locks_down(&self) -> bool {
+        self.lockdown || self.narrower.as_ref().is_some_and(|user| user.locks_down())
     }
 
     /// Why the tool is not served, or `None` when it is.

@@ -873,6 +873,11 @@ impl QuiverServer {
                 return CallToolResponse::InputRequired(input_required);
             }
         }
+        let mut result = result;
+        // The caller's own lockdown, on what they are given (from the cache too).
+        if !result.is_error && view.with_policy(&self.inner, Policy::locks_down) {
+            quiver_runtime::host::withhold_by_lockdown(&mut result);
+        }
         if let (Some(rules), Some(scope), false) = (&flow_rules, read_scope, result.is_error) {
             let upstream =
                 self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_none());
@@ -888,7 +893,6 @@ impl QuiverServer {
         if self.listing().mode() == ServeMode::Dynamic && !result.is_error {
             self.list_next_steps(&catalog, &tool.qualified, context).await;
         }
-        let mut result = result;
         if let Some(former) = renamed {
             result.content.push(quiver_core::Content::text(format!(
                 "[quiver: `{former}` is listed as `{}` now; call it by that name — the old one \
