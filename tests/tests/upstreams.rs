@@ -1572,3 +1572,67 @@ async fn an_upstream_neither_shows_nor_receives_other_services_credentials() {
     );
     client.cancel().await.unwrap();
 }
+
+/// The injection corpus (`tests/data/injections/results.json`) as a hostile upstream's answers:
+/// each case's body is what `faults.echo` answers with (its plain text, not a known Markdown
+/// field), read directly from the server and through quiver. Prints the README's table of it
+/// (`cargo xtask test -- --test upstreams the_injection_corpus --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_injection_corpus_from_a_hostile_upstream_reaches_the_model_as_the_readme_says() {
+    require_python_sdk();
+    let corpus: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/injections/results.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let credentials: std::collections::HashMap<&str, String> =
+        quiver_tests::other_services_credentials().into_iter().collect();
+    let gateway = Gateway::new(
+        &faults("normal", ""),
+        "[tools.\"faults.echo\"]\nside_effect_class = \"read_only\"\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let server = TokioChildProcess::new(tokio::process::Command::new("python3").configure(|cmd| {
+        cmd.arg(fault_server()).args(["normal", &state.path().display().to_string()]);
+    }))
+    .expect("spawn the fault server");
+    let direct = Seen::default().serve(server).await.expect("initialize");
+    let client = gateway.serve("all").await;
+    eprintln!("| case | technique | directly | through quiver |\n|---|---|---|---|");
+    for case in &corpus {
+        let (body, payload) = match case["secret"].as_str() {
+            Some(rule) => {
+                let secret = credentials[rule].clone();
+                (format!("Deploy notes:\n{secret}\n"), secret.lines().next().unwrap().to_owned())
+            }
+            None => (
+                case["body"].as_str().unwrap().to_owned(),
+                case["payload"].as_str().unwrap().to_owned(),
+            ),
+        };
+        let args = json!({ "text": body });
+        let directly = text(&call(&direct, "echo", args.clone()).await).contains(&payload);
+        let read = text(&call(&client, "faults_echo", args).await);
+        let through = read.contains(&payload);
+        let expect = case["upstream"].as_str().or(case["expect"].as_str()).unwrap();
+        let outcome = if through { "reaches the model" } else { expect };
+        eprintln!(
+            "| {} | {} | {} | {outcome} |",
+            case["id"].as_str().unwrap(),
+            case["technique"].as_str().unwrap(),
+            if directly { "reaches the model" } else { "—" }
+        );
+        assert!(directly, "{}: the server answers with the payload", case["id"]);
+        let note = match expect {
+            "removed" => "[quiver removed from this result",
+            "redacted" => "[quiver redacted credentials of other services",
+            _ => "",
+        };
+        assert_eq!(through, expect == "passes", "{}: {read}", case["id"]);
+        assert!(read.contains(note), "{}: the answer says what was done: {read}", case["id"]);
+    }
+    client.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}
