@@ -186,7 +186,13 @@ impl ClickUp {
         }
         let subject = Subject::of("the comments", "task", &a.task_id);
         let path = format!("/task/{}/comment", a.task_id);
-        let wire = self.client.get_json(&path, &query, &subject, ctx).await?;
+        let wire: WireComments = self.client.get_json(&path, &query, &subject, ctx).await?;
+        // ClickUp does not say whether a comment's author may edit the task: named only.
+        for (i, comment) in wire.comments.iter().enumerate() {
+            if let Some(user) = &comment.user {
+                ctx.label_author(format!("/comments/{i}/text"), user.name(), None);
+            }
+        }
         Ok(comment_list(a.task_id, wire))
     }
 

@@ -984,7 +984,11 @@ impl ClickUp {
         query.push(("include_markdown_description", "true".into()));
         let subject = Subject::object("task", &a.task_id);
         let path = format!("/task/{}", a.task_id);
-        let wire = self.client.get_json(&path, &query, &subject, ctx).await?;
+        let wire: WireTask = self.client.get_json(&path, &query, &subject, ctx).await?;
+        // The description is its creator's; ClickUp does not say whether they may edit it.
+        if let Some(creator) = &wire.creator {
+            ctx.label_author("/description", creator.name(), None);
+        }
         Ok(task_detail(wire))
     }
 

@@ -346,7 +346,7 @@ async fn comments_come_newest_first_and_page_by_start_and_start_id() {
         .and(query_param("start", "1715596800000"))
         .and(query_param("start_id", "90160058384897"))
         .respond_with(ok("comments.json"))
-        .expect(1)
+        .expect(2)
         .mount(&server)
         .await;
     Mock::given(method("GET"))
@@ -367,6 +367,11 @@ async fn comments_come_newest_first_and_page_by_start_and_start_id() {
 
     let mut args = next.as_object().unwrap().clone();
     args.insert("task_id".into(), json!("86cv5pkvr"));
+    let read = call(&clickup, "list_task_comments", Value::Object(args.clone())).await;
+    // Each comment is labelled with its author; ClickUp does not say whether they may edit.
+    let label = &read.author_labels()[1];
+    assert_eq!((label.pointer.as_str(), label.can_write), ("/comments/1/text", None));
+    assert_eq!(label.author, read.structured.as_ref().unwrap()["comments"][1]["author"]);
     let older = ok_call(&clickup, "list_task_comments", Value::Object(args)).await;
     assert_eq!(older["next_page"], Value::Null, "fewer than 25: the oldest page");
     let assigned = &older["comments"][1];

@@ -954,7 +954,28 @@ impl GitLab {
         );
         let subject = Subject::object(format!("merge request !{}", a.iid), &p.name);
         let (page, at) = self.client.get_json::<Vec<WireDiscussion>>(&path, &subject, ctx).await?;
-        Ok(discussion_list(p.name, a.iid, page, a.include_system, a.unresolved_only, at))
+        // Each note's author, by the name the result gives them, for the labels.
+        let authors: std::collections::HashMap<String, crate::model::WireUser> = page
+            .iter()
+            .flat_map(|d| &d.notes)
+            .filter_map(|n| n.note.author.clone())
+            .map(|user| (user.username.clone(), user))
+            .collect();
+        let project = p.name.clone();
+        let list = discussion_list(project, a.iid, page, a.include_system, a.unresolved_only, at);
+        let texts = list
+            .discussions
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| {
+                d.notes.iter().enumerate().filter_map(move |(j, n)| {
+                    Some((format!("/discussions/{i}/notes/{j}/body"), n.author.as_ref()?))
+                })
+            })
+            .filter_map(|(pointer, name)| Some((pointer, authors.get(name)?)))
+            .collect();
+        self.label_authors(&p, texts, ctx).await;
+        Ok(list)
     }
 
     async fn get_merge_request_changes(

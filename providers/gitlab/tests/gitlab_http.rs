@@ -263,7 +263,16 @@ async fn merge_requests_on_a_self_managed_instance_with_an_oauth_token() {
     assert!(mr["description"].as_str().unwrap().starts_with("Closes #47"));
     assert!(mr.get("merged_by").is_none());
 
-    let threads = ok_call(&gitlab, "list_merge_request_discussions", iid(19)).await;
+    let read = call(&gitlab, "list_merge_request_discussions", iid(19)).await;
+    // Every note is labelled with its author, by its place in the threads kept.
+    let labels = read.author_labels();
+    let threads = read.structured.clone().expect("a structured result");
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    for label in &labels {
+        let note = threads.pointer(label.pointer.trim_end_matches("/body")).unwrap();
+        assert_eq!(note["author"], label.author.as_str(), "{}", label.pointer);
+        assert_eq!(label.can_write, None, "looked up only under lockdown");
+    }
     assert_eq!(threads["unresolved"], 1);
     assert_eq!(threads["skipped"], 1, "the system note thread is left out");
     let threads = threads["discussions"].as_array().unwrap();

@@ -155,6 +155,13 @@ impl Jira {
         );
         let subject = Subject::of_issue("the comments", &key);
         let page: WireComments = self.client.get_json(Api::Core, &path, &subject, ctx).await?;
+        let texts = page
+            .comments
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((format!("/comments/{i}/body"), c.author.as_ref()?)))
+            .collect();
+        self.label_authors(&key, texts, ctx).await;
         Ok(comment_list(key, page, args.newest_first))
     }
 

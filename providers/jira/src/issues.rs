@@ -703,6 +703,10 @@ impl Jira {
             .client
             .get_json(Api::Core, &format!("/issue/{key}"), &Subject::issue(&key), ctx)
             .await?;
+        // The description is its creator's (others may edit it; Jira keeps no author per field).
+        let creator = issue.fields.get("creator").or_else(|| issue.fields.get("reporter"));
+        let texts = creator.map(|c| ("/description".to_owned(), c)).into_iter().collect();
+        self.label_authors(&key, texts, ctx).await;
         let has_custom = issue.fields.keys().any(|k| k.starts_with("customfield_"));
         let (map, note) = if has_custom || args.custom_fields.is_some() {
             match self.field_map(ctx).await {

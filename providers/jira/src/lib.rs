@@ -149,6 +149,68 @@ pub struct Jira {
     host: String,
     /// The site's fields, fetched on first use.
     fields: Mutex<Option<Arc<FieldMap>>>,
+    /// What lockdown's permission lookups found, and when: (project key, account) → can edit
+    /// the project's issues.
+    editors: Mutex<std::collections::HashMap<(String, String), (bool, std::time::Instant)>>,
+}
+
+/// How long a looked-up permission is taken as still true.
+const LOOKUP_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Jira {
+    /// Labels each text (a JSON pointer into the result, and the author object Jira sent) with
+    /// who wrote it. Whether the author can write — Jira's comments do not say — is looked up
+    /// only when the host may lock the texts down: whether they hold `EDIT_ISSUES` on the issue
+    /// (`/user/permission/search`, by `accountId` on Cloud, `username` on Server/Data Center),
+    /// one request per author and project in five minutes; a lookup that fails leaves it unknown.
+    /// Jira does not say whether a project is public: lockdown takes it as public.
+    pub(crate) async fn label_authors(
+        &self,
+        issue_key: &str,
+        texts: Vec<(String, &Value)>,
+        ctx: &ToolContext,
+    ) {
+        for (pointer, author) in texts {
+            let Some(name) = model::person(author) else { continue };
+            let can_write =
+                if ctx.lockdown { self.can_edit(issue_key, author, ctx).await } else { None };
+            ctx.label_author(pointer, name, can_write);
+        }
+    }
+
+    async fn can_edit(&self, issue_key: &str, author: &Value, ctx: &ToolContext) -> Option<bool> {
+        let text = |key: &str| author.get(key).and_then(Value::as_str);
+        let (param, id) = match (text("accountId"), text("name")) {
+            (Some(id), _) => ("accountId", id),
+            (None, Some(name)) => ("username", name),
+            (None, None) => return None,
+        };
+        let project = issue_key.split('-').next().unwrap_or(issue_key).to_owned();
+        let slot = (project, id.to_owned());
+        let kept = self.editors.lock().unwrap_or_else(|e| e.into_inner()).get(&slot).copied();
+        if let Some((can, _)) = kept.filter(|(_, at)| at.elapsed() < LOOKUP_TTL) {
+            return Some(can);
+        }
+        let path = client::endpoint(
+            "/user/permission/search",
+            &[
+                ("permissions", Some("EDIT_ISSUES".to_owned())),
+                ("issueKey", Some(issue_key.to_owned())),
+                (param, Some(id.to_owned())),
+            ],
+        );
+        let subject = client::Subject::of_issue("who may edit", issue_key);
+        let found: Vec<Value> =
+            self.client.get_json(client::Api::Core, &path, &subject, ctx).await.ok()?;
+        // Server's search also matches by prefix: only the author counts.
+        let field = if param == "username" { "name" } else { param };
+        let can = found.iter().any(|user| user.get(field).and_then(Value::as_str) == Some(id));
+        self.editors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(slot, (can, std::time::Instant::now()));
+        Some(can)
+    }
 }
 
 /// Which kind of Jira the site is; decides the REST API version and the shape of rich text.
@@ -266,7 +328,7 @@ impl Provider for Jira {
             max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(Jira { client, host, fields: Mutex::new(None) })
+        Ok(Jira { client, host, fields: Mutex::new(None), editors: Mutex::default() })
     }
 }
 

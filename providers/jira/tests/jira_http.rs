@@ -1032,3 +1032,56 @@ async fn a_long_jql_is_not_quoted_twice_in_an_error() {
     assert_eq!(message.matches(&jql).count(), 1, "quoted once: {} bytes", message.len());
     assert!(message.contains("the search `summary ~ \"xxx"), "{}", &message[..200]);
 }
+
+/// Under lockdown, Jira's comments (which do not say who may edit the issue) are labelled by
+/// asking Jira who among their authors holds `EDIT_ISSUES` on it — once per author and project
+/// in five minutes. Without lockdown nothing is asked and the labels name the authors only.
+#[tokio::test(flavor = "multi_thread")]
+async fn lockdown_asks_who_may_edit_the_issue() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{V3}/issue/ED-42/comment")))
+        .respond_with(ok("comments_cloud.json"))
+        .mount(&server)
+        .await;
+    let comments: Value = serde_json::from_str(&fixture("comments_cloud.json")).unwrap();
+    let authors: Vec<Value> =
+        comments["comments"].as_array().unwrap().iter().map(|c| c["author"].clone()).collect();
+    let editor = authors[0]["accountId"].as_str().unwrap();
+    for author in &authors {
+        let id = author["accountId"].as_str().unwrap();
+        // Jira answers with the users that match and hold the permission: none for a
+        // stranger.
+        let users = if id == editor { json!([author]) } else { json!([]) };
+        Mock::given(method("GET"))
+            .and(path(format!("{V3}/user/permission/search")))
+            .and(query_param("permissions", "EDIT_ISSUES"))
+            .and(query_param("issueKey", "ED-42"))
+            .and(query_param("accountId", id))
+            .respond_with(ResponseTemplate::new(200).set_body_json(users))
+            .mount(&server)
+            .await;
+    }
+    let jira = Jira::new(cloud(&server)).unwrap();
+    let labels = |result: &ToolResult| -> Vec<(String, String, Option<bool>)> {
+        result.author_labels().into_iter().map(|l| (l.pointer, l.author, l.can_write)).collect()
+    };
+    let locked = ToolContext { lockdown: true, ..ToolContext::default() };
+    for _ in 0..2 {
+        let result = jira.call("list_comments", json!({"key": "ED-42"}), locked.clone()).await;
+        assert!(!result.is_error, "{}", result.text_content());
+        let found = labels(&result);
+        assert_eq!(found[0], ("/comments/0/body".into(), "Sam Ortiz".into(), Some(true)));
+        assert_eq!(found[1], ("/comments/1/body".into(), "Mia Krystof".into(), Some(false)));
+    }
+    let asked = |requests: &[wiremock::Request]| {
+        requests.iter().filter(|r| r.url.path().ends_with("/user/permission/search")).count()
+    };
+    let distinct: std::collections::BTreeSet<&str> =
+        authors.iter().filter_map(|a| a["accountId"].as_str()).collect();
+    assert_eq!(asked(&server.received_requests().await.unwrap()), distinct.len(), "once each");
+
+    let open = call(&jira, "list_comments", json!({"key": "ED-42"})).await;
+    assert_eq!(labels(&open)[1], ("/comments/1/body".into(), "Mia Krystof".into(), None));
+    assert_eq!(asked(&server.received_requests().await.unwrap()), distinct.len());
+}
