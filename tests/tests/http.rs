@@ -65,6 +65,12 @@ impl Served {
 
     /// The Python SDK client: `mode` `auto` (2026-07-28) or `legacy` (2025-11-25).
     async fn client(&self, key: &str, mode: &str, calls: Value) -> Value {
+        self.client_answering(key, mode, calls, json!({})).await
+    }
+
+    /// [`Served::client`] that answers the server as `answers` says (`elicit`: the form its
+    /// user accepts with; see `tests/mcp/http_client.py`).
+    async fn client_answering(&self, key: &str, mode: &str, calls: Value, answers: Value) -> Value {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/http_client.py");
         let mut command = Command::new("python3");
         command
@@ -72,7 +78,8 @@ impl Served {
             .arg(format!("{}/mcp", self.url))
             .arg(key)
             .arg(mode)
-            .arg(calls.to_string());
+            .arg(calls.to_string())
+            .arg(answers.to_string());
         let out = tokio::task::spawn_blocking(move || command.output().expect("run python3"))
             .await
             .unwrap();
@@ -1315,4 +1322,58 @@ async fn a_providers_lockdown_withholds_strangers_texts_over_http() {
         ),
         "{text}"
     );
+}
+
+/// The audit trail over HTTP: each line names the user and the credentials their call used; a
+/// write the person confirmed through their client says so, its `redact_params` written as
+/// `[redacted]`; with `reads = true` a read is a line too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_trail_names_the_user_their_credentials_and_who_confirmed() {
+    require_python_sdk();
+    let github = fake_github().await;
+    let (alice, entry) = new_user_key("alice", "tokens = { github = \"ALICE_GH\" }\n");
+    let served = Served::start_with_env(
+        &format!(
+            "[providers.github]\nbase_url = \"{}\"\n[selector]\nconfirm = [\"github.create_issue\"]\n\
+             [audit]\npath = \"audit.jsonl\"\nreads = true\nredact_params = [\"body\"]\n{entry}",
+            github.uri()
+        ),
+        &[("ALICE_GH", "ghp_aliceAliceAlice0123456789abcdefABCD")],
+    );
+    let get = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    let create = json!({"owner": "octocat", "repo": "Hello-World", "title": "Found a bug",
+                        "body": "internal notes"});
+    let out = served
+        .client_answering(
+            &alice,
+            "legacy",
+            json!([[GET_ISSUE, get], ["github_create_issue", create]]),
+            json!({"elicit": {"confirm": true}}),
+        )
+        .await;
+    assert_eq!(out["calls"][1]["is_error"], false, "{out}");
+    let text = std::fs::read_to_string(served.dir.path().join("audit.jsonl")).unwrap();
+    assert!(!text.contains("ghp_alice"), "{text}");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let fields = |line: &Value, keys: &[&str]| -> Vec<Value> {
+        keys.iter().map(|k| line.get(*k).cloned().unwrap_or(Value::Null)).collect()
+    };
+    let keys = ["tool", "class", "user", "credentials", "confirmed_by", "outcome"];
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(
+        fields(&lines[0], &keys),
+        json!(["github.get_issue", "read_only", "alice", "ALICE_GH", null, "ok"])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(
+        fields(&lines[1], &keys),
+        json!(["github.create_issue", "mutates_external", "alice", "ALICE_GH", "person", "ok"])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(lines[1]["arguments"]["body"], "[redacted]");
+    assert_eq!(lines[1]["arguments"]["title"], "Found a bug");
 }

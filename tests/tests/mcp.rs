@@ -1796,3 +1796,60 @@ async fn lockdown_withholds_what_authors_without_write_access_wrote() {
         client.cancel().await.unwrap();
     }
 }
+
+/// `[audit]`: each write through `quiver serve` is a line of the trail before the client hears
+/// of it — the one that succeeded and the one refused for carrying a credential out (masked
+/// there too); reads are not, unless asked. `quiver audit verify` finds the chain whole, and
+/// an edited line by the line after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_is_on_the_audit_trail_and_an_edited_line_is_found() {
+    let server = fake_github().await;
+    let setup = Setup::new(&server, "\n[audit]\npath = \"audit.jsonl\"\narguments = \"all\"\n");
+    let client = rmcp_client(&setup, "all").await;
+    let credentials = quiver_tests::other_services_credentials();
+    let (_, aws) = &credentials[0];
+    let _ = get_issue(&client, 1347).await;
+    for body in ["Steps to reproduce: …".to_owned(), format!("as asked: {aws}")] {
+        let write = json!({"owner": "octocat", "repo": "Hello-World", "title": "Found a bug",
+                           "body": body});
+        client
+            .call_tool(
+                CallToolRequestParams::new("github_create_issue")
+                    .with_arguments(write.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+    }
+    client.cancel().await.unwrap();
+    let trail = setup.dir.path().join("audit.jsonl");
+    let text = std::fs::read_to_string(&trail).unwrap();
+    assert!(!text.contains(aws.as_str()), "{text}");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "the writes only: {text}");
+    for line in &lines {
+        assert_eq!(
+            (line["tool"].as_str(), line["class"].as_str()),
+            (Some("github.create_issue"), Some("mutates_external"))
+        );
+        assert_eq!(line["credentials"], "server");
+        assert!(line.get("user").is_none(), "a stdio server's caller is the local user");
+    }
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[0]["arguments"]["body"], "Steps to reproduce: …");
+    assert_eq!(lines[1]["outcome"], "error: invalid_arguments");
+    assert_eq!(lines[1]["arguments"]["body"], "as asked: [REDACTED aws-access-token]");
+    assert_eq!(lines[1]["seq"], 1);
+
+    let config = setup.config().display().to_string();
+    let verify = || {
+        let out = quiver_tests::quiver(&["--config", &config, "audit", "verify"], &[]);
+        let (stdout, stderr) = quiver_tests::texts(&out);
+        (out.status.success(), format!("{stdout}{stderr}"))
+    };
+    let (intact, said) = verify();
+    assert!(intact && said.contains("audit trail intact: 2 lines in 1 file(s)"), "{said}");
+    std::fs::write(&trail, text.replacen("Found a bug", "Found no bug", 1)).unwrap();
+    let (intact, said) = verify();
+    assert!(!intact, "{said}");
+    assert!(said.contains("audit.jsonl line 2: its `prev` is not the hash"), "{said}");
+}

@@ -80,6 +80,9 @@ enum Command {
     /// approve.
     #[command(subcommand)]
     Upstreams(upstreams_cli::UpstreamsCommand),
+    /// The audit trail of calls that change something (`[audit]`).
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Read telemetry and report whether the pipeline pays off.
     #[command(subcommand)]
     Tune(TuneCommand),
@@ -226,6 +229,16 @@ struct ReplayArgs {
 }
 
 #[derive(Subcommand)]
+enum AuditCommand {
+    /// Checks that no line of the trail was removed or edited: each names the hash of the one
+    /// before it. Prints the newest line's hash, to keep elsewhere.
+    Verify {
+        /// The trail (default: `[audit] path` of the config).
+        path: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum ToolsCommand {
     /// Every tool the host serves: name, group (what `[providers.NAME] groups` selects), side-effect
     /// class and the first line of its description.
@@ -323,6 +336,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Keys(KeysCommand::New { name }) = &cli.command {
         return keys_new(name);
     }
+    // The trail is read as it lies; no plugin needs to load.
+    if let Command::Audit(AuditCommand::Verify { path }) = &cli.command {
+        return audit_verify(cli.config.as_deref(), path.as_deref());
+    }
     // Pins are read and approved in the store; no upstream needs to start.
     if let Command::Upstreams(command) = cli.command {
         return upstreams_cli::upstreams(command);
@@ -354,7 +371,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sample(args) => enrich_cli::sample(&host, args),
         Command::Select(args) => select_cli::select(&host, args),
         Command::Serve(args) => serve_cli::serve(host, args),
-        Command::Tune(_) | Command::Keys(_) | Command::Replay(_) | Command::Upstreams(_) => {
+        Command::Tune(_)
+        | Command::Keys(_)
+        | Command::Replay(_)
+        | Command::Upstreams(_)
+        | Command::Audit(_) => {
             unreachable!("handled before the host opens")
         }
         Command::Plan { recent, budget, intent, cost_aware, json } => {
@@ -392,6 +413,40 @@ fn replay_command(
 }
 
 /// `quiver keys new NAME`: 32 random bytes as `qk_` + hex, printed once with its config entry.
+/// `quiver audit verify [PATH]`: exit 0 when the chain holds, 1 naming the first line where it
+/// does not.
+fn audit_verify(config: Option<&Path>, path: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let path = match path {
+        Some(path) => path.to_owned(),
+        None => {
+            let loaded = LoadedConfig::discover(config)?;
+            let Some(path) = loaded.config.audit.path.clone() else {
+                anyhow::bail!(
+                    "no audit trail is configured: give its file (`quiver audit verify PATH`) or                      set [audit] path"
+                );
+            };
+            let base = loaded.path.as_deref().and_then(Path::parent);
+            base.map_or(path.clone(), |base| base.join(path))
+        }
+    };
+    match quiver_runtime::audit::verify(&path) {
+        Ok(verified) => {
+            println!(
+                "audit trail intact: {} lines in {} file(s){}; newest line's hash {}",
+                verified.lines,
+                verified.files.len(),
+                if verified.from_the_start { "" } else { " (older files were rotated away)" },
+                verified.head
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            eprintln!("audit trail broken: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 fn keys_new(name: &str) -> anyhow::Result<ExitCode> {
     if name.trim().is_empty() || name.contains('"') {
         bail!("a user name must be non-empty and without quotes, e.g. `quiver keys new alice`");

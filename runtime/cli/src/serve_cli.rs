@@ -70,6 +70,10 @@ pub(crate) fn serve(host: Host, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // cache and rate budget: refuse instead.
         anyhow::bail!("cannot serve: {error}");
     }
+    // Writes are refused while the audit trail cannot be written: say so before serving.
+    if let Some(log) = host.audit().map_err(|e| anyhow::anyhow!("cannot serve: {e}"))? {
+        tracing::info!("audit trail: {}", log.path().display());
+    }
     let host = Arc::new(host);
     let configured = host.config().config.serve.http.listen.clone();
     let listen = match args.http {

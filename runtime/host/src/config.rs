@@ -110,6 +110,9 @@ pub struct Config {
     /// `[security]`: what quiver removes from text from outside before a model reads it.
     #[serde(default)]
     pub security: SecurityConfig,
+    /// `[audit]`: the trail of calls that change something (none unless `path` is set).
+    #[serde(default)]
+    pub audit: crate::audit::AuditConfig,
     /// A PEM file of a private CA (self-hosted GitLab or Jira behind a corporate CA), trusted by
     /// every provider that has a `ca_file` setting and sets none of its own; relative to the
     /// config file's folder.

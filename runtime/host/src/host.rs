@@ -153,6 +153,9 @@ pub struct Host {
         std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef, bool)>,
     /// Provider instances by (provider, token variable), created on first use.
     per_credential: Mutex<std::collections::HashMap<(String, String), Arc<ProviderHandle>>>,
+    /// The audit trail (`[audit]`, as quiver started with it), opened when first asked for:
+    /// only a server writes it, and one process at a time.
+    audit: std::sync::OnceLock<Result<Option<Arc<crate::audit::AuditLog>>, String>>,
     /// What the last response of each (rate-limit host, credentials) said is left of its rate
     /// window. In this process only: every response refreshes it, so a replica's own view is a
     /// few calls old at most, and sharing it would cost a state write per call.
@@ -258,6 +261,7 @@ impl Host {
             upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
             modules: std::collections::BTreeMap::new(),
             per_credential: Mutex::new(std::collections::HashMap::new()),
+            audit: std::sync::OnceLock::new(),
             rate_headroom: Mutex::new(std::collections::HashMap::new()),
             recorded_answers: std::sync::RwLock::new(None),
             observed_tokens: Mutex::new(std::collections::HashMap::new()),
@@ -1092,6 +1096,23 @@ impl Host {
         if on {
             withhold_by_lockdown(result);
         }
+    }
+
+    /// The audit trail `[audit]` names (as quiver started: a reload does not move it), opened
+    /// on first use; `Ok(None)` when none is configured. An error says why it cannot be
+    /// written (another process writes it; its folder cannot be made).
+    pub fn audit(&self) -> Result<Option<Arc<crate::audit::AuditLog>>, String> {
+        self.audit
+            .get_or_init(|| {
+                let mut audit = self.started.config.audit.clone();
+                // A relative path is the config file's neighbour, as `ca_file` is.
+                let base = self.started.path.as_deref().and_then(std::path::Path::parent);
+                if let (Some(path), Some(base)) = (&audit.path, base) {
+                    audit.path = Some(base.join(path));
+                }
+                crate::audit::AuditLog::open(&audit).map(|log| log.map(Arc::new))
+            })
+            .clone()
     }
 
     /// Whether a call of the provider's may meet lockdown — its own, the global one, or any

@@ -812,12 +812,14 @@ impl QuiverServer {
         // Such a round comes only after the person confirmed the call (the upstream was not
         // called before), so it is not asked again.
         let must_ask = tool.confirm || flow.is_some();
+        // Who confirmed the call, for the audit trail.
+        let mut confirmed_by = None;
         if must_ask && crate::confirm::client_can_ask(context) && round.is_none() {
             // The human answers, through the client: a `_confirm` the model wrote counts for
             // nothing.
             arguments.remove(crate::confirm::CONFIRM_ARGUMENT);
             match crate::confirm::ask(tool, &arguments, flow.as_deref(), answers, context).await {
-                crate::confirm::Answer::Confirmed => {}
+                crate::confirm::Answer::Confirmed => confirmed_by = Some("person"),
                 crate::confirm::Answer::Pending(input_required) => {
                     return CallToolResponse::InputRequired(input_required)
                 }
@@ -839,6 +841,11 @@ impl QuiverServer {
             ))
             .into();
         }
+        if confirmed_by.is_none() && must_ask {
+            // A later round of a call the person confirmed, or the model's `_confirm` where the
+            // client cannot ask.
+            confirmed_by = Some(if round.is_some() { "person" } else { "_confirm" });
+        }
         // Clients that send every argument as a string (the MCP Inspector's CLI) get them parsed
         // per the schema here, instead of each provider refusing `"1347"` for a number.
         let coerced =
@@ -857,6 +864,17 @@ impl QuiverServer {
         if let (false, Some(kind)) = (listed, escape) {
             escape::record(&self.inner.host, &view.session_id, kind, &tool.qualified);
         }
+        // Every write is on the audit trail before its caller is answered (reads too when asked);
+        // none is sent while the trail cannot be written.
+        let writes = !tool.policy_class.is_speculatable();
+        let audit = self.inner.host.audit().ok().flatten().filter(|log| log.records(writes));
+        if let Some(why) = audit.as_ref().filter(|_| writes).and_then(|log| log.broken()) {
+            return error_result(format!(
+                "quiver did not send this call: its audit trail cannot be written ({why});                  whoever runs quiver must fix it (space, permissions of [audit] path)"
+            ))
+            .into();
+        }
+        let audited = audit.as_ref().map(|_| Value::Object(arguments.clone()));
         let started = std::time::Instant::now();
         let (result, effects) =
             self.run(view, tool, Value::Object(arguments), round, context).await;
@@ -872,6 +890,33 @@ impl QuiverServer {
                 input_required.request_state = Some(format!("{binding}.{upstream_state}"));
                 return CallToolResponse::InputRequired(input_required);
             }
+        }
+        if let (Some(log), Some(arguments)) = (&audit, &audited) {
+            let name = |value: Value| value.as_str().map(str::to_owned).unwrap_or_default();
+            let class = name(serde_json::to_value(tool.policy_class).unwrap_or_default());
+            let error = result.is_error.then(|| {
+                result.error_kind.map_or_else(
+                    || "error".to_owned(),
+                    |kind| name(serde_json::to_value(kind).unwrap_or_default()),
+                )
+            });
+            let registered = self.inner.host.tool(&tool.qualified);
+            let provider = tool.qualified.split('.').next().unwrap_or_default();
+            let user = view.user.as_ref();
+            let entry = quiver_runtime::audit::AuditEntry {
+                user: user.map(|u| u.name.as_str()),
+                credentials: user.and_then(|u| u.tokens.get(provider)).map(String::as_str),
+                session: &view.session_id,
+                tool: &tool.qualified,
+                class: &class,
+                arguments,
+                sensitive: registered.as_ref().map_or(&[], |t| t.spec.sensitive_params.as_slice()),
+                error: error.as_deref(),
+                confirmed_by,
+                cached: effects.cache_hit,
+            };
+            // A failure is logged by the trail, and stops the next write.
+            let _ = log.record(&entry);
         }
         let mut result = result;
         // The caller's own lockdown, on what they are given (from the cache too).
