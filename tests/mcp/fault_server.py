@@ -12,8 +12,9 @@ Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress e
 `crash` (the process exits mid-call), `hang` (never answers), `huge` (a result of `mb`
 megabytes), `grow` (adds the tool `added` and says the tool list changed), `storm` (says so `times` times), `blocks` (`count` text blocks of `kb` KB), `pid` (the server's
 process id), `delete_repository` (a write that declares `readOnlyHint: true`), `weather` (its
-description a poisoned one when `FAULT_PULLED` is set) and `rug_pull` (switches `weather` to that
-description and says the tool list changed).
+description a poisoned one when `FAULT_PULLED` is set), `rug_pull` (switches `weather` to that
+description and says the tool list changed) and `trace` (the `traceparent` its call's `_meta`
+carried).
 """
 
 import asyncio
@@ -126,6 +127,16 @@ if MODE == "flood":
     server.add_tool(make(-1), name="wordy", description="word " * (400 * 1024))
     for i in range(3000):
         server.add_tool(make(i), name=f"flood_{i:05}", description=f"Flood tool {i}.")
+
+
+@server.tool()
+def trace(ctx: Context) -> str:
+    """The W3C trace context (`traceparent`) this call's `_meta` carried, or nothing."""
+    meta = ctx.request_context.meta
+    if meta is None:
+        return ""
+    fields = meta if isinstance(meta, dict) else meta.model_dump(by_alias=True)
+    return str(fields.get("traceparent", ""))
 
 
 @server.tool()

@@ -313,8 +313,24 @@ fn main() -> ExitCode {
     } else {
         &[]
     };
-    quiver_runtime::logging::init_with(level, quiet);
-    match run(cli) {
+    // A server exports its spans when `[telemetry.otlp]` says where; a config that does not
+    // read is reported when the host opens it.
+    let traces = match &cli.command {
+        Command::Serve(_) => LoadedConfig::discover(cli.config.as_deref())
+            .ok()
+            .map(|loaded| quiver_runtime::traces::start(&loaded.config.telemetry.otlp)),
+        _ => None,
+    };
+    let (exporter, layer) = match traces {
+        Some(Ok(Some((exporter, layer)))) => (Some(exporter), Some(layer)),
+        Some(Err(e)) => {
+            eprintln!("quiver: {e}");
+            return ExitCode::from(1);
+        }
+        _ => (None, None),
+    };
+    quiver_runtime::logging::init_with_traces(level, quiet, layer);
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("quiver: {e:#}");
@@ -324,7 +340,10 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         }
-    }
+    };
+    // The spans still queued go out before the process ends.
+    drop(exporter);
+    code
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

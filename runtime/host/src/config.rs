@@ -515,6 +515,9 @@ pub struct TelemetryConfig {
     /// Where (default: `$QUIVER_DATA_DIR/telemetry`, else `$XDG_DATA_HOME/quiver/telemetry`,
     /// else `~/.local/share/quiver/telemetry`).
     pub dir: Option<PathBuf>,
+    /// `[telemetry.otlp]`: OpenTelemetry traces of `quiver serve` (none unless `endpoint` is
+    /// set; read at start).
+    pub otlp: crate::traces::OtlpConfig,
 }
 
 impl TelemetryConfig {

@@ -1238,7 +1238,25 @@ impl Host {
                 "call"
             );
             let started = Instant::now();
-            let result = upstream.call(&tool.name.tool, args, timeout, cancelled).await;
+            let span = tracing::info_span!(
+                target: crate::traces::TARGET,
+                "upstream call",
+                otel.name = %format!("tools/call {}", tool.name.tool),
+                otel.kind = "client",
+                mcp.method.name = "tools/call",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = %tool.name.tool,
+                quiver.upstream = %tool.name.provider,
+                error.type = tracing::field::Empty,
+            );
+            let result = tracing::Instrument::instrument(
+                upstream.call(&tool.name.tool, args, timeout, cancelled),
+                span.clone(),
+            )
+            .await;
+            if result.is_error {
+                span.record("error.type", error_type(&result));
+            }
             tracing::info!(
                 tool = %tool.name,
                 ms = started.elapsed().as_millis() as u64,
@@ -1251,11 +1269,25 @@ impl Host {
         let lockdown = self.lockdown_wanted(&tool.name.provider);
         let (tool_for_thread, flag, session) =
             (tool.clone(), Arc::clone(&cancelled), session.to_owned());
+        let span = tracing::info_span!(
+            target: crate::traces::TARGET,
+            "provider call",
+            otel.name = %format!("{} {}", tool.name.provider, tool.name.tool),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %tool.name.tool,
+            quiver.provider = %tool.name.provider,
+            error.type = tracing::field::Empty,
+        );
         // The provider blocks (it runs its own runtime), so it must not run on an async worker.
         let blocking = tokio::task::spawn_blocking(move || {
             call_provider(&tool_for_thread, args, timeout, &session, &flag, lockdown)
         });
-        match tokio::time::timeout(timeout + DEADLINE_GRACE, blocking).await {
+        let answer = tracing::Instrument::instrument(
+            tokio::time::timeout(timeout + DEADLINE_GRACE, blocking),
+            span.clone(),
+        )
+        .await;
+        let result = match answer {
             Ok(Ok(result)) => result,
             Ok(Err(join)) => ToolResult::error(
                 ToolErrorKind::Internal,
@@ -1268,7 +1300,11 @@ impl Host {
                     format!("`{}` did not answer within {} ms", tool.name, timeout.as_millis()),
                 )
             }
+        };
+        if result.is_error {
+            span.record("error.type", error_type(&result));
         }
+        result
     }
 
     /// Runs a tool on the calling thread, which it blocks until the provider answers or `timeout`
@@ -1346,6 +1382,14 @@ pub fn withhold_by_lockdown(result: &mut ToolResult) -> Vec<String> {
         withheld.join(", @")
     )));
     withheld
+}
+
+/// A failed result's kind, as a span's `error.type` (`timeout`, `rate_limited`…).
+fn error_type(result: &ToolResult) -> String {
+    result
+        .error_kind
+        .and_then(|kind| serde_json::to_value(kind).ok()?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "tool_error".to_owned())
 }
 
 /// `[providers.NAME]` keys that say where a provider sends its credentials, or which

@@ -57,6 +57,7 @@ pub mod sources;
 pub mod speculation;
 pub mod state;
 pub mod telemetry;
+pub mod traces;
 pub mod upstream;
 
 pub use config::{Config, ConfigError, LoadedConfig};

@@ -64,6 +64,20 @@ pub fn init(default: LevelFilter) {
 
 /// [`init`], with `directives` (`rmcp=error`) applied unless `RUST_LOG` says otherwise.
 pub fn init_with(default: LevelFilter, directives: &[&str]) {
+    init_with_traces(default, directives, None);
+}
+
+/// [`init_with`], and quiver's spans exported by `traces` ([`crate::traces::start`]) whatever
+/// the log level: the level filters what is written to stderr only.
+pub fn init_with_traces(
+    default: LevelFilter,
+    directives: &[&str],
+    traces: Option<crate::traces::TracesLayer>,
+) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
     let mut filter = EnvFilter::builder().with_default_directive(default.into()).from_env_lossy();
     if std::env::var_os(EnvFilter::DEFAULT_ENV).is_none_or(|v| v.is_empty()) {
         for directive in directives {
@@ -72,12 +86,12 @@ pub fn init_with(default: LevelFilter, directives: &[&str]) {
             }
         }
     }
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(ScrubbedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(true)
-        .try_init();
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry().with(traces).with(stderr).try_init();
 }
 
 /// Makes a [`ScrubbedLine`] per event.

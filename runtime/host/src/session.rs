@@ -323,6 +323,36 @@ impl Session {
         intent: &[String],
         cancel: Option<Arc<AtomicBool>>,
     ) -> (ToolResult, CallEffects) {
+        // The session's part of a call — policy, cache, coalescing, pre-fetches — in a span.
+        let span = tracing::info_span!(
+            target: crate::traces::TARGET,
+            "session",
+            otel.name = "quiver session",
+            gen_ai.tool.name = name,
+            quiver.cached = tracing::field::Empty,
+            quiver.prefetched = tracing::field::Empty,
+            quiver.prefetches.started = tracing::field::Empty,
+            quiver.tokens = tracing::field::Empty,
+        );
+        let (result, effects) = tracing::Instrument::instrument(
+            self.call_untraced(name, args, intent, cancel),
+            span.clone(),
+        )
+        .await;
+        span.record("quiver.cached", effects.cache_hit);
+        span.record("quiver.prefetched", effects.prefetch_hit);
+        span.record("quiver.prefetches.started", effects.prefetches_started);
+        span.record("quiver.tokens", effects.tokens_after);
+        (result, effects)
+    }
+
+    async fn call_untraced(
+        &self,
+        name: &str,
+        args: Value,
+        intent: &[String],
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> (ToolResult, CallEffects) {
         let Some(tool) = self.host.tool(name) else {
             return (
                 self.host
@@ -502,7 +532,19 @@ impl Session {
         // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
         let (started, landed) =
             if self.host.config().config.enrichment.enabled && !prefetch_hit_or_joined {
-                self.prefetch(&tool, &structured, intent).await
+                let plan = tracing::info_span!(
+                    target: crate::traces::TARGET,
+                    "plan",
+                    otel.name = "quiver plan",
+                    quiver.prefetches.started = tracing::field::Empty,
+                );
+                let planned = tracing::Instrument::instrument(
+                    self.prefetch(&tool, &structured, intent),
+                    plan.clone(),
+                )
+                .await;
+                plan.record("quiver.prefetches.started", planned.0);
+                planned
             } else {
                 (0, Vec::new())
             };
@@ -871,36 +913,51 @@ impl Session {
                 let credentials = self.credentials.clone();
                 let report =
                     prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
-                set.spawn(async move {
-                    let permit = permit;
-                    let result = host
-                        .call_with(
-                            &tool,
-                            arguments,
-                            timeout,
-                            &session,
-                            Some(cancelled),
-                            credentials.as_deref(),
-                        )
-                        .await;
-                    drop(permit);
-                    if let Some(rate_host) = host_name.as_deref() {
-                        host.note_rate_headroom(rate_host, &credentials_scope, &result);
-                    }
-                    let landed = !result.is_error;
-                    if landed {
-                        // Unseen before it is cached, so a call finding it in the cache
-                        // delivers it whole; still in flight until then, so a call not finding
-                        // it joins it.
-                        prefetched.lock().unwrap_or_else(|e| e.into_inner()).mark_unseen(&key);
-                        host.state().cache_put(&scope, &key, &result, ttl).await;
-                    }
-                    prefetched.lock().unwrap_or_else(|e| e.into_inner()).finish(&key, landed);
-                    // Nobody may be waiting; that is fine.
-                    let _ =
-                        report.send(if landed { Landing::Landed(result) } else { Landing::Failed });
-                    landed.then_some(label)
-                });
+                let span = tracing::info_span!(
+                    target: crate::traces::TARGET,
+                    "prefetch",
+                    otel.name = %format!("quiver prefetch {tool}"),
+                    gen_ai.tool.name = %tool,
+                    quiver.landed = tracing::field::Empty,
+                );
+                let traced = span.clone();
+                set.spawn(tracing::Instrument::instrument(
+                    async move {
+                        let permit = permit;
+                        let result = host
+                            .call_with(
+                                &tool,
+                                arguments,
+                                timeout,
+                                &session,
+                                Some(cancelled),
+                                credentials.as_deref(),
+                            )
+                            .await;
+                        drop(permit);
+                        if let Some(rate_host) = host_name.as_deref() {
+                            host.note_rate_headroom(rate_host, &credentials_scope, &result);
+                        }
+                        let landed = !result.is_error;
+                        if landed {
+                            // Unseen before it is cached, so a call finding it in the cache
+                            // delivers it whole; still in flight until then, so a call not finding
+                            // it joins it.
+                            prefetched.lock().unwrap_or_else(|e| e.into_inner()).mark_unseen(&key);
+                            host.state().cache_put(&scope, &key, &result, ttl).await;
+                        }
+                        prefetched.lock().unwrap_or_else(|e| e.into_inner()).finish(&key, landed);
+                        // Nobody may be waiting; that is fine.
+                        let _ = report.send(if landed {
+                            Landing::Landed(result)
+                        } else {
+                            Landing::Failed
+                        });
+                        traced.record("quiver.landed", landed);
+                        landed.then_some(label)
+                    },
+                    span,
+                ));
             }
         }
         let started = set.len();

@@ -1601,6 +1601,10 @@ impl Upstream {
                 params.request_state = round.state;
             }
         }
+        // The caller's trace goes on at the upstream: W3C trace context in `_meta`.
+        for (key, value) in crate::traces::context_of(&tracing::Span::current()) {
+            params.meta.get_or_insert_with(Default::default).0.insert(key, Value::String(value));
+        }
         // 2026-07-28 servers ask for sampling, elicitation and roots with an `input_required`
         // answer and the call sent again with the answers (SEP-2322): a client that takes rounds
         // is handed the requests, any other is asked here, within the call.

@@ -742,7 +742,60 @@ impl QuiverServer {
         text_result(summary.to_string())
     }
 
+    /// [`QuiverServer::call_tool_untraced`] in a span of its own (`tools/call NAME`, or
+    /// `resources/read` for a resource read), continuing the client's trace when it sent one —
+    /// the request's `traceparent` header over HTTP, or `_meta.traceparent`.
     async fn call_provider_tool(
+        &self,
+        view: &View,
+        name: &str,
+        arguments: Map<String, Value>,
+        answers: &Answers,
+        context: &RequestContext<RoleServer>,
+        via: Via,
+    ) -> CallToolResponse {
+        use tracing::Instrument;
+        let method = if via == Via::Resource { "resources/read" } else { "tools/call" };
+        let span = tracing::info_span!(
+            target: quiver_runtime::traces::TARGET,
+            "mcp request",
+            otel.name = %format!("{method} {name}"),
+            otel.kind = "server",
+            mcp.method.name = method,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = name,
+            mcp.session.id = %view.session_id,
+            jsonrpc.request.id = %context.id,
+            error.type = tracing::field::Empty,
+            quiver.cached = tracing::field::Empty,
+            quiver.prefetched = tracing::field::Empty,
+            quiver.result.bytes = tracing::field::Empty,
+        );
+        let mut carried = std::collections::HashMap::new();
+        let headers = context.extensions.get::<http::request::Parts>().map(|p| &p.headers);
+        for key in ["traceparent", "tracestate"] {
+            let from_meta = context.meta.get(key).and_then(Value::as_str);
+            let from_header = headers.and_then(|h| h.get(key)?.to_str().ok());
+            if let Some(value) = from_meta.or(from_header) {
+                carried.insert(key.to_owned(), value.to_owned());
+            }
+        }
+        quiver_runtime::traces::continue_trace(&span, &carried);
+        let response = self
+            .call_tool_untraced(view, name, arguments, answers, context, via)
+            .instrument(span.clone())
+            .await;
+        if let CallToolResponse::Complete(result) = &response {
+            if result.is_error == Some(true) {
+                span.record("error.type", "tool_error");
+            }
+            let bytes = serde_json::to_string(&result.content).map_or(0, |t| t.len());
+            span.record("quiver.result.bytes", bytes);
+        }
+        response
+    }
+
+    async fn call_tool_untraced(
         &self,
         view: &View,
         name: &str,
@@ -878,6 +931,9 @@ impl QuiverServer {
         let started = std::time::Instant::now();
         let (result, effects) =
             self.run(view, tool, Value::Object(arguments), round, context).await;
+        let span = tracing::Span::current();
+        span.record("quiver.cached", effects.cache_hit);
+        span.record("quiver.prefetched", effects.prefetch_hit);
         // An upstream's requests for input, for a 2026-07-28 client to answer in the next round:
         // its state is bound to this call, so answers reach the call they were asked for.
         if let Some(input_required) =

@@ -1,0 +1,202 @@
+//! OpenTelemetry traces (`[telemetry.otlp]`): quiver's spans — an MCP request, the session's
+//! part of it (cache, coalescing, policy), the planner and each pre-fetch, the provider or
+//! upstream call — exported over OTLP by the `opentelemetry` SDK through
+//! `tracing-opentelemetry`. Only spans are exported, never log events (which preview
+//! arguments): a span's attributes are names, ids, counts and outcomes, never an argument
+//! value or a token. W3C trace context comes in from the client (`traceparent` over HTTP and in
+//! a request's `_meta`) and goes on to upstreams (`_meta`) and to services (the `traceparent`
+//! header of a provider's requests).
+//!
+//! Depends on the host's configuration only; the server and the CLI set it up.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use serde::Deserialize;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The `tracing` target of every span quiver exports.
+pub const TARGET: &str = "quiver::trace";
+
+/// How spans travel to the collector.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OtlpProtocol {
+    /// OTLP/HTTP with protobuf bodies (`/v1/traces`, port 4318 by convention).
+    #[default]
+    Http,
+    /// OTLP/gRPC (port 4317 by convention).
+    Grpc,
+}
+
+/// `[telemetry.otlp]` in quiver.toml.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OtlpConfig {
+    /// The collector: `http://collector:4318` (`/v1/traces` is added for HTTP unless given).
+    pub endpoint: Option<String>,
+    /// `http` (the default) or `grpc`.
+    pub protocol: OtlpProtocol,
+    /// The share of traces kept, from 0 to 1 (1 when unset); a client's sampled flag wins.
+    pub sample_ratio: f64,
+    /// The variable holding headers for the collector (`authorization=Bearer …,x-team=a`):
+    /// never written in the config.
+    pub headers_env: Option<String>,
+    /// `service.name` of the spans ("quiver" when unset).
+    pub service_name: Option<String>,
+}
+
+impl Default for OtlpConfig {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            protocol: OtlpProtocol::Http,
+            sample_ratio: 1.0,
+            headers_env: None,
+            service_name: None,
+        }
+    }
+}
+
+/// The layer [`start`] makes, for the subscriber's registry.
+pub type TracesLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// The exporter, running: spans still queued are sent when it is dropped.
+pub struct Traces {
+    provider: SdkTracerProvider,
+}
+
+impl Drop for Traces {
+    fn drop(&mut self) {
+        if let Err(e) = self.provider.shutdown() {
+            eprintln!("quiver: the last spans could not be sent to the collector: {e}");
+        }
+    }
+}
+
+/// `k=v,k2=v2` from the variable `name` (values may hold `=`).
+fn headers_from(name: &str) -> Result<HashMap<String, String>, String> {
+    let text = std::env::var(name).map_err(|_| {
+        format!(
+            "[telemetry.otlp] headers_env names {name}, which is not set; set it or remove the key"
+        )
+    })?;
+    text.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{name} must hold `key=value` pairs separated by commas"))?;
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// Starts exporting as `config` says: the running exporter, and the layer that turns quiver's
+/// spans into OpenTelemetry spans (for [`crate::logging::init_with_traces`]). `Ok(None)` when no
+/// endpoint is configured.
+pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, String> {
+    use tracing_subscriber::Layer;
+
+    let Some(endpoint) = config.endpoint.as_deref().filter(|e| !e.trim().is_empty()) else {
+        return Ok(None);
+    };
+    if !(0.0..=1.0).contains(&config.sample_ratio) {
+        return Err(format!(
+            "[telemetry.otlp] sample_ratio is {}; give a share from 0 to 1 (0.01: one trace in a \
+             hundred)",
+            config.sample_ratio
+        ));
+    }
+    // The exporter's HTTP client is reqwest on rustls without a provider of its own.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let headers = match &config.headers_env {
+        Some(name) => headers_from(name)?,
+        None => HashMap::new(),
+    };
+    let exporter = match config.protocol {
+        OtlpProtocol::Http => {
+            let endpoint = endpoint.trim_end_matches('/');
+            let endpoint = if endpoint.ends_with("/v1/traces") {
+                endpoint.to_owned()
+            } else {
+                format!("{endpoint}/v1/traces")
+            };
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(endpoint)
+                .with_headers(headers)
+                .build()
+        }
+        OtlpProtocol::Grpc => {
+            return Err("[telemetry.otlp] protocol = \"grpc\" is not built into this quiver; use \
+                 protocol = \"http\" (OTLP/HTTP, port 4318), which every collector accepts"
+                .to_owned())
+        }
+    }
+    .map_err(|e| format!("[telemetry.otlp] endpoint {endpoint}: {e}"))?;
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(config.service_name.clone().unwrap_or_else(|| "quiver".to_owned()))
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            config.sample_ratio,
+        ))))
+        .with_resource(resource)
+        .with_batch_exporter(exporter)
+        .build();
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let tracer = provider.tracer("quiver");
+    // Spans of quiver's own only: log events preview arguments, and libraries' spans say
+    // nothing a trace of quiver needs.
+    let only_spans =
+        tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.target() == TARGET);
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_tracked_inactivity(false)
+        .with_filter(only_spans);
+    Ok(Some((Traces { provider }, Box::new(layer))))
+}
+
+/// A W3C `traceparent` (and `tracestate`) carried in a map: HTTP headers or an MCP `_meta`.
+struct Carrier<'a>(&'a HashMap<String, String>);
+
+impl Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// Makes the context in `fields` (`traceparent`, `tracestate`) the parent of `span`, when it
+/// holds a valid one.
+pub fn continue_trace(span: &tracing::Span, fields: &HashMap<String, String>) {
+    if !fields.contains_key("traceparent") {
+        return;
+    }
+    let context = TraceContextPropagator::new().extract(&Carrier(fields));
+    let _ = span.set_parent(context);
+}
+
+/// The W3C fields (`traceparent`, `tracestate`) that continue `span`'s trace elsewhere: an
+/// upstream's `_meta`, a service's headers. Empty when the span is not exported.
+pub fn context_of(span: &tracing::Span) -> HashMap<String, String> {
+    struct Fields(HashMap<String, String>);
+    impl Injector for Fields {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.insert(key.to_owned(), value);
+        }
+    }
+    let mut fields = Fields(HashMap::new());
+    let context = span.context();
+    TraceContextPropagator::new().inject_context(&context, &mut fields);
+    fields.0
+}
