@@ -157,6 +157,11 @@ pub struct ToolContext {
     /// whether the resource is public ([`ToolContext::label_visibility`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lockdown: bool,
+    /// The W3C trace context of the host's span of this call (`traceparent`, `tracestate`),
+    /// when traces are exported: a provider sends it as headers of its requests, so a
+    /// service's own traces join the caller's ([`ToolContext::trace_headers`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub trace_context: std::collections::BTreeMap<String, String>,
 }
 
 impl ToolContext {
@@ -171,6 +176,15 @@ impl ToolContext {
         let label =
             AuthorLabel { pointer: pointer.into(), author: author.into(), can_write, public: None };
         self.authors.push(label);
+    }
+
+    /// The headers that carry the caller's trace to a service (`traceparent`, `tracestate`);
+    /// none when traces are not exported.
+    pub fn trace_headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.trace_context
+            .iter()
+            .filter(|(key, _)| matches!(key.as_str(), "traceparent" | "tracestate"))
+            .map(|(key, value)| (key.as_str(), value.as_str()))
     }
 
     /// Says whether the resource the texts labelled so far belong to is public (a public

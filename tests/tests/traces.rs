@@ -190,6 +190,15 @@ async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
     let provider = child_of(&session[0], "github get_issue");
     assert_eq!(provider.len(), 1, "{spans:#?}");
     assert_eq!(provider[0].trace_id, trace_id);
+    // GitHub was asked within the trace too, under the provider call's span.
+    let asked: Vec<String> = github
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.headers.get("traceparent")?.to_str().ok().map(str::to_owned))
+        .collect();
+    assert_eq!(asked, [format!("00-{trace_id}-{}-01", provider[0].span_id)]);
     let upstream_call =
         spans.iter().find(|s| s.name == "tools/call trace").expect("the upstream call's span");
     assert_eq!(upstream_call.kind, 3, "CLIENT");

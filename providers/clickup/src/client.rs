@@ -212,7 +212,8 @@ impl Client {
         // here is a GET; POST, PUT and DELETE change ClickUp.
         let idempotent = method == Method::GET;
         loop {
-            let reply = match self.send_once(&method, url.clone(), token, body, subject).await {
+            let reply = match self.send_once(&method, url.clone(), token, body, subject, ctx).await
+            {
                 Ok(reply) => reply,
                 Err(failure) => {
                     if idempotent && failure.transient {
@@ -281,6 +282,7 @@ impl Client {
         token: &str,
         body: Option<&Value>,
         subject: &Subject,
+        ctx: &ToolContext,
     ) -> Result<Reply, Failure> {
         let value = match self.settings.auth {
             AuthScheme::Personal => token.to_owned(),
@@ -299,6 +301,10 @@ impl Client {
         let mut request = self.http.request(method.clone(), url).header(AUTHORIZATION, auth);
         if let Some(body) = body {
             request = request.json(body);
+        }
+        // The caller's trace goes on at ClickUp.
+        for (name, value) in ctx.trace_headers() {
+            request = request.header(name, value);
         }
         let exchange = async {
             let mut response =

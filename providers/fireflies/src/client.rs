@@ -324,7 +324,7 @@ impl Client {
         // again after a passing fault, since a mutation may have landed.
         let idempotent = is_query(query);
         loop {
-            let reply = match self.send_once(&body, token, subject).await {
+            let reply = match self.send_once(&body, token, subject, ctx).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     if idempotent && failure.transient {
@@ -421,16 +421,16 @@ impl Client {
         body: &Value,
         token: &str,
         subject: &Subject,
+        ctx: &ToolContext,
     ) -> Result<Reply, Failure> {
         let exchange = async {
-            let mut response = self
-                .http
-                .post(&self.settings.endpoint)
-                .bearer_auth(token)
-                .json(body)
-                .send()
-                .await
-                .map_err(|e| self.transport_error(&e, subject))?;
+            let mut request = self.http.post(&self.settings.endpoint).bearer_auth(token);
+            // The caller's trace goes on at Fireflies.
+            for (name, value) in ctx.trace_headers() {
+                request = request.header(name, value);
+            }
+            let mut response =
+                request.json(body).send().await.map_err(|e| self.transport_error(&e, subject))?;
             let status = response.status().as_u16();
             let headers = response.headers().clone();
             let too_large = |_| Failure::fatal(self.too_large(subject));

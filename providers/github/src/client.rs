@@ -309,7 +309,7 @@ impl Client {
         // Only reads are sent again after a passing fault: a write may have landed.
         let idempotent = method == Method::GET;
         loop {
-            let reply = match self.send_once(&method, uri, body, accept, subject).await {
+            let reply = match self.send_once(&method, uri, body, accept, subject, ctx).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     match transient.next_pause().filter(|_| idempotent && failure.transient) {
@@ -372,6 +372,7 @@ impl Client {
         body: Option<&Value>,
         accept: Option<&'static str>,
         subject: &Subject,
+        ctx: &ToolContext,
     ) -> Result<Reply, Failure> {
         let exchange = async {
             let response = match *method {
@@ -380,12 +381,21 @@ impl Client {
                 Method::PATCH => self.octo._patch(uri, body).await,
                 Method::DELETE => self.octo._delete(uri, body).await,
                 _ => {
-                    let headers = accept.map(|media| {
-                        let mut h = HeaderMap::new();
-                        h.insert(http::header::ACCEPT, http::HeaderValue::from_static(media));
-                        h
-                    });
-                    self.octo._get_with_headers(uri, headers).await
+                    let mut headers = HeaderMap::new();
+                    if let Some(media) = accept {
+                        headers.insert(http::header::ACCEPT, http::HeaderValue::from_static(media));
+                    }
+                    // The caller's trace goes on at GitHub (reads: octocrab's write helpers
+                    // take no headers).
+                    for (name, value) in ctx.trace_headers() {
+                        if let (Ok(name), Ok(value)) = (
+                            http::HeaderName::from_bytes(name.as_bytes()),
+                            http::HeaderValue::from_str(value),
+                        ) {
+                            headers.insert(name, value);
+                        }
+                    }
+                    self.octo._get_with_headers(uri, (!headers.is_empty()).then_some(headers)).await
                 }
             }
             .map_err(|e| {

@@ -243,7 +243,7 @@ impl Client {
         // Only reads are sent again after a passing fault: a write may have landed.
         let idempotent = method == Method::GET;
         loop {
-            let reply = match self.send_once(&method, uri, body, subject).await {
+            let reply = match self.send_once(&method, uri, body, subject, ctx).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     match transient.next_pause().filter(|_| idempotent && failure.transient) {
@@ -321,6 +321,7 @@ impl Client {
         uri: &str,
         body: Option<&Value>,
         subject: &Subject,
+        ctx: &ToolContext,
     ) -> Result<Reply, Failure> {
         let exchange = async {
             let mut url = format!("{}{uri}", self.settings.api_root);
@@ -331,6 +332,10 @@ impl Client {
                 let mut request = self.http.request(method.clone(), &url);
                 if same_origin {
                     request = request.headers(self.auth_headers());
+                }
+                // The caller's trace goes on at GitLab.
+                for (name, value) in ctx.trace_headers() {
+                    request = request.header(name, value);
                 }
                 if let Some(body) = body {
                     request = request.json(body);

@@ -241,7 +241,7 @@ impl Client {
         // here is a GET (searches included); POST, PUT and DELETE all change Jira.
         let idempotent = method == Method::GET;
         loop {
-            let reply = match self.send_once(&method, api, endpoint, body, subject).await {
+            let reply = match self.send_once(&method, api, endpoint, body, subject, ctx).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     if idempotent && failure.transient {
@@ -306,6 +306,7 @@ impl Client {
         endpoint: &str,
         body: Option<&Value>,
         subject: &Subject,
+        ctx: &ToolContext,
     ) -> Result<Reply, Failure> {
         let (name, version) = match api {
             Api::Core => ("api", self.settings.deployment.api_version()),
@@ -324,6 +325,10 @@ impl Client {
             request = request.json(body);
         }
         request = self.core.apply_credentials_async(request);
+        // The caller's trace goes on at Jira.
+        for (name, value) in ctx.trace_headers() {
+            request = request.header(name, value);
+        }
         let exchange = async {
             let mut response =
                 request.send().await.map_err(|e| self.transport_error(&e, subject))?;

@@ -1278,9 +1278,13 @@ impl Host {
             quiver.provider = %tool.name.provider,
             error.type = tracing::field::Empty,
         );
+        // The service's requests carry this span's trace on.
+        let trace: std::collections::BTreeMap<String, String> =
+            crate::traces::context_of(&span).into_iter().collect();
         // The provider blocks (it runs its own runtime), so it must not run on an async worker.
         let blocking = tokio::task::spawn_blocking(move || {
-            call_provider(&tool_for_thread, args, timeout, &session, &flag, lockdown)
+            let context = CallContext { lockdown, trace };
+            call_provider(&tool_for_thread, args, timeout, &session, &flag, context)
         });
         let answer = tracing::Instrument::instrument(
             tokio::time::timeout(timeout + DEADLINE_GRACE, blocking),
@@ -1328,7 +1332,10 @@ impl Host {
                 timeout.unwrap_or(DEFAULT_CALL_TIMEOUT),
                 session,
                 &AtomicBool::new(false),
-                self.lockdown_wanted(&tool.name.provider),
+                CallContext {
+                    lockdown: self.lockdown_wanted(&tool.name.provider),
+                    trace: Default::default(),
+                },
             ),
             None => ToolResult::error(ToolErrorKind::UnknownTool, self.unknown_tool_message(name)),
         }
@@ -1410,6 +1417,14 @@ fn restart_only_changes(before: &ProviderConfig, after: &ProviderConfig) -> Vec<
     changed
 }
 
+/// What the host tells a provider about a call besides its arguments.
+struct CallContext {
+    /// [`ToolContext::lockdown`].
+    lockdown: bool,
+    /// [`ToolContext::trace_context`].
+    trace: std::collections::BTreeMap<String, String>,
+}
+
 /// One call across the plugin boundary, logged with its arguments previewed and secrets masked.
 fn call_provider(
     tool: &RegisteredTool,
@@ -1417,7 +1432,7 @@ fn call_provider(
     timeout: Duration,
     session: &str,
     cancelled: &AtomicBool,
-    lockdown: bool,
+    context: CallContext,
 ) -> ToolResult {
     let call_id = next_call_id();
     tracing::info!(
@@ -1431,7 +1446,8 @@ fn call_provider(
         session: session.to_owned(),
         call_id: call_id.clone(),
         timeout_ms: Some(timeout.as_millis() as u64),
-        lockdown,
+        lockdown: context.lockdown,
+        trace_context: context.trace,
         ..ToolContext::default()
     };
     let context_json = serde_json::to_string(&ctx).expect("a context is JSON");
