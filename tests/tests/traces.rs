@@ -209,3 +209,88 @@ async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
         }
     }
 }
+
+/// Over Streamable HTTP the client's trace comes in the request's `traceparent` header: the
+/// server's span of the call continues it (exported while the server runs, by the batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_requests_traceparent_header_is_continued() {
+    let github = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octocat/Hello-World/issues/1347"))
+        .respond_with(recorded_reply(200, "github", "issue.json"))
+        .mount(&github)
+        .await;
+    let collector = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&collector)
+        .await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("quiver.toml"),
+        format!(
+            "[providers.github]\nbase_url = \"{}\"\n[telemetry.otlp]\nendpoint = \"{}\"\n",
+            github.uri(),
+            collector.uri()
+        ),
+    )
+    .unwrap();
+    let (mut command, port) = quiver_tests::serve_http_command(dir.path(), plugins.path());
+    let mut child = command.spawn().expect("spawn quiver serve --http");
+    quiver_tests::wait_until_listening(port, "quiver serve --http");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let post = |body: Value, session: Option<String>, traceparent: Option<String>| {
+        let url = url.clone();
+        async move {
+            let mut request = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .json(&body);
+            if let Some(session) = session {
+                request = request
+                    .header("mcp-session-id", session)
+                    .header("mcp-protocol-version", "2025-11-25");
+            }
+            if let Some(traceparent) = traceparent {
+                request = request.header("traceparent", traceparent);
+            }
+            let response = request.send().await.unwrap();
+            let session = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            (response.status().as_u16(), session, response.text().await.unwrap())
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "traced", "version": "1"}}});
+    let (status, session, _) = post(init, None, None).await;
+    assert_eq!(status, 200);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(initialized, session.clone(), None).await;
+    let (trace_id, client_span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "github_get_issue",
+        "arguments": {"owner": "octocat", "repo": "Hello-World", "number": 1347}}});
+    let (status, _, answer) =
+        post(call, session, Some(format!("00-{trace_id}-{client_span}-01"))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("Found a bug"), "{answer}");
+    let started = Instant::now();
+    let request = loop {
+        let (spans, _) = received(&collector).await;
+        if let Some(span) = spans.into_iter().find(|s| s.name == "tools/call github_get_issue") {
+            break span;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no span of the call came");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!((request.trace_id.as_str(), request.parent.as_str()), (trace_id, client_span));
+}

@@ -1,7 +1,7 @@
 //! The audit trail (`[audit]`): one JSON line per call that changes something — and, when
 //! asked, per read — saying when, who (the HTTP user and the credentials their call used), which
-//! tool with which arguments (masked as configured), how it ended and who confirmed it. Written
-//! and synced before the caller is answered; rotated by size; each line carries the SHA-256 of
+//! tool with which arguments (masked as configured), how it ended and who confirmed it. A
+//! write's line is synced to disk before the caller is answered; rotated by size; each line carries the SHA-256 of
 //! the line before it, so `quiver audit verify` finds a line removed or edited anywhere but at
 //! the very end (whose hash `verify` prints, to be kept elsewhere).
 //!
@@ -94,6 +94,10 @@ pub struct AuditEntry<'a> {
     pub confirmed_by: Option<&'a str>,
     /// Answered from the cache (a read), not sent.
     pub cached: bool,
+    /// Whether the call may change something: its line is synced to disk before the caller is
+    /// answered (a read's is written, and reaches the disk with the next write's or the
+    /// system's own flush).
+    pub writes: bool,
 }
 
 /// A line of the trail, in the order its fields are written.
@@ -274,7 +278,7 @@ impl AuditLog {
             prev: writer.prev.clone(),
         };
         let text = serde_json::to_string(&line).map_err(|e| e.to_string())?;
-        let written = self.append(&mut writer, &text);
+        let written = self.append(&mut writer, &text, entry.writes);
         match &written {
             Ok(()) => {
                 writer.prev = sha256_hex(text.as_bytes());
@@ -289,13 +293,15 @@ impl AuditLog {
         written
     }
 
-    fn append(&self, writer: &mut Writer, text: &str) -> Result<(), String> {
+    fn append(&self, writer: &mut Writer, text: &str, sync: bool) -> Result<(), String> {
         let bytes = text.len() as u64 + 1;
         if writer.size > 0 && writer.size + bytes > self.config.max_bytes {
             self.rotate(writer).map_err(|e| format!("rotating it failed: {e}"))?;
         }
         writer.file.write_all(format!("{text}\n").as_bytes()).map_err(|e| e.to_string())?;
-        writer.file.sync_data().map_err(|e| e.to_string())?;
+        if sync {
+            writer.file.sync_data().map_err(|e| e.to_string())?;
+        }
         writer.size += bytes;
         Ok(())
     }
@@ -401,6 +407,7 @@ mod tests {
             error: None,
             confirmed_by: Some("person"),
             cached: false,
+            writes: true,
         }
     }
 

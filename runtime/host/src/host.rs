@@ -1238,8 +1238,7 @@ impl Host {
                 "call"
             );
             let started = Instant::now();
-            let span = tracing::info_span!(
-                target: crate::traces::TARGET,
+            let span = crate::traced_span!(
                 "upstream call",
                 otel.name = %format!("tools/call {}", tool.name.tool),
                 otel.kind = "client",
@@ -1269,8 +1268,7 @@ impl Host {
         let lockdown = self.lockdown_wanted(&tool.name.provider);
         let (tool_for_thread, flag, session) =
             (tool.clone(), Arc::clone(&cancelled), session.to_owned());
-        let span = tracing::info_span!(
-            target: crate::traces::TARGET,
+        let span = crate::traced_span!(
             "provider call",
             otel.name = %format!("{} {}", tool.name.provider, tool.name.tool),
             gen_ai.operation.name = "execute_tool",

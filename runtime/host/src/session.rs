@@ -324,8 +324,7 @@ impl Session {
         cancel: Option<Arc<AtomicBool>>,
     ) -> (ToolResult, CallEffects) {
         // The session's part of a call — policy, cache, coalescing, pre-fetches — in a span.
-        let span = tracing::info_span!(
-            target: crate::traces::TARGET,
+        let span = crate::traced_span!(
             "session",
             otel.name = "quiver session",
             gen_ai.tool.name = name,
@@ -532,8 +531,7 @@ impl Session {
         // not planned, which would hold the answer for up to `prefetch_timeout_ms`.
         let (started, landed) =
             if self.host.config().config.enrichment.enabled && !prefetch_hit_or_joined {
-                let plan = tracing::info_span!(
-                    target: crate::traces::TARGET,
+                let plan = crate::traced_span!(
                     "plan",
                     otel.name = "quiver plan",
                     quiver.prefetches.started = tracing::field::Empty,
@@ -913,15 +911,14 @@ impl Session {
                 let credentials = self.credentials.clone();
                 let report =
                     prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
-                let span = tracing::info_span!(
-                    target: crate::traces::TARGET,
+                let span = crate::traced_span!(
                     "prefetch",
                     otel.name = %format!("quiver prefetch {tool}"),
                     gen_ai.tool.name = %tool,
                     quiver.landed = tracing::field::Empty,
                 );
                 let traced = span.clone();
-                set.spawn(tracing::Instrument::instrument(
+                set.spawn(crate::traces::carried(tracing::Instrument::instrument(
                     async move {
                         let permit = permit;
                         let result = host
@@ -957,7 +954,7 @@ impl Session {
                         landed.then_some(label)
                     },
                     span,
-                ));
+                )));
             }
         }
         let started = set.len();

@@ -22,6 +22,65 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// The `tracing` target of every span quiver exports.
 pub const TARGET: &str = "quiver::trace";
 
+/// The share of requests traced, once an exporter runs ([`start`]).
+static RATIO: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+tokio::task_local! {
+    /// Whether the request this task serves is traced: decided once, at the request
+    /// ([`head_sampled`]), so an untraced request makes no span at all — sampling that only
+    /// dropped spans at export would still pay for building every one.
+    static TRACED: bool;
+}
+
+/// Whether spans are made here: inside a traced request ([`within`]); never outside one.
+pub fn traced() -> bool {
+    TRACED.try_with(|traced| *traced).unwrap_or(false)
+}
+
+/// `future` run as part of a request that is traced or not.
+pub async fn within<F: std::future::Future>(traced: bool, future: F) -> F::Output {
+    TRACED.scope(traced, future).await
+}
+
+/// `future`, to be spawned for the current request (a pre-fetch), traced as the request is.
+pub fn carried<F: std::future::Future>(future: F) -> impl std::future::Future<Output = F::Output> {
+    TRACED.scope(traced(), future)
+}
+
+/// Whether a request is traced: as the client's `traceparent` says when it sent one (its
+/// sampled flag), else one in `1 / sample_ratio`; never while no exporter runs.
+pub fn head_sampled(fields: &HashMap<String, String>) -> bool {
+    let Some(ratio) = RATIO.get().copied() else { return false };
+    if let Some(parent) = fields.get("traceparent") {
+        // `00-<trace id>-<span id>-<flags>`: bit 0 of the flags is "sampled".
+        if let Some(flags) = parent.rsplit('-').next().and_then(|f| u8::from_str_radix(f, 16).ok())
+        {
+            return flags & 1 == 1;
+        }
+    }
+    if ratio >= 1.0 {
+        return true;
+    }
+    // A fresh random draw per request, from the standard library's hasher keys.
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    (hasher.finish() as f64 / u64::MAX as f64) < ratio
+}
+
+/// A span of quiver's (target [`TARGET`], level INFO) when the current request is traced
+/// ([`traced`]), else no span: `traced_span!("session", otel.name = "quiver session", …)`.
+#[macro_export]
+macro_rules! traced_span {
+    ($($field:tt)*) => {
+        if $crate::traces::traced() {
+            ::tracing::info_span!(target: $crate::traces::TARGET, $($field)*)
+        } else {
+            ::tracing::Span::none()
+        }
+    };
+}
+
 /// How spans travel to the collector.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -143,22 +202,33 @@ pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, Strin
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(config.service_name.clone().unwrap_or_else(|| "quiver".to_owned()))
         .build();
+    let _ = RATIO.set(config.sample_ratio);
+    // Sampled at the request ([`head_sampled`]): a span made is a span kept.
     let provider = SdkTracerProvider::builder()
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            config.sample_ratio,
-        ))))
+        .with_sampler(Sampler::AlwaysOn)
         .with_resource(resource)
         .with_batch_exporter(exporter)
         .build();
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let tracer = provider.tracer("quiver");
-    // Spans of quiver's own only: log events preview arguments, and libraries' spans say
-    // nothing a trace of quiver needs.
+    // Spans of quiver's own only (log events preview arguments, and libraries' spans say
+    // nothing a trace of quiver needs) — decided once per call site: a filter asked at each
+    // event would make every `debug!` of the hot path ask it. quiver logs no event under
+    // this target.
     let only_spans =
-        tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.target() == TARGET);
+        tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO);
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_tracked_inactivity(false)
+        // Where in quiver's code and on which thread say nothing to an operator, and cost an
+        // allocation per span.
+        .with_location(false)
+        .with_threads(false)
+        .with_level(false)
+        .with_target(false)
+        // Nothing reads OpenTelemetry's current context (the trace is passed on from the span
+        // itself), and an instrumented future enters its span at every poll.
+        .with_context_activation(false)
         .with_filter(only_spans);
     Ok(Some((Traces { provider }, Box::new(layer))))
 }

@@ -756,21 +756,6 @@ impl QuiverServer {
     ) -> CallToolResponse {
         use tracing::Instrument;
         let method = if via == Via::Resource { "resources/read" } else { "tools/call" };
-        let span = tracing::info_span!(
-            target: quiver_runtime::traces::TARGET,
-            "mcp request",
-            otel.name = %format!("{method} {name}"),
-            otel.kind = "server",
-            mcp.method.name = method,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = name,
-            mcp.session.id = %view.session_id,
-            jsonrpc.request.id = %context.id,
-            error.type = tracing::field::Empty,
-            quiver.cached = tracing::field::Empty,
-            quiver.prefetched = tracing::field::Empty,
-            quiver.result.bytes = tracing::field::Empty,
-        );
         let mut carried = std::collections::HashMap::new();
         let headers = context.extensions.get::<http::request::Parts>().map(|p| &p.headers);
         for key in ["traceparent", "tracestate"] {
@@ -780,12 +765,33 @@ impl QuiverServer {
                 carried.insert(key.to_owned(), value.to_owned());
             }
         }
+        // Traced or not is decided here, once for the whole request.
+        let sampled = quiver_runtime::traces::head_sampled(&carried);
+        let span = if !sampled {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                target: quiver_runtime::traces::TARGET,
+                "mcp request",
+                otel.name = %format!("{method} {name}"),
+                otel.kind = "server",
+                mcp.method.name = method,
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = name,
+                mcp.session.id = %view.session_id,
+                jsonrpc.request.id = %context.id,
+                error.type = tracing::field::Empty,
+                quiver.cached = tracing::field::Empty,
+                quiver.prefetched = tracing::field::Empty,
+                quiver.result.bytes = tracing::field::Empty,
+            )
+        };
         quiver_runtime::traces::continue_trace(&span, &carried);
-        let response = self
-            .call_tool_untraced(view, name, arguments, answers, context, via)
-            .instrument(span.clone())
-            .await;
-        if let CallToolResponse::Complete(result) = &response {
+        let untraced = self.call_tool_untraced(view, name, arguments, answers, context, via);
+        let response =
+            quiver_runtime::traces::within(sampled, untraced.instrument(span.clone())).await;
+        // Measured only for a span that is exported: counting the bytes writes the result out.
+        if let (CallToolResponse::Complete(result), false) = (&response, span.is_disabled()) {
             if result.is_error == Some(true) {
                 span.record("error.type", "tool_error");
             }
@@ -970,6 +976,7 @@ impl QuiverServer {
                 error: error.as_deref(),
                 confirmed_by,
                 cached: effects.cache_hit,
+                writes,
             };
             // A failure is logged by the trail, and stops the next write.
             let _ = log.record(&entry);
