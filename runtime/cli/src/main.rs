@@ -441,7 +441,8 @@ fn audit_verify(config: Option<&Path>, path: Option<&Path>) -> anyhow::Result<Ex
             let loaded = LoadedConfig::discover(config)?;
             let Some(path) = loaded.config.audit.path.clone() else {
                 anyhow::bail!(
-                    "no audit trail is configured: give its file (`quiver audit verify PATH`) or                      set [audit] path"
+                    "no audit trail is configured: give its file (`quiver audit verify PATH`) or \
+                     set [audit] path"
                 );
             };
             let base = loaded.path.as_deref().and_then(Path::parent);

@@ -929,7 +929,8 @@ impl QuiverServer {
         let audit = self.inner.host.audit().ok().flatten().filter(|log| log.records(writes));
         if let Some(why) = audit.as_ref().filter(|_| writes).and_then(|log| log.broken()) {
             return error_result(format!(
-                "quiver did not send this call: its audit trail cannot be written ({why});                  whoever runs quiver must fix it (space, permissions of [audit] path)"
+                "quiver did not send this call: its audit trail cannot be written ({why}); \
+                 whoever runs quiver must fix it (space, permissions of [audit] path)"
             ))
             .into();
         }
