@@ -95,6 +95,11 @@ impl CancellationFlag {
 /// The result metadata key under which a provider's [`AuthorLabel`]s travel to the host.
 pub const AUTHORS_METADATA: &str = "authors";
 
+/// The result metadata key under which the services' own ids of a call's requests travel to the
+/// host ([`ToolContext::note_request_id`]): what the audit trail names, to find the call in the
+/// service's logs.
+pub const REQUEST_IDS_METADATA: &str = "request_ids";
+
 /// Who wrote one text field of a result, and whether they can write to the resource it belongs
 /// to (GitHub's `author_association` OWNER, MEMBER or COLLABORATOR; a project member; …): what
 /// `[security] lockdown` withholds by, and what tells text from the resource's own people from
@@ -135,6 +140,17 @@ impl AuthorLabels {
     }
 }
 
+/// The services' request ids a call collects; cloning shares the list.
+#[derive(Debug, Clone, Default)]
+pub struct RequestIds(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl RequestIds {
+    /// Takes what was collected.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Everything a call needs besides its arguments, passed explicitly.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ToolContext {
@@ -162,6 +178,10 @@ pub struct ToolContext {
     /// service's own traces join the caller's ([`ToolContext::trace_headers`]).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub trace_context: std::collections::BTreeMap<String, String>,
+    /// The services' ids of this call's requests ([`ToolContext::note_request_id`]); the SDK
+    /// hands them to the host with the result.
+    #[serde(skip)]
+    pub request_ids: RequestIds,
 }
 
 impl ToolContext {
@@ -176,6 +196,16 @@ impl ToolContext {
         let label =
             AuthorLabel { pointer: pointer.into(), author: author.into(), can_write, public: None };
         self.authors.push(label);
+    }
+
+    /// Notes the service's own id of a request this call made (`x-github-request-id`,
+    /// `x-request-id`…), for the audit trail.
+    pub fn note_request_id(&self, id: impl Into<String>) {
+        let mut ids = self.request_ids.0.lock().unwrap_or_else(|e| e.into_inner());
+        let id = id.into();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
     }
 
     /// The headers that carry the caller's trace to a service (`traceparent`, `tracestate`);
@@ -330,6 +360,14 @@ impl ToolResult {
     pub fn from_json(value: Value) -> Self {
         let text = value.to_string();
         Self { content: vec![Content::text(text)], structured: Some(value), ..Self::default() }
+    }
+
+    /// The services' request ids its provider noted ([`REQUEST_IDS_METADATA`]).
+    pub fn request_ids(&self) -> Vec<String> {
+        self.metadata
+            .get(REQUEST_IDS_METADATA)
+            .and_then(|ids| serde_json::from_value(ids.clone()).ok())
+            .unwrap_or_default()
     }
 
     /// The author labels its provider attached ([`AUTHORS_METADATA`]); none when it attached

@@ -1331,6 +1331,15 @@ async fn a_providers_lockdown_withholds_strangers_texts_over_http() {
 async fn the_audit_trail_names_the_user_their_credentials_and_who_confirmed() {
     require_python_sdk();
     let github = fake_github().await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octocat/Hello-World/issues"))
+        .respond_with(
+            recorded_reply(201, "github", "issue_created.json")
+                .insert_header("x-github-request-id", "C3A8:1F2E:9A41B7:6E0D2C1:674F00AA"),
+        )
+        .with_priority(1)
+        .mount(&github)
+        .await;
     let (alice, entry) = new_user_key("alice", "tokens = { github = \"ALICE_GH\" }\n");
     let served = Served::start_with_env(
         &format!(
@@ -1376,4 +1385,6 @@ async fn the_audit_trail_names_the_user_their_credentials_and_who_confirmed() {
     );
     assert_eq!(lines[1]["arguments"]["body"], "[redacted]");
     assert_eq!(lines[1]["arguments"]["title"], "Found a bug");
+    // GitHub's own id of the request that created the issue, to find it in GitHub's logs.
+    assert_eq!(lines[1]["request_ids"], json!(["C3A8:1F2E:9A41B7:6E0D2C1:674F00AA"]));
 }

@@ -133,7 +133,8 @@ where
         }
     };
     let authors = ctx.authors.clone();
-    match handler(provider, args, ctx).await {
+    let request_ids = ctx.request_ids.clone();
+    let mut result = match handler(provider, args, ctx).await {
         Ok(value) => match serde_json::to_value(value) {
             Ok(value) => {
                 let mut result = ToolResult::from_json(value);
@@ -150,7 +151,16 @@ where
             ),
         },
         Err(e) => e.into(),
+    };
+    // Failed calls too: a service's id of a refused request is what its support asks for.
+    let ids = request_ids.take();
+    if !ids.is_empty() {
+        result.metadata.insert(
+            quiver_core::tool::REQUEST_IDS_METADATA.to_owned(),
+            serde_json::to_value(ids).unwrap_or_default(),
+        );
     }
+    result
 }
 
 /// Declares a tool of a provider: its name, description, argument type and handler.

@@ -344,6 +344,13 @@ impl Client {
                     request.send().await.map_err(|e| self.transport_error(&e, subject))?;
                 let status = response.status();
                 let headers = response.headers().clone();
+                // GitLab's own id of the request, for the audit trail.
+                let id = quiver_plugin_sdk::support::http::request_id(|name| {
+                    headers.get(name)?.to_str().ok()
+                });
+                if let Some(id) = id {
+                    ctx.note_request_id(id);
+                }
                 // GETs follow redirects; the token goes only to the instance itself.
                 if status.is_redirection() && *method == Method::GET && redirects < MAX_REDIRECTS {
                     if let Some(next) = header(&headers, LOCATION.as_str())

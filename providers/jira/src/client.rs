@@ -334,6 +334,13 @@ impl Client {
                 request.send().await.map_err(|e| self.transport_error(&e, subject))?;
             let status = response.status();
             let headers = response.headers().clone();
+            // Jira's own id of the request, for the audit trail.
+            let id = quiver_plugin_sdk::support::http::request_id(|name| {
+                headers.get(name)?.to_str().ok()
+            });
+            if let Some(id) = id {
+                ctx.note_request_id(id);
+            }
             let too_large = |_| Failure::fatal(self.too_large(subject));
             let mut limit =
                 BodyLimit::new(self.settings.max_response_bytes, response.content_length())

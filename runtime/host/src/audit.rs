@@ -94,6 +94,9 @@ pub struct AuditEntry<'a> {
     pub confirmed_by: Option<&'a str>,
     /// Answered from the cache (a read), not sent.
     pub cached: bool,
+    /// The services' own ids of the requests the call made (GitHub's `x-github-request-id`…),
+    /// to find it in their logs.
+    pub request_ids: &'a [String],
     /// Whether the call may change something: its line is synced to disk before the caller is
     /// answered (a read's is written, and reaches the disk with the next write's or the
     /// system's own flush).
@@ -116,6 +119,8 @@ struct Line {
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_sha256: Option<String>,
     outcome: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    request_ids: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     confirmed_by: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
@@ -273,6 +278,7 @@ impl AuditLog {
             arguments,
             arguments_sha256,
             outcome: entry.error.map_or_else(|| "ok".to_owned(), |kind| format!("error: {kind}")),
+            request_ids: entry.request_ids.to_vec(),
             confirmed_by: entry.confirmed_by.map(str::to_owned),
             cached: entry.cached,
             prev: writer.prev.clone(),
@@ -407,6 +413,7 @@ mod tests {
             error: None,
             confirmed_by: Some("person"),
             cached: false,
+            request_ids: &[],
             writes: true,
         }
     }

@@ -964,6 +964,7 @@ impl QuiverServer {
                 )
             });
             let registered = self.inner.host.tool(&tool.qualified);
+            let request_ids = result.request_ids();
             let provider = tool.qualified.split('.').next().unwrap_or_default();
             let user = view.user.as_ref();
             let entry = quiver_runtime::audit::AuditEntry {
@@ -977,6 +978,7 @@ impl QuiverServer {
                 error: error.as_deref(),
                 confirmed_by,
                 cached: effects.cache_hit,
+                request_ids: &request_ids,
                 writes,
             };
             // A failure is logged by the trail, and stops the next write.

@@ -260,6 +260,23 @@ impl RetryBudget {
     }
 }
 
+/// The service's own id of a request, from its answer's headers (`header` reads one by its
+/// lowercase name): GitHub's `x-github-request-id`, Jira's `x-arequestid` or `atl-traceid`, else
+/// the common `x-request-id` (GitLab and most others).
+///
+/// ```
+/// use quiver_plugin_sdk::support::http::request_id;
+///
+/// let github = |name: &str| (name == "x-github-request-id").then_some("C3A8:1F2E:9A41B7");
+/// assert_eq!(request_id(github), Some("C3A8:1F2E:9A41B7"));
+/// assert_eq!(request_id(|_: &str| None), None);
+/// ```
+pub fn request_id<'h>(header: impl Fn(&str) -> Option<&'h str>) -> Option<&'h str> {
+    ["x-github-request-id", "x-arequestid", "atl-traceid", "x-request-id"]
+        .into_iter()
+        .find_map(|name| header(name).map(str::trim).filter(|id| !id.is_empty()))
+}
+
 /// A path with the query pairs that have a value, form-encoded:
 /// `/repos/o/r/issues?labels=bug%2Cui`; the path alone when none has.
 ///
