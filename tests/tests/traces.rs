@@ -83,12 +83,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A call of `github_get_issue` through `quiver serve` on stdio carrying the client's trace
-/// context in `_meta`: the server's span continues that trace, the session's span is its child,
-/// the provider call the session's; a second, cached call says so; nothing of the arguments or
-/// the token is in any attribute.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
+/// A loopback GitHub that serves issue 1347, and a loopback collector that takes every export.
+async fn github_and_collector() -> (MockServer, MockServer) {
     let github = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/repos/octocat/Hello-World/issues/1347"))
@@ -101,6 +97,16 @@ async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
         .respond_with(ResponseTemplate::new(200))
         .mount(&collector)
         .await;
+    (github, collector)
+}
+
+/// A call of `github_get_issue` through `quiver serve` on stdio carrying the client's trace
+/// context in `_meta`: the server's span continues that trace, the session's span is its child,
+/// the provider call the session's; a second, cached call says so; nothing of the arguments or
+/// the token is in any attribute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
+    let (github, collector) = github_and_collector().await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("quiver.toml");
@@ -214,18 +220,7 @@ async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
 /// server's span of the call continues it (exported while the server runs, by the batch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_requests_traceparent_header_is_continued() {
-    let github = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/repos/octocat/Hello-World/issues/1347"))
-        .respond_with(recorded_reply(200, "github", "issue.json"))
-        .mount(&github)
-        .await;
-    let collector = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/traces"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&collector)
-        .await;
+    let (github, collector) = github_and_collector().await;
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -560,15 +560,8 @@ impl GitHub {
         let uri = uri(&format!("/repos/{repository}/issues/{}/comments", a.number), &query);
         let subject = Subject::object(format!("issue #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireComment>>(&uri, &subject, ctx).await?;
-        let mut strangers = false;
-        for (i, comment) in page.iter().enumerate() {
-            if let Some(user) = &comment.user {
-                let writer = can_write(comment.author_association.as_deref());
-                strangers |= writer == Some(false);
-                ctx.label_author(format!("/comments/{i}/body"), &user.login, writer);
-            }
-        }
-        self.label_repository_visibility(&repository, strangers, ctx).await;
+        let authors = page.iter().map(|c| (c.user.as_ref(), c.author_association.as_deref()));
+        self.label_page(&repository, "comments", authors, ctx).await;
         Ok(comment_list(repository, a.number, page, next))
     }
 

@@ -167,6 +167,27 @@ struct WireVisibility {
 }
 
 impl GitHub {
+    /// Labels the body of each item of a listed page (`/{list}/{i}/body`) with its author and
+    /// whether they can write (by `author_association`), then the repository's visibility when
+    /// a stranger wrote one ([`GitHub::label_repository_visibility`]).
+    pub(crate) async fn label_page<'a>(
+        &self,
+        repository: &str,
+        list: &str,
+        authors: impl Iterator<Item = (Option<&'a model::WireUser>, Option<&'a str>)>,
+        ctx: &ToolContext,
+    ) {
+        let mut strangers = false;
+        for (i, (user, association)) in authors.enumerate() {
+            if let Some(user) = user {
+                let writer = issues::can_write(association);
+                strangers |= writer == Some(false);
+                ctx.label_author(format!("/{list}/{i}/body"), &user.login, writer);
+            }
+        }
+        self.label_repository_visibility(repository, strangers, ctx).await;
+    }
+
     /// Says whether `repository` is public, for the texts labelled so far — only when the host
     /// may lock them down and one of them is by an author who cannot write (the only texts
     /// lockdown withholds, and only in public repositories): one request per repository in

@@ -683,15 +683,8 @@ impl GitHub {
         );
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) = self.client.get_json::<Vec<WireReview>>(&uri, &subject, ctx).await?;
-        let mut strangers = false;
-        for (i, review) in page.iter().enumerate() {
-            if let Some(user) = &review.user {
-                let writer = can_write(review.author_association.as_deref());
-                strangers |= writer == Some(false);
-                ctx.label_author(format!("/reviews/{i}/body"), &user.login, writer);
-            }
-        }
-        self.label_repository_visibility(&repository, strangers, ctx).await;
+        let authors = page.iter().map(|r| (r.user.as_ref(), r.author_association.as_deref()));
+        self.label_page(&repository, "reviews", authors, ctx).await;
         Ok(review_list(repository, a.number, page, next))
     }
 
@@ -708,15 +701,8 @@ impl GitHub {
         let subject = Subject::object(format!("pull request #{}", a.number), &repository);
         let (page, next) =
             self.client.get_json::<Vec<WireReviewComment>>(&uri, &subject, ctx).await?;
-        let mut strangers = false;
-        for (i, comment) in page.iter().enumerate() {
-            if let Some(user) = &comment.user {
-                let writer = can_write(comment.author_association.as_deref());
-                strangers |= writer == Some(false);
-                ctx.label_author(format!("/comments/{i}/body"), &user.login, writer);
-            }
-        }
-        self.label_repository_visibility(&repository, strangers, ctx).await;
+        let authors = page.iter().map(|c| (c.user.as_ref(), c.author_association.as_deref()));
+        self.label_page(&repository, "comments", authors, ctx).await;
         Ok(review_comment_list(repository, a.number, page, next))
     }
 }
