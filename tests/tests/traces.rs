@@ -289,3 +289,94 @@ async fn an_http_requests_traceparent_header_is_continued() {
     let _ = child.wait();
     assert_eq!((request.trace_id.as_str(), request.parent.as_str()), (trace_id, client_span));
 }
+
+/// The collector's side of OTLP/gRPC: every export it is sent.
+#[derive(Clone, Default)]
+struct GrpcCollector(std::sync::Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>);
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService
+    for GrpcCollector
+{
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<
+        tonic::Response<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse,
+        >,
+        tonic::Status,
+    > {
+        self.0.lock().unwrap().push(request.into_inner());
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+/// `protocol = "grpc"`: the same spans reach a collector that speaks OTLP/gRPC (tonic, on the
+/// official service definition), the client's trace continued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_reach_a_grpc_collector() {
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+    let (github, _) = github_and_collector().await;
+    let collector = GrpcCollector::default();
+    let incoming =
+        tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = incoming.local_addr().unwrap().port();
+    let service = TraceServiceServer::new(collector.clone());
+    tokio::spawn(
+        tonic::transport::Server::builder().add_service(service).serve_with_incoming(incoming),
+    );
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("quiver.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[providers.github]\nbase_url = \"{}\"\n[telemetry.otlp]\n\
+             endpoint = \"http://127.0.0.1:{port}\"\nprotocol = \"grpc\"\n",
+            github.uri()
+        ),
+    )
+    .unwrap();
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(quiver_bin()).configure(|cmd| {
+            cmd.args(["serve", "--config"])
+                .arg(&config)
+                .arg("--plugins")
+                .arg(plugins.path())
+                .env("QUIVER_DATA_DIR", dir.path().join("data"))
+                .env_remove("RUST_LOG");
+        }))
+        .unwrap();
+    let client = ().serve(transport).await.expect("initialize");
+    let (trace_id, client_span) = ("5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8");
+    let mut params = CallToolRequestParams::new("github_get_issue").with_arguments(
+        json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let mut meta = RequestMetaObject::default();
+    meta.0.insert("traceparent".into(), Value::String(format!("00-{trace_id}-{client_span}-01")));
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    client.cancel().await.unwrap();
+    let started = Instant::now();
+    loop {
+        let exported = collector.0.lock().unwrap().clone();
+        let found = exported
+            .iter()
+            .flat_map(|e| &e.resource_spans)
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans)
+            .find(|s| s.name == "tools/call github_get_issue")
+            .map(|s| (hex(&s.trace_id), hex(&s.parent_span_id)));
+        if let Some(found) = found {
+            assert_eq!(found, (trace_id.to_owned(), client_span.to_owned()));
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no span reached the collector");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use serde::Deserialize;
@@ -88,7 +88,7 @@ pub enum OtlpProtocol {
     /// OTLP/HTTP with protobuf bodies (`/v1/traces`, port 4318 by convention).
     #[default]
     Http,
-    /// OTLP/gRPC (port 4317 by convention).
+    /// OTLP/gRPC (port 4317 by convention), through tonic.
     Grpc,
 }
 
@@ -128,6 +128,9 @@ pub type TracesLayer =
 /// The exporter, running: spans still queued are sent when it is dropped.
 pub struct Traces {
     provider: SdkTracerProvider,
+    /// gRPC's client (tonic) runs on a Tokio runtime of its own, kept for as long as spans are
+    /// sent: the batch exporter's thread has none.
+    _grpc_runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Drop for Traces {
@@ -178,6 +181,7 @@ pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, Strin
         Some(name) => headers_from(name)?,
         None => HashMap::new(),
     };
+    let mut grpc_runtime = None;
     let exporter = match config.protocol {
         OtlpProtocol::Http => {
             let endpoint = endpoint.trim_end_matches('/');
@@ -193,9 +197,30 @@ pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, Strin
                 .build()
         }
         OtlpProtocol::Grpc => {
-            return Err("[telemetry.otlp] protocol = \"grpc\" is not built into this quiver; use \
-                 protocol = \"http\" (OTLP/HTTP, port 4318), which every collector accepts"
-                .to_owned())
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("quiver-otlp")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("[telemetry.otlp]: no runtime for gRPC: {e}"))?;
+            let mut metadata = tonic::metadata::MetadataMap::new();
+            for (key, value) in &headers {
+                let key = tonic::metadata::MetadataKey::from_bytes(key.as_bytes());
+                if let (Ok(key), Ok(value)) = (key, value.parse()) {
+                    metadata.insert(key, value);
+                }
+            }
+            // The channel keeps the runtime it is made in.
+            let built = {
+                let _entered = runtime.enter();
+                opentelemetry_otlp::SpanExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(endpoint)
+                    .with_metadata(metadata)
+                    .build()
+            };
+            grpc_runtime = Some(runtime);
+            built
         }
     }
     .map_err(|e| format!("[telemetry.otlp] endpoint {endpoint}: {e}"))?;
@@ -230,7 +255,7 @@ pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, Strin
         // itself), and an instrumented future enters its span at every poll.
         .with_context_activation(false)
         .with_filter(only_spans);
-    Ok(Some((Traces { provider }, Box::new(layer))))
+    Ok(Some((Traces { provider, _grpc_runtime: grpc_runtime }, Box::new(layer))))
 }
 
 /// A W3C `traceparent` (and `tracestate`) carried in a map: HTTP headers or an MCP `_meta`.
