@@ -48,6 +48,35 @@ pub fn github_issue_by(login: &str, association: &str, body: &str) -> serde_json
     issue
 }
 
+/// The injection corpus (`tests/data/injections/results.json`): each case, the text that
+/// carries it (a credential case's test credential in deploy notes) and the payload that must
+/// not reach the model.
+pub fn injection_cases() -> Vec<(serde_json::Value, String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/injections/results.json");
+    let corpus: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the corpus"))
+            .expect("the corpus is JSON");
+    let credentials: std::collections::HashMap<&str, String> =
+        other_services_credentials().into_iter().collect();
+    corpus
+        .into_iter()
+        .map(|case| {
+            let (body, payload) = match case["secret"].as_str() {
+                Some(rule) => {
+                    let secret = credentials[rule].clone();
+                    let first_line = secret.lines().next().unwrap_or_default().to_owned();
+                    (format!("Deploy notes:\n{secret}\n"), first_line)
+                }
+                None => (
+                    case["body"].as_str().unwrap_or_default().to_owned(),
+                    case["payload"].as_str().unwrap_or_default().to_owned(),
+                ),
+            };
+            (case, body, payload)
+        })
+        .collect()
+}
+
 /// A loopback reply with `status` and a recorded JSON body.
 pub fn recorded_reply(status: u16, provider: &str, file: &str) -> wiremock::ResponseTemplate {
     wiremock::ResponseTemplate::new(status)

@@ -134,6 +134,45 @@ fn doctor_reports_tokens_without_printing_them() {
 }
 
 #[test]
+fn doctor_says_where_the_audit_trail_and_the_traces_go() {
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[audit]\npath = \"logs/audit.jsonl\"\n[telemetry.otlp]\n\
+         endpoint = \"http://collector:4318\"\nsample_ratio = 0.01\n",
+    );
+    let out = quiver(
+        &["doctor", "--config", &config, "--plugins", plugins.path().to_str().unwrap()],
+        &[],
+    );
+    let (stdout, _) = texts(&out);
+    let trail = dir.path().join("logs/audit.jsonl");
+    assert!(stdout.contains(&format!("audit: {} (writable", trail.display())), "{stdout}");
+    assert!(
+        stdout.contains("traces: OTLP/HTTP to http://collector:4318, sample ratio 0.01"),
+        "{stdout}"
+    );
+
+    // A trail that cannot be written, and a collector header variable that is not set.
+    std::fs::write(dir.path().join("blocked"), "a file, not a folder").unwrap();
+    let config = write_config(
+        dir.path(),
+        "[audit]\npath = \"blocked/audit.jsonl\"\n[telemetry.otlp]\n\
+         endpoint = \"http://collector:4317\"\nprotocol = \"grpc\"\n\
+         headers_env = \"QUIVER_TEST_UNSET_OTLP_HEADERS\"\n",
+    );
+    let out = quiver(
+        &["doctor", "--config", &config, "--plugins", plugins.path().to_str().unwrap()],
+        &[],
+    );
+    let (stdout, _) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("audit.jsonl cannot be written"), "{stdout}");
+    assert!(stdout.contains("QUIVER_TEST_UNSET_OTLP_HEADERS, which is not set"), "{stdout}");
+}
+
+#[test]
 fn doctor_names_broken_tool_sources_and_enrichment_declarations() {
     let plugins = plugins_dir(&["quiver-provider-github"]);
     let dir = tempfile::tempdir().unwrap();

@@ -1457,28 +1457,9 @@ async fn hidden_text_in_an_issue_never_reaches_the_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_injection_corpus_reaches_the_model_as_the_readme_says() {
     let server = fake_github().await;
-    let corpus: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/injections/results.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let credentials: std::collections::HashMap<&str, String> =
-        quiver_tests::other_services_credentials().into_iter().collect();
     let mut cases = Vec::new();
-    for (i, case) in corpus.iter().enumerate() {
+    for (i, (case, body, payload)) in quiver_tests::injection_cases().into_iter().enumerate() {
         let number = 2000 + i as u64;
-        let (body, payload) = match case["secret"].as_str() {
-            Some(rule) => {
-                let secret = credentials[rule].clone();
-                (format!("Deploy notes:\n{secret}\n"), secret.lines().next().unwrap().to_owned())
-            }
-            None => (
-                case["body"].as_str().unwrap().to_owned(),
-                case["payload"].as_str().unwrap().to_owned(),
-            ),
-        };
         let mut issue: Value =
             serde_json::from_str(&quiver_tests::recorded("github", "issue.json")).unwrap();
         issue["body"] = Value::String(body.clone());

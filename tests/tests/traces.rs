@@ -83,6 +83,24 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A call of `tool` (`github_get_issue` asks for issue 1347) carrying the client's trace
+/// context: `traceparent` in `_meta`.
+fn traced_call(tool: &'static str, trace_id: &str, client_span: &str) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(tool);
+    if tool == "github_get_issue" {
+        params = params.with_arguments(
+            json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+    }
+    let mut meta = RequestMetaObject::default();
+    meta.0.insert("traceparent".into(), Value::String(format!("00-{trace_id}-{client_span}-01")));
+    params.meta = Some(meta);
+    params
+}
+
 /// A loopback GitHub that serves issue 1347, and a loopback collector that takes every export.
 async fn github_and_collector() -> (MockServer, MockServer) {
     let github = MockServer::start().await;
@@ -139,26 +157,14 @@ async fn a_calls_spans_continue_the_clients_trace_and_carry_no_argument() {
     let client = ().serve(transport).await.expect("initialize");
     let (trace_id, client_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
     for _ in 0..2 {
-        let mut params = CallToolRequestParams::new("github_get_issue").with_arguments(
-            json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
-        let mut meta = RequestMetaObject::default();
-        meta.0
-            .insert("traceparent".into(), Value::String(format!("00-{trace_id}-{client_span}-01")));
-        params.meta = Some(meta);
+        let params = traced_call("github_get_issue", trace_id, client_span);
         let result = client.call_tool(params).await.unwrap();
         assert_ne!(result.is_error, Some(true), "{result:?}");
     }
     // An upstream is called within the client's trace: its `_meta` carries it on, the parent
     // being quiver's span of that call.
-    let mut params = CallToolRequestParams::new("faults_trace");
-    let mut meta = RequestMetaObject::default();
-    meta.0.insert("traceparent".into(), Value::String(format!("00-{trace_id}-{client_span}-01")));
-    params.meta = Some(meta);
-    let result = client.call_tool(params).await.unwrap();
+    let result =
+        client.call_tool(traced_call("faults_trace", trace_id, client_span)).await.unwrap();
     let upstream_saw = serde_json::to_value(&result.content).unwrap()[0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -350,16 +356,8 @@ async fn spans_reach_a_grpc_collector() {
         .unwrap();
     let client = ().serve(transport).await.expect("initialize");
     let (trace_id, client_span) = ("5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8");
-    let mut params = CallToolRequestParams::new("github_get_issue").with_arguments(
-        json!({"owner": "octocat", "repo": "Hello-World", "number": 1347})
-            .as_object()
-            .unwrap()
-            .clone(),
-    );
-    let mut meta = RequestMetaObject::default();
-    meta.0.insert("traceparent".into(), Value::String(format!("00-{trace_id}-{client_span}-01")));
-    params.meta = Some(meta);
-    let result = client.call_tool(params).await.unwrap();
+    let result =
+        client.call_tool(traced_call("github_get_issue", trace_id, client_span)).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     client.cancel().await.unwrap();
     let started = Instant::now();

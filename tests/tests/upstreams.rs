@@ -1580,15 +1580,6 @@ async fn an_upstream_neither_shows_nor_receives_other_services_credentials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_injection_corpus_from_a_hostile_upstream_reaches_the_model_as_the_readme_says() {
     require_python_sdk();
-    let corpus: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/injections/results.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let credentials: std::collections::HashMap<&str, String> =
-        quiver_tests::other_services_credentials().into_iter().collect();
     let gateway = Gateway::new(
         &faults("normal", ""),
         "[tools.\"faults.echo\"]\nside_effect_class = \"read_only\"\n",
@@ -1601,17 +1592,7 @@ async fn the_injection_corpus_from_a_hostile_upstream_reaches_the_model_as_the_r
     let direct = Seen::default().serve(server).await.expect("initialize");
     let client = gateway.serve("all").await;
     eprintln!("| case | technique | directly | through quiver |\n|---|---|---|---|");
-    for case in &corpus {
-        let (body, payload) = match case["secret"].as_str() {
-            Some(rule) => {
-                let secret = credentials[rule].clone();
-                (format!("Deploy notes:\n{secret}\n"), secret.lines().next().unwrap().to_owned())
-            }
-            None => (
-                case["body"].as_str().unwrap().to_owned(),
-                case["payload"].as_str().unwrap().to_owned(),
-            ),
-        };
+    for (case, body, payload) in quiver_tests::injection_cases() {
         let args = json!({ "text": body });
         let directly = text(&call(&direct, "echo", args.clone()).await).contains(&payload);
         let read = text(&call(&client, "faults_echo", args).await);

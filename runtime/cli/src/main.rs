@@ -432,6 +432,61 @@ fn replay_command(
 }
 
 /// `quiver keys new NAME`: 32 random bytes as `qk_` + hex, printed once with its config entry.
+/// `doctor`'s lines for the audit trail and traces, when configured: whether the trail's file can
+/// be written (opened without taking it from a running server) and where spans go. The number
+/// of problems.
+fn print_operations(host: &Host) -> usize {
+    let loaded = host.config();
+    let config = &loaded.config;
+    let mut problems = 0;
+    if let Some(path) = &config.audit.path {
+        let base = loaded.path.as_deref().and_then(Path::parent);
+        let path = base.map_or(path.clone(), |base| base.join(path));
+        let writable = path.parent().map(std::fs::create_dir_all).transpose().and_then(|_| {
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).map(|_| ())
+        });
+        match writable {
+            Ok(()) => println!(
+                "audit: {} (writable; `quiver audit verify` checks its chain)",
+                path.display()
+            ),
+            Err(e) => {
+                problems += 1;
+                println!(
+                    "audit: {} cannot be written ({e}); writes would be refused — fix its \
+                     folder's permissions or set [audit] path elsewhere",
+                    path.display()
+                );
+            }
+        }
+    }
+    let otlp = &config.telemetry.otlp;
+    if let Some(endpoint) = otlp.endpoint.as_deref().filter(|e| !e.trim().is_empty()) {
+        let protocol = match otlp.protocol {
+            quiver_runtime::traces::OtlpProtocol::Http => "OTLP/HTTP",
+            quiver_runtime::traces::OtlpProtocol::Grpc => "OTLP/gRPC",
+        };
+        let missing = otlp
+            .headers_env
+            .as_deref()
+            .filter(|name| std::env::var(name).map_or(true, |v| v.trim().is_empty()));
+        match missing {
+            Some(name) => {
+                problems += 1;
+                println!(
+                    "traces: {protocol} to {endpoint}, but headers_env names {name}, which is not \
+                     set; `quiver serve` would not start — set it or remove the key"
+                );
+            }
+            None => println!(
+                "traces: {protocol} to {endpoint}, sample ratio {} (spans of `quiver serve`)",
+                otlp.sample_ratio
+            ),
+        }
+    }
+    problems
+}
+
 /// `quiver audit verify [PATH]`: exit 0 when the chain holds, 1 naming the first line where it
 /// does not.
 fn audit_verify(config: Option<&Path>, path: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -1241,6 +1296,7 @@ fn doctor(host: &Host) -> anyhow::Result<ExitCode> {
             println!("state: {status}");
         }
     }
+    problems += print_operations(host);
     let sources: usize = host.static_tools().len();
     if !host.config().config.sources.is_empty() {
         println!("tool sources: {sources} tools described (enrichments and selection see them)");
