@@ -119,37 +119,32 @@ pub struct AuthorLabel {
     pub public: Option<bool>,
 }
 
-/// The author labels a call collects; cloning shares the list.
-#[derive(Debug, Clone, Default)]
-pub struct AuthorLabels(Arc<std::sync::Mutex<Vec<AuthorLabel>>>);
+/// What a call collects for the host beside its result; cloning shares the list.
+#[derive(Debug, Clone)]
+pub struct Collected<T>(Arc<std::sync::Mutex<Vec<T>>>);
 
-impl AuthorLabels {
-    /// Takes what was collected.
-    pub fn take(&self) -> Vec<AuthorLabel> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn push(&self, label: AuthorLabel) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(label);
-    }
-
-    fn set_public(&self, public: bool) {
-        for label in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
-            label.public = Some(public);
-        }
+impl<T> Default for Collected<T> {
+    fn default() -> Self {
+        Self(Arc::default())
     }
 }
 
-/// The services' request ids a call collects; cloning shares the list.
-#[derive(Debug, Clone, Default)]
-pub struct RequestIds(Arc<std::sync::Mutex<Vec<String>>>);
-
-impl RequestIds {
+impl<T> Collected<T> {
     /// Takes what was collected.
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    pub fn take(&self) -> Vec<T> {
+        std::mem::take(&mut *self.list())
+    }
+
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// The author labels a call collects.
+pub type AuthorLabels = Collected<AuthorLabel>;
+
+/// The services' request ids a call collects.
+pub type RequestIds = Collected<String>;
 
 /// Everything a call needs besides its arguments, passed explicitly.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -195,13 +190,13 @@ impl ToolContext {
     ) {
         let label =
             AuthorLabel { pointer: pointer.into(), author: author.into(), can_write, public: None };
-        self.authors.push(label);
+        self.authors.list().push(label);
     }
 
     /// Notes the service's own id of a request this call made (`x-github-request-id`,
     /// `x-request-id`…), for the audit trail.
     pub fn note_request_id(&self, id: impl Into<String>) {
-        let mut ids = self.request_ids.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = self.request_ids.list();
         let id = id.into();
         if !ids.contains(&id) {
             ids.push(id);
@@ -220,7 +215,9 @@ impl ToolContext {
     /// Says whether the resource the texts labelled so far belong to is public (a public
     /// repository): lockdown withholds only in public ones.
     pub fn label_visibility(&self, public: bool) {
-        self.authors.set_public(public);
+        for label in self.authors.list().iter_mut() {
+            label.public = Some(public);
+        }
     }
 }
 
@@ -364,19 +361,31 @@ impl ToolResult {
 
     /// The services' request ids its provider noted ([`REQUEST_IDS_METADATA`]).
     pub fn request_ids(&self) -> Vec<String> {
-        self.metadata
-            .get(REQUEST_IDS_METADATA)
-            .and_then(|ids| serde_json::from_value(ids.clone()).ok())
-            .unwrap_or_default()
+        self.collected(REQUEST_IDS_METADATA)
     }
 
     /// The author labels its provider attached ([`AUTHORS_METADATA`]); none when it attached
     /// none or they do not read.
     pub fn author_labels(&self) -> Vec<AuthorLabel> {
+        self.collected(AUTHORS_METADATA)
+    }
+
+    /// A list its provider collected during the call ([`Collected`]), under metadata `key`.
+    fn collected<T: serde::de::DeserializeOwned>(&self, key: &str) -> Vec<T> {
         self.metadata
-            .get(AUTHORS_METADATA)
-            .and_then(|labels| serde_json::from_value(labels.clone()).ok())
+            .get(key)
+            .and_then(|list| serde_json::from_value(list.clone()).ok())
             .unwrap_or_default()
+    }
+
+    /// `self` with what a provider collected during the call ([`Collected`]) under metadata
+    /// `key`, when it collected anything.
+    pub fn with_collected<T: Serialize>(mut self, key: &str, collected: &Collected<T>) -> Self {
+        let list = collected.take();
+        if !list.is_empty() {
+            self.metadata.insert(key.to_owned(), serde_json::to_value(list).unwrap_or_default());
+        }
+        self
     }
 
     /// A successful plain-text result.

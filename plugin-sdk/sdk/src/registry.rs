@@ -134,17 +134,10 @@ where
     };
     let authors = ctx.authors.clone();
     let request_ids = ctx.request_ids.clone();
-    let mut result = match handler(provider, args, ctx).await {
+    let result = match handler(provider, args, ctx).await {
         Ok(value) => match serde_json::to_value(value) {
-            Ok(value) => {
-                let mut result = ToolResult::from_json(value);
-                let labels = authors.take();
-                if !labels.is_empty() {
-                    let labels = serde_json::to_value(labels).unwrap_or_default();
-                    result.metadata.insert(quiver_core::tool::AUTHORS_METADATA.to_owned(), labels);
-                }
-                result
-            }
+            Ok(value) => ToolResult::from_json(value)
+                .with_collected(quiver_core::tool::AUTHORS_METADATA, &authors),
             Err(e) => ToolResult::error(
                 ToolErrorKind::Internal,
                 format!("`{}.{tool}` produced a result that is not JSON: {e}", P::NAME),
@@ -153,14 +146,7 @@ where
         Err(e) => e.into(),
     };
     // Failed calls too: a service's id of a refused request is what its support asks for.
-    let ids = request_ids.take();
-    if !ids.is_empty() {
-        result.metadata.insert(
-            quiver_core::tool::REQUEST_IDS_METADATA.to_owned(),
-            serde_json::to_value(ids).unwrap_or_default(),
-        );
-    }
-    result
+    result.with_collected(quiver_core::tool::REQUEST_IDS_METADATA, &request_ids)
 }
 
 /// Declares a tool of a provider: its name, description, argument type and handler.

@@ -422,12 +422,9 @@ impl Client {
             let status = response.status();
             let headers = response.headers().clone();
             // GitHub's own id of the request, for the audit trail.
-            let id = quiver_plugin_sdk::support::http::request_id(|name| {
+            quiver_plugin_sdk::support::http::note_request_id(ctx, |name| {
                 headers.get(name)?.to_str().ok()
             });
-            if let Some(id) = id {
-                ctx.note_request_id(id);
-            }
             let declared = headers
                 .get(http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());

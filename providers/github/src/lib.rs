@@ -141,6 +141,8 @@ use quiver_plugin_sdk::support::config::{
     token_env,
 };
 
+use quiver_plugin_sdk::support::remembered::Remembered;
+
 use crate::client::{Client, ClientSettings};
 
 /// The default API root.
@@ -152,8 +154,8 @@ pub const DEFAULT_TOKEN_ENV: &str = "GITHUB_TOKEN";
 pub struct GitHub {
     client: Client,
     host: String,
-    /// Whether repositories are public, as looked up for lockdown, and when.
-    visibility: std::sync::Mutex<std::collections::HashMap<String, (bool, std::time::Instant)>>,
+    /// Whether repositories are public, as looked up for lockdown.
+    visibility: Remembered<String, bool>,
 }
 
 /// How long a repository's looked-up visibility is taken as still true.
@@ -201,25 +203,16 @@ impl GitHub {
         if !ctx.lockdown || !strangers {
             return;
         }
-        let known =
-            self.visibility.lock().unwrap_or_else(|e| e.into_inner()).get(repository).copied();
-        let public = match known {
-            Some((public, at)) if at.elapsed() < VISIBILITY_TTL => Some(public),
-            _ => {
+        let public = self
+            .visibility
+            .get_or_ask(repository.to_owned(), || async {
                 let subject = crate::client::Subject::object("the repository", repository);
                 let uri = format!("/repos/{repository}");
-                match self.client.get_json::<WireVisibility>(&uri, &subject, ctx).await {
-                    Ok((WireVisibility { private: Some(private) }, _)) => {
-                        self.visibility
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(repository.to_owned(), (!private, std::time::Instant::now()));
-                        Some(!private)
-                    }
-                    _ => None,
-                }
-            }
-        };
+                let (found, _) =
+                    self.client.get_json::<WireVisibility>(&uri, &subject, ctx).await.ok()?;
+                Some(!found.private?)
+            })
+            .await;
         if let Some(public) = public {
             ctx.label_visibility(public);
         }
@@ -303,7 +296,7 @@ impl Provider for GitHub {
             ca_certificates: ca_certificates("github", config.ca_file.as_deref())?,
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(GitHub { client, host, visibility: Default::default() })
+        Ok(GitHub { client, host, visibility: Remembered::new(VISIBILITY_TTL) })
     }
 }
 

@@ -345,12 +345,9 @@ impl Client {
                 let status = response.status();
                 let headers = response.headers().clone();
                 // GitLab's own id of the request, for the audit trail.
-                let id = quiver_plugin_sdk::support::http::request_id(|name| {
+                quiver_plugin_sdk::support::http::note_request_id(ctx, |name| {
                     headers.get(name)?.to_str().ok()
                 });
-                if let Some(id) = id {
-                    ctx.note_request_id(id);
-                }
                 // GETs follow redirects; the token goes only to the instance itself.
                 if status.is_redirection() && *method == Method::GET && redirects < MAX_REDIRECTS {
                     if let Some(next) = header(&headers, LOCATION.as_str())

@@ -149,9 +149,8 @@ pub const DEFAULT_TOKEN_ENV: &str = "GITLAB_TOKEN";
 pub struct GitLab {
     client: Client,
     host: String,
-    /// What lockdown's lookups found, and when: (project, user id) → can write; (project, 0)
-    /// → public.
-    lookups: std::sync::Mutex<std::collections::HashMap<(String, u64), (bool, std::time::Instant)>>,
+    /// What lockdown's lookups found: (project, user id) → can write; (project, 0) → public.
+    lookups: quiver_plugin_sdk::support::remembered::Remembered<(String, u64), bool>,
 }
 
 /// How long a looked-up membership or visibility is taken as still true.
@@ -160,6 +159,11 @@ const LOOKUP_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 /// The lowest access level that can push (Developer): GitLab's counterpart of GitHub's write
 /// access, by which lockdown tells an author who can write from one who cannot.
 const WRITE_ACCESS_LEVEL: u64 = 30;
+
+/// How lockdown's lookups in `project` are named in errors.
+fn members_of(project: &client::ProjectRef) -> client::Subject {
+    client::Subject::object("the project's members", &project.name)
+}
 
 /// A project member's access, as `/projects/:id/members/all/:user_id` sends it.
 #[derive(serde::Deserialize)]
@@ -192,14 +196,16 @@ impl GitLab {
             let can_write = match (ctx.lockdown, user.id) {
                 (true, Some(id)) => {
                     let uri = format!("/projects/{}/members/all/{id}", project.encoded);
-                    self.looked_up(project, id, |client, subject| async move {
-                        match client.get_json::<WireMember>(&uri, &subject, ctx).await {
-                            Ok((member, _)) => Some(member.access_level >= WRITE_ACCESS_LEVEL),
-                            Err(e) if e.kind == ToolErrorKind::NotFound => Some(false),
-                            Err(_) => None,
-                        }
-                    })
-                    .await
+                    self.lookups
+                        .get_or_ask((project.name.clone(), id), || async {
+                            let subject = members_of(project);
+                            match self.client.get_json::<WireMember>(&uri, &subject, ctx).await {
+                                Ok((member, _)) => Some(member.access_level >= WRITE_ACCESS_LEVEL),
+                                Err(e) if e.kind == ToolErrorKind::NotFound => Some(false),
+                                Err(_) => None,
+                            }
+                        })
+                        .await
                 }
                 _ => None,
             };
@@ -209,9 +215,11 @@ impl GitLab {
         if strangers {
             let uri = format!("/projects/{}", project.encoded);
             let public = self
-                .looked_up(project, 0, |client, subject| async move {
+                .lookups
+                .get_or_ask((project.name.clone(), 0), || async {
+                    let subject = members_of(project);
                     let (found, _) =
-                        client.get_json::<WireVisibility>(&uri, &subject, ctx).await.ok()?;
+                        self.client.get_json::<WireVisibility>(&uri, &subject, ctx).await.ok()?;
                     Some(found.visibility? == "public")
                 })
                 .await;
@@ -219,31 +227,6 @@ impl GitLab {
                 ctx.label_visibility(public);
             }
         }
-    }
-
-    /// A lookup's answer from the last five minutes, else `ask`ed now (and kept when known).
-    async fn looked_up<'a, F, Fut>(
-        &'a self,
-        project: &client::ProjectRef,
-        key: u64,
-        ask: F,
-    ) -> Option<bool>
-    where
-        F: FnOnce(&'a Client, client::Subject) -> Fut,
-        Fut: std::future::Future<Output = Option<bool>>,
-    {
-        let slot = (project.name.clone(), key);
-        let kept = self.lookups.lock().unwrap_or_else(|e| e.into_inner()).get(&slot).copied();
-        if let Some((answer, _)) = kept.filter(|(_, at)| at.elapsed() < LOOKUP_TTL) {
-            return Some(answer);
-        }
-        let subject = client::Subject::object("the project's members", &project.name);
-        let answer = ask(&self.client, subject).await?;
-        self.lookups
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(slot, (answer, std::time::Instant::now()));
-        Some(answer)
     }
 }
 
@@ -353,7 +336,11 @@ impl Provider for GitLab {
             max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(GitLab { client, host, lookups: Default::default() })
+        Ok(GitLab {
+            client,
+            host,
+            lookups: quiver_plugin_sdk::support::remembered::Remembered::new(LOOKUP_TTL),
+        })
     }
 }
 

@@ -151,7 +151,7 @@ pub struct Jira {
     fields: Mutex<Option<Arc<FieldMap>>>,
     /// What lockdown's permission lookups found, and when: (project key, account) → can edit
     /// the project's issues.
-    editors: Mutex<std::collections::HashMap<(String, String), (bool, std::time::Instant)>>,
+    editors: quiver_plugin_sdk::support::remembered::Remembered<(String, String), bool>,
 }
 
 /// How long a looked-up permission is taken as still true.
@@ -186,30 +186,24 @@ impl Jira {
             (None, None) => return None,
         };
         let project = issue_key.split('-').next().unwrap_or(issue_key).to_owned();
-        let slot = (project, id.to_owned());
-        let kept = self.editors.lock().unwrap_or_else(|e| e.into_inner()).get(&slot).copied();
-        if let Some((can, _)) = kept.filter(|(_, at)| at.elapsed() < LOOKUP_TTL) {
-            return Some(can);
-        }
-        let path = client::endpoint(
-            "/user/permission/search",
-            &[
-                ("permissions", Some("EDIT_ISSUES".to_owned())),
-                ("issueKey", Some(issue_key.to_owned())),
-                (param, Some(id.to_owned())),
-            ],
-        );
-        let subject = client::Subject::of_issue("who may edit", issue_key);
-        let found: Vec<Value> =
-            self.client.get_json(client::Api::Core, &path, &subject, ctx).await.ok()?;
-        // Server's search also matches by prefix: only the author counts.
-        let field = if param == "username" { "name" } else { param };
-        let can = found.iter().any(|user| user.get(field).and_then(Value::as_str) == Some(id));
         self.editors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(slot, (can, std::time::Instant::now()));
-        Some(can)
+            .get_or_ask((project, id.to_owned()), || async {
+                let path = client::endpoint(
+                    "/user/permission/search",
+                    &[
+                        ("permissions", Some("EDIT_ISSUES".to_owned())),
+                        ("issueKey", Some(issue_key.to_owned())),
+                        (param, Some(id.to_owned())),
+                    ],
+                );
+                let subject = client::Subject::of_issue("who may edit", issue_key);
+                let found: Vec<Value> =
+                    self.client.get_json(client::Api::Core, &path, &subject, ctx).await.ok()?;
+                // Server's search also matches by prefix: only the author counts.
+                let field = if param == "username" { "name" } else { param };
+                Some(found.iter().any(|user| user.get(field).and_then(Value::as_str) == Some(id)))
+            })
+            .await
     }
 }
 
@@ -328,7 +322,12 @@ impl Provider for Jira {
             max_response_bytes: max_response_bytes(config.max_response_mb),
         };
         let client = Client::new(settings).map_err(ProviderError::new)?;
-        Ok(Jira { client, host, fields: Mutex::new(None), editors: Mutex::default() })
+        Ok(Jira {
+            client,
+            host,
+            fields: Mutex::new(None),
+            editors: quiver_plugin_sdk::support::remembered::Remembered::new(LOOKUP_TTL),
+        })
     }
 }
 

@@ -439,9 +439,7 @@ fn print_operations(host: &Host) -> usize {
     let loaded = host.config();
     let config = &loaded.config;
     let mut problems = 0;
-    if let Some(path) = &config.audit.path {
-        let base = loaded.path.as_deref().and_then(Path::parent);
-        let path = base.map_or(path.clone(), |base| base.join(path));
+    if let Some(path) = config.audit.resolved_path(loaded.path.as_deref()) {
         let writable = path.parent().map(std::fs::create_dir_all).transpose().and_then(|_| {
             std::fs::OpenOptions::new().create(true).append(true).open(&path).map(|_| ())
         });
@@ -466,19 +464,15 @@ fn print_operations(host: &Host) -> usize {
             quiver_runtime::traces::OtlpProtocol::Http => "OTLP/HTTP",
             quiver_runtime::traces::OtlpProtocol::Grpc => "OTLP/gRPC",
         };
-        let missing = otlp
-            .headers_env
-            .as_deref()
-            .filter(|name| std::env::var(name).map_or(true, |v| v.trim().is_empty()));
-        match missing {
-            Some(name) => {
+        // The collector's headers as `quiver serve` reads them when it starts.
+        match quiver_runtime::traces::collector_headers(otlp) {
+            Err(why) => {
                 problems += 1;
                 println!(
-                    "traces: {protocol} to {endpoint}, but headers_env names {name}, which is not \
-                     set; `quiver serve` would not start — set it or remove the key"
+                    "traces: {protocol} to {endpoint}, but {why}; `quiver serve` would not start"
                 );
             }
-            None => println!(
+            Ok(_) => println!(
                 "traces: {protocol} to {endpoint}, sample ratio {} (spans of `quiver serve`)",
                 otlp.sample_ratio
             ),
@@ -494,14 +488,13 @@ fn audit_verify(config: Option<&Path>, path: Option<&Path>) -> anyhow::Result<Ex
         Some(path) => path.to_owned(),
         None => {
             let loaded = LoadedConfig::discover(config)?;
-            let Some(path) = loaded.config.audit.path.clone() else {
+            let Some(path) = loaded.config.audit.resolved_path(loaded.path.as_deref()) else {
                 anyhow::bail!(
                     "no audit trail is configured: give its file (`quiver audit verify PATH`) or \
                      set [audit] path"
                 );
             };
-            let base = loaded.path.as_deref().and_then(Path::parent);
-            base.map_or(path.clone(), |base| base.join(path))
+            path
         }
     };
     match quiver_runtime::audit::verify(&path) {

@@ -56,6 +56,18 @@ pub struct AuditConfig {
     pub keep: usize,
 }
 
+impl AuditConfig {
+    /// The trail's file, resolved against the directory of the config that named it (as
+    /// `[[sources]]` paths are); `None` when no trail is configured.
+    pub fn resolved_path(&self, config_path: Option<&Path>) -> Option<PathBuf> {
+        let path = self.path.as_ref()?;
+        Some(match config_path.and_then(Path::parent) {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.clone(),
+        })
+    }
+}
+
 impl Default for AuditConfig {
     fn default() -> Self {
         Self {

@@ -1105,11 +1105,7 @@ impl Host {
         self.audit
             .get_or_init(|| {
                 let mut audit = self.started.config.audit.clone();
-                // A relative path is the config file's neighbour, as `ca_file` is.
-                let base = self.started.path.as_deref().and_then(std::path::Path::parent);
-                if let (Some(path), Some(base)) = (&audit.path, base) {
-                    audit.path = Some(base.join(path));
-                }
+                audit.path = audit.resolved_path(self.started.path.as_deref());
                 crate::audit::AuditLog::open(&audit).map(|log| log.map(Arc::new))
             })
             .clone()

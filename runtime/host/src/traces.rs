@@ -141,9 +141,18 @@ impl Drop for Traces {
     }
 }
 
-/// `k=v,k2=v2` from the variable `name` (values may hold `=`).
+/// The headers for the collector: `k=v,k2=v2` from the variable `headers_env` names (values may
+/// hold `=`); none without one. An error names the variable and the fix.
+pub fn collector_headers(config: &OtlpConfig) -> Result<HashMap<String, String>, String> {
+    match &config.headers_env {
+        Some(name) => headers_from(name),
+        None => Ok(HashMap::new()),
+    }
+}
+
 fn headers_from(name: &str) -> Result<HashMap<String, String>, String> {
-    let text = std::env::var(name).map_err(|_| {
+    // Set but empty is as good as unset: whoever named the variable meant headers to be sent.
+    let text = std::env::var(name).ok().filter(|v| !v.trim().is_empty()).ok_or_else(|| {
         format!(
             "[telemetry.otlp] headers_env names {name}, which is not set; set it or remove the key"
         )
@@ -177,10 +186,7 @@ pub fn start(config: &OtlpConfig) -> Result<Option<(Traces, TracesLayer)>, Strin
     }
     // The exporter's HTTP client is reqwest on rustls without a provider of its own.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let headers = match &config.headers_env {
-        Some(name) => headers_from(name)?,
-        None => HashMap::new(),
-    };
+    let headers = collector_headers(config)?;
     let mut grpc_runtime = None;
     let exporter = match config.protocol {
         OtlpProtocol::Http => {

@@ -277,6 +277,17 @@ pub fn request_id<'h>(header: impl Fn(&str) -> Option<&'h str>) -> Option<&'h st
         .find_map(|name| header(name).map(str::trim).filter(|id| !id.is_empty()))
 }
 
+/// Notes the service's own id of a request ([`request_id`] of its answer's headers) on the
+/// call's context, for the audit trail.
+pub fn note_request_id<'h>(
+    ctx: &quiver_core::tool::ToolContext,
+    header: impl Fn(&str) -> Option<&'h str>,
+) {
+    if let Some(id) = request_id(header) {
+        ctx.note_request_id(id);
+    }
+}
+
 /// A path with the query pairs that have a value, form-encoded:
 /// `/repos/o/r/issues?labels=bug%2Cui`; the path alone when none has.
 ///
