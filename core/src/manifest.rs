@@ -52,6 +52,40 @@ pub struct PluginManifest {
     /// JSON schema of its `[providers.NAME]` configuration.
     #[serde(default)]
     pub config_schema: Value,
+    /// How a user signs in to the service with OAuth (none from older plugins, or from a
+    /// service without it): the host runs the flow, the provider only gets the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthEndpoints>,
+}
+
+/// A service's OAuth 2 endpoints, as its provider knows them for the public instance. Every URL
+/// may name a `[providers.NAME]` setting in braces (`{base_url}/oauth/token`), filled from the
+/// operator's section, else from `defaults`, so a self-hosted instance needs no new URLs; the
+/// operator's `[providers.NAME.oauth]` may replace each.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct OAuthEndpoints {
+    /// Where the user's browser is sent to agree (`https://github.com/login/oauth/authorize`).
+    pub authorize_url: String,
+    /// Where a code and a refresh token are exchanged for tokens.
+    pub token_url: String,
+    /// RFC 7009 revocation, when the service has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoke_url: Option<String>,
+    /// Scopes asked for when the operator names none.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Who the token is for: a `GET` with the token, answered with JSON.
+    pub identity_url: String,
+    /// The JSON pointer into that answer naming the account (`/login`).
+    pub identity_pointer: String,
+    /// Settings the provider is created with when it calls with a token from this flow
+    /// (`{"auth": "oauth"}` where OAuth tokens travel differently from personal ones).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub settings: serde_json::Map<String, Value>,
+    /// Values for the braces in the URLs when the operator's section does not set them (the
+    /// public instance: `{"base_url": "https://gitlab.com"}`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub defaults: serde_json::Map<String, Value>,
 }
 
 #[cfg(test)]

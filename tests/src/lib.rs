@@ -9,6 +9,8 @@
 //! dylibs, the `quiver-runtime` library API — never through a provider's rlib.
 #![allow(missing_docs)]
 
+pub mod oauth_service;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -62,6 +62,7 @@ pub(crate) fn manifest_of<P: Provider>() -> PluginManifest {
         tools: P::tools(),
         resources: P::resources(),
         config_schema: schemars::schema_for!(P::Config).to_value(),
+        oauth: P::oauth(),
     }
 }
 

@@ -102,6 +102,7 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 
 pub use quiver_core as core_types;
+pub use quiver_core::manifest::OAuthEndpoints;
 pub use quiver_core::resource::ResourceTemplate;
 pub use quiver_core::value_model::{CostModelLayer, FieldGroupLayer};
 pub use quiver_core::{
@@ -161,6 +162,13 @@ pub trait Provider: ToolEnricher + Send + Sync + Sized + 'static {
     /// cached and refused by policy as the call would be.
     fn resources() -> Vec<ResourceTemplate> {
         Vec::new()
+    }
+
+    /// How users sign in to the service with OAuth, when it has it: the host runs the flow
+    /// (`[providers.NAME.oauth]` names the client) and creates the provider with the user's
+    /// token in `token`. None by default.
+    fn oauth() -> Option<OAuthEndpoints> {
+        None
     }
 
     /// Runs one tool: by default the [`register_tool!`] handler of that name, with its arguments

@@ -216,6 +216,20 @@ impl Provider for ClickUp {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = ClickUpConfig;
 
+    /// ClickUp's OAuth apps (tokens do not expire).
+    fn oauth() -> Option<quiver_plugin_sdk::OAuthEndpoints> {
+        Some(quiver_plugin_sdk::OAuthEndpoints {
+            authorize_url: "https://app.clickup.com/api".into(),
+            token_url: "{base_url}/oauth/token".into(),
+            revoke_url: None,
+            scopes: Vec::new(),
+            identity_url: "{base_url}/user".into(),
+            identity_pointer: "/user/username".into(),
+            settings: Map::new(),
+            defaults: Map::from_iter([("base_url".to_owned(), json!(DEFAULT_BASE_URL))]),
+        })
+    }
+
     fn new(config: ClickUpConfig) -> Result<Self, ProviderError> {
         let raw_base = config.base_url.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let base_url = raw_base.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();

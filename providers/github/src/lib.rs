@@ -262,6 +262,22 @@ impl Provider for GitHub {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = GitHubConfig;
 
+    /// GitHub's OAuth apps (and GitHub Apps' user tokens, which expire and refresh). GitHub
+    /// Enterprise Server: set `authorize_url` and `token_url` under `[providers.github.oauth]`
+    /// (`https://HOST/login/oauth/…`); the identity follows `base_url`.
+    fn oauth() -> Option<quiver_plugin_sdk::OAuthEndpoints> {
+        Some(quiver_plugin_sdk::OAuthEndpoints {
+            authorize_url: "https://github.com/login/oauth/authorize".into(),
+            token_url: "https://github.com/login/oauth/access_token".into(),
+            revoke_url: None,
+            scopes: vec!["repo".into(), "read:org".into()],
+            identity_url: "{base_url}/user".into(),
+            identity_pointer: "/login".into(),
+            settings: Map::new(),
+            defaults: Map::from_iter([("base_url".to_owned(), json!(DEFAULT_BASE_URL))]),
+        })
+    }
+
     /// A repository's files, by path and optional ref, read with `get_file_contents`.
     fn resources() -> Vec<quiver_plugin_sdk::ResourceTemplate> {
         vec![quiver_plugin_sdk::ResourceTemplate {

@@ -301,6 +301,21 @@ impl Provider for GitLab {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     type Config = GitLabConfig;
 
+    /// GitLab's OAuth 2 applications, on gitlab.com or the instance `base_url` names; the
+    /// tokens travel as `Authorization: Bearer` and refresh every two hours.
+    fn oauth() -> Option<quiver_plugin_sdk::OAuthEndpoints> {
+        Some(quiver_plugin_sdk::OAuthEndpoints {
+            authorize_url: "{base_url}/oauth/authorize".into(),
+            token_url: "{base_url}/oauth/token".into(),
+            revoke_url: Some("{base_url}/oauth/revoke".into()),
+            scopes: vec!["api".into()],
+            identity_url: "{base_url}/api/v4/user".into(),
+            identity_pointer: "/username".into(),
+            settings: Map::from_iter([("auth".to_owned(), json!("oauth"))]),
+            defaults: Map::from_iter([("base_url".to_owned(), json!(DEFAULT_BASE_URL))]),
+        })
+    }
+
     /// A CI job's log (its end, colour codes removed), read with `get_job_log`.
     fn resources() -> Vec<quiver_plugin_sdk::ResourceTemplate> {
         vec![quiver_plugin_sdk::ResourceTemplate {

@@ -94,6 +94,9 @@ enum Command {
     /// API keys for `quiver serve --http`.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Users' own service accounts, signed in to through `quiver serve --http`.
+    #[command(subcommand)]
+    Users(UsersCommand),
     /// Run the enrichments (output schemas, embeddings, dataflow, neighbours) over every tool,
     /// reusing the cache; prints what was computed, reused and failed.
     Enrich(enrich_cli::EnrichArgs),
@@ -267,6 +270,23 @@ enum KeysCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum UsersCommand {
+    /// The accounts USER has connected (never their tokens).
+    Accounts {
+        /// The user's name, as in [[serve.http.users]].
+        user: String,
+    },
+    /// Forget USER's accounts at service NAME (every service when none is named), revoking
+    /// their tokens where the service allows: their next call asks them to sign in again.
+    Disconnect {
+        /// The user's name, as in [[serve.http.users]].
+        user: String,
+        /// The provider (`github`); none: every one.
+        name: Option<String>,
+    },
+}
+
 /// A mistake in how quiver was invoked (a flag's value, a missing argument): exit code 2, as for
 /// clap's own usage errors.
 #[derive(Debug)]
@@ -379,6 +399,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Plugins => plugins(&host),
+        Command::Users(command) => users(&host, command),
         Command::Tools(ToolsCommand::List { json }) => tools_list(&host, json),
         Command::Tools(ToolsCommand::Show { name, json }) => tools_show(&host, &name, json),
         Command::Call { name, args, timeout_ms, json, raw } => {
@@ -399,6 +420,57 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
+        }
+    }
+}
+
+/// `quiver users accounts|disconnect`.
+fn users(host: &Host, command: UsersCommand) -> anyhow::Result<ExitCode> {
+    let accounts = host.accounts();
+    for (provider, problem) in accounts.problems() {
+        eprintln!("quiver: {provider}: {problem}");
+    }
+    match command {
+        UsersCommand::Accounts { user } => {
+            let providers: Vec<String> = accounts.providers().map(str::to_owned).collect();
+            if providers.is_empty() {
+                println!("no provider has [providers.NAME.oauth]: nobody signs in");
+                return Ok(ExitCode::SUCCESS);
+            }
+            for provider in providers {
+                let grants = runtime()?.block_on(accounts.grants(&user, &provider));
+                match grants {
+                    Ok(grants) if grants.is_empty() => println!("{provider}: not connected"),
+                    Ok(grants) => {
+                        for (i, grant) in grants.iter().enumerate() {
+                            let default = if i == 0 { " (default)" } else { "" };
+                            println!("{provider}: {}{default}", grant.account);
+                        }
+                    }
+                    Err(e) => println!("{provider}: {e}"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        UsersCommand::Disconnect { user, name } => {
+            if let Some(name) = &name {
+                if !accounts.signs_in(name) {
+                    return Err(UsageError(format!(
+                        "`{name}` has no [providers.{name}.oauth]: nobody signs in to it"
+                    ))
+                    .into());
+                }
+            }
+            let gone = runtime()?
+                .block_on(accounts.disconnect(&user, name.as_deref()))
+                .map_err(|e| anyhow::anyhow!(e))?;
+            if gone.is_empty() {
+                println!("{user} had no account to disconnect");
+            }
+            for (provider, account) in gone {
+                println!("disconnected {user} from {provider} account {account}");
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -457,6 +529,21 @@ fn print_operations(host: &Host) -> usize {
                 );
             }
         }
+    }
+    // Sign-in: which services users connect to themselves, and what keeps it from working
+    // (never a token, a secret or a key).
+    let accounts = host.accounts();
+    let problems_of_accounts = accounts.problems();
+    for provider in accounts.providers() {
+        if !problems_of_accounts.iter().any(|(p, _)| p == provider) {
+            println!(
+                "sign-in: {provider} (users connect their own accounts at /connect/{provider})"
+            );
+        }
+    }
+    for (provider, problem) in &problems_of_accounts {
+        problems += 1;
+        println!("sign-in: {provider}: {problem}");
     }
     let otlp = &config.telemetry.otlp;
     if let Some(endpoint) = otlp.endpoint.as_deref().filter(|e| !e.trim().is_empty()) {

@@ -113,6 +113,9 @@ pub struct Config {
     /// `[audit]`: the trail of calls that change something (none unless `path` is set).
     #[serde(default)]
     pub audit: crate::audit::AuditConfig,
+    /// `[accounts]`: where users' own service accounts (signed in with OAuth) are kept.
+    #[serde(default)]
+    pub accounts: crate::accounts::AccountsConfig,
     /// A PEM file of a private CA (self-hosted GitLab or Jira behind a corporate CA), trusted by
     /// every provider that has a `ca_file` setting and sets none of its own; relative to the
     /// config file's folder.
@@ -610,6 +613,10 @@ pub struct ProviderConfig {
     /// resource are withheld (`[security] lockdown` for every provider; this wins over it).
     #[serde(default)]
     pub lockdown: Option<bool>,
+    /// `[providers.NAME.oauth]`: users sign in to the service themselves (an OAuth app's client
+    /// id and secret; the provider knows the service's URLs).
+    #[serde(default)]
+    pub oauth: Option<crate::accounts::ProviderOAuthConfig>,
     /// Everything else, passed to the provider as JSON.
     #[serde(flatten)]
     pub settings: BTreeMap<String, toml::Value>,

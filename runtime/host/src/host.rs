@@ -151,8 +151,14 @@ pub struct Host {
     /// create instances with other credentials.
     modules:
         std::collections::BTreeMap<String, (PathBuf, quiver_plugin_abi::PluginModuleRef, bool)>,
-    /// Provider instances by (provider, token variable), created on first use.
-    per_credential: Mutex<std::collections::HashMap<(String, String), Arc<ProviderHandle>>>,
+    /// Provider instances by (provider, token variable or signed-in connection), created on
+    /// first use, each with the digest of the token it was made with (a refreshed token makes a
+    /// new one).
+    per_credential: Mutex<std::collections::HashMap<(String, String), MadeWith>>,
+    /// Each started provider's OAuth endpoints, when it has them.
+    oauth_endpoints: std::collections::BTreeMap<String, quiver_core::manifest::OAuthEndpoints>,
+    /// Users' signed-in accounts (`[providers.NAME.oauth]`), made when first asked for.
+    accounts: std::sync::OnceLock<Arc<crate::accounts::Accounts>>,
     /// The audit trail (`[audit]`, as quiver started with it), opened when first asked for:
     /// only a server writes it, and one process at a time.
     audit: std::sync::OnceLock<Result<Option<Arc<crate::audit::AuditLog>>, String>>,
@@ -174,10 +180,44 @@ pub struct Host {
     config_problems: Vec<String>,
 }
 
-/// A caller's own credentials: provider → the environment variable holding their token
-/// (`tokens = { github = "ALICE_GITHUB_TOKEN" }`). Providers it does not name use the host's.
+/// A provider instance made for one credential, and the digest of the token it was made with.
+type MadeWith = (String, Arc<ProviderHandle>);
+
+/// A caller's own credentials, by provider. Providers it does not name use the host's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Credentials(pub std::collections::BTreeMap<String, String>);
+pub struct Credentials(pub std::collections::BTreeMap<String, Credential>);
+
+impl Credentials {
+    /// Credentials from variables alone (`tokens = { github = "ALICE_GITHUB_TOKEN" }`).
+    pub fn from_variables(tokens: &std::collections::BTreeMap<String, String>) -> Self {
+        Self(
+            tokens
+                .iter()
+                .map(|(provider, variable)| {
+                    (provider.clone(), Credential::Variable(variable.clone()))
+                })
+                .collect(),
+        )
+    }
+
+    /// Who a call of `provider` acts as, for the audit trail and results: the signed-in
+    /// account, or the variable the token is read from.
+    pub fn whose(&self, provider: &str) -> Option<String> {
+        self.0.get(provider).map(|credential| match credential {
+            Credential::Variable(variable) => variable.clone(),
+            Credential::Account(token) => format!("{provider} account {}", token.account),
+        })
+    }
+}
+
+/// Where a caller's token for one provider comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// The environment variable holding it (`tokens = { github = "ALICE_GITHUB_TOKEN" }`).
+    Variable(String),
+    /// An account they signed in to ([`crate::accounts`]).
+    Account(crate::accounts::AccountToken),
+}
 
 /// A follow-up the planner may pre-fetch: owned, so a plan can borrow from it.
 #[derive(Debug, Clone)]
@@ -261,6 +301,8 @@ impl Host {
             upstream_tools: Mutex::new((u64::MAX, Arc::new(Vec::new()))),
             modules: std::collections::BTreeMap::new(),
             per_credential: Mutex::new(std::collections::HashMap::new()),
+            oauth_endpoints: std::collections::BTreeMap::new(),
+            accounts: std::sync::OnceLock::new(),
             audit: std::sync::OnceLock::new(),
             rate_headroom: Mutex::new(std::collections::HashMap::new()),
             recorded_answers: std::sync::RwLock::new(None),
@@ -445,6 +487,9 @@ impl Host {
     fn start(&mut self, plugin: &LoadedPlugin) -> PluginStatus {
         let manifest = &plugin.manifest;
         self.seen_providers.insert(manifest.name.clone());
+        if let Some(endpoints) = &manifest.oauth {
+            self.oauth_endpoints.insert(manifest.name.clone(), endpoints.clone());
+        }
         if let Some(other) = self.registry.provider(&manifest.name) {
             return PluginStatus::Failed {
                 reason: format!(
@@ -479,7 +524,7 @@ impl Host {
             self.config_problems.extend(located);
             return PluginStatus::Failed { reason };
         }
-        let instance = match instantiate(plugin.module, &manifest.name, &section) {
+        let instance = match instantiate(plugin.module, &manifest.name, &section, None) {
             Ok(instance) => instance,
             Err(reason) => {
                 let marker = format!(
@@ -523,40 +568,102 @@ impl Host {
         }
     }
 
-    /// The instance of `provider` that calls with the token in `token_env`: created from the
-    /// provider's config section with that variable, on first use, then kept.
-    pub fn provider_with_token(
+    /// The instance of `provider` that calls with `credential`: created from the provider's
+    /// config section with that token, on first use, then kept (made again when a signed-in
+    /// token was refreshed).
+    pub fn provider_with(
         &self,
         provider: &str,
-        token_env: &str,
+        credential: &Credential,
     ) -> Result<Arc<ProviderHandle>, String> {
-        let key = (provider.to_owned(), token_env.to_owned());
-        if let Some(handle) =
+        let (key, token) = match credential {
+            Credential::Variable(variable) => {
+                if std::env::var(variable).map_or(true, |v| v.trim().is_empty()) {
+                    return Err(format!(
+                        "your `{provider}` token variable {variable} is not set on the server; \
+                         ask whoever runs it to set it"
+                    ));
+                }
+                (format!("variable:{variable}"), None)
+            }
+            Credential::Account(account) => {
+                (format!("account:{}", account.grant), Some(account.token.as_str()))
+            }
+        };
+        let digest = token
+            .map(|t| hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes())[..8]))
+            .unwrap_or_default();
+        let key = (provider.to_owned(), key);
+        if let Some((made_with, handle)) =
             self.per_credential.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
         {
-            return Ok(Arc::clone(handle));
+            if *made_with == digest {
+                return Ok(Arc::clone(handle));
+            }
         }
         let (path, module, accepts_ca_file) = self
             .modules
             .get(provider)
             .ok_or_else(|| format!("provider `{provider}` is not served by this host"))?;
-        if std::env::var(token_env).map_or(true, |v| v.trim().is_empty()) {
-            return Err(format!(
-                "your `{provider}` token variable {token_env} is not set on the server; ask \
-                 whoever runs it to set it"
-            ));
-        }
         let mut section = self.running_settings(&self.config(), provider, *accepts_ca_file);
-        section.token_env = Some(token_env.to_owned());
-        // The caller's variable, never a token written in the shared config.
+        // The caller's token, never one written in the shared config.
         section.settings.remove("token");
-        let instance = instantiate(*module, provider, &section)?;
+        let instance = match (credential, token) {
+            (Credential::Variable(variable), _) => {
+                section.token_env = Some(variable.clone());
+                instantiate(*module, provider, &section, None)?
+            }
+            (Credential::Account(_), Some(token)) => {
+                let app_settings = self
+                    .accounts()
+                    .app(provider)
+                    .map(|app| app.settings.clone())
+                    .unwrap_or_default();
+                for (name, value) in app_settings {
+                    if let Ok(value) = toml::Value::try_from(value) {
+                        section.settings.insert(name, value);
+                    }
+                }
+                instantiate(*module, provider, &section, Some(token))?
+            }
+            (Credential::Account(_), None) => unreachable!("an account always has a token"),
+        };
         let handle = Arc::new(ProviderHandle::new(provider.to_owned(), path.clone(), instance));
         self.per_credential
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, Arc::clone(&handle));
+            .insert(key, (digest, Arc::clone(&handle)));
         Ok(handle)
+    }
+
+    /// Users' signed-in accounts: every `[providers.NAME.oauth]` of a started provider, kept
+    /// in the state backend when it is shared, else in files.
+    pub fn accounts(&self) -> &Arc<crate::accounts::Accounts> {
+        self.accounts.get_or_init(|| {
+            let config = &self.started.config;
+            let apps = config
+                .providers
+                .iter()
+                .filter_map(|(provider, section)| {
+                    let oauth = section.oauth.as_ref()?;
+                    let app = crate::accounts::OAuthApp::resolve(
+                        provider,
+                        oauth,
+                        self.oauth_endpoints.get(provider),
+                        &section.settings,
+                    );
+                    Some((provider.clone(), app))
+                })
+                .collect();
+            let shared = config.state.backend == crate::config::StateBackendKind::Redis
+                && self.state.backend() == crate::config::StateBackendKind::Redis;
+            Arc::new(crate::accounts::Accounts::new(
+                apps,
+                &config.accounts,
+                Arc::clone(&self.state),
+                shared,
+            ))
+        })
     }
 
     /// `[providers.NAME]` of `config` as a provider is created from it now: every key from
@@ -781,7 +888,7 @@ impl Host {
                     .push(format!("{at}: {message}; provider `{name}` keeps its running settings"));
                 continue;
             }
-            match instantiate(*module, name, &after) {
+            match instantiate(*module, name, &after, None) {
                 Ok(instance) => replace.push((name.clone(), instance)),
                 Err(reason) => report.push(format!(
                     "provider `{name}` keeps its running settings: the new ones fail ({reason})"
@@ -1213,9 +1320,9 @@ impl Host {
                 )
             });
         }
-        if let Some(token_env) = credentials.and_then(|c| c.0.get(&tool.name.provider)) {
+        if let Some(credential) = credentials.and_then(|c| c.0.get(&tool.name.provider)) {
             if tool.plugin().is_some() {
-                match self.provider_with_token(&tool.name.provider, token_env) {
+                match self.provider_with(&tool.name.provider, credential) {
                     Ok(handle) => {
                         tool = Arc::new(RegisteredTool {
                             origin: ToolOrigin::Plugin(handle),
@@ -1693,8 +1800,9 @@ fn instantiate(
     module: quiver_plugin_abi::PluginModuleRef,
     provider: &str,
     section: &ProviderConfig,
+    token: Option<&str>,
 ) -> Result<ProviderBox, String> {
-    let config_json = provider_config_json(provider, section);
+    let config_json = provider_config_json(provider, section, token);
     let created = std::panic::catch_unwind(|| {
         (module.create())(RStr::from(config_json.to_string().as_str()), logging::plugin_sink())
     })
@@ -1705,15 +1813,23 @@ fn instantiate(
 }
 
 /// The JSON a provider is created from: its `[providers.NAME]` keys, `token_env`, and `token` —
-/// from that variable when it is set, else a `token` written in the config. The token is
-/// registered as a secret, so no log line shows it.
-fn provider_config_json(provider: &str, section: &ProviderConfig) -> Value {
+/// `signed_in` (a user's account), else from that variable when it is set, else a `token`
+/// written in the config. The token is registered as a secret, so no log line shows it.
+fn provider_config_json(
+    provider: &str,
+    section: &ProviderConfig,
+    signed_in: Option<&str>,
+) -> Value {
     let mut json = serde_json::to_value(&section.settings)
         .ok()
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
     let token_env = section.token_env(provider);
-    if let Some(token) = std::env::var(&token_env).ok().filter(|t| !t.trim().is_empty()) {
+    let token = match signed_in {
+        Some(token) => Some(token.to_owned()),
+        None => std::env::var(&token_env).ok().filter(|t| !t.trim().is_empty()),
+    };
+    if let Some(token) = token {
         json.insert("token".into(), Value::String(token));
     }
     if let Some(token) = json.get("token").and_then(Value::as_str) {

@@ -41,6 +41,7 @@
 //! the host compiles none of them.
 #![deny(missing_docs)]
 
+pub mod accounts;
 pub mod audit;
 pub mod config;
 pub mod embedder;

@@ -83,7 +83,10 @@ pub struct Session {
     host: Arc<Host>,
     id: String,
     /// Whose cached results this session reads and writes (see [`Session::with_scope`]).
-    scope: String,
+    scope: std::sync::RwLock<String>,
+    /// The scope is the fingerprint of the credentials, and follows them when they change
+    /// ([`Session::scoped_by_credentials`]).
+    scope_follows_credentials: bool,
     /// Whose credentials its calls use, which decides the per-host concurrency budget they
     /// draw on and the rate limits that hold for them: the host's own
     /// ([`crate::state::SHARED_CREDENTIALS`]) unless [`Session::with_scope`] named a caller's.
@@ -101,8 +104,9 @@ pub struct Session {
     cancelled: Arc<AtomicBool>,
     /// The authenticated user this session serves, named in its telemetry.
     user: Option<String>,
-    /// The user's own provider credentials, for every call and pre-fetch of this session.
-    credentials: Option<Arc<crate::host::Credentials>>,
+    /// The user's own provider credentials, for every call and pre-fetch of this session; an
+    /// account signed in to (or out of) mid-session changes them.
+    credentials: std::sync::RwLock<Option<Arc<crate::host::Credentials>>>,
     /// A repeat returns the data again rather than a reference to an earlier answer.
     repeats_as_data: bool,
     /// Calls made so far, for telling a pre-fetch that had its chance from one just started.
@@ -162,7 +166,8 @@ impl Session {
         Self {
             recorder,
             host,
-            scope: id.clone(),
+            scope: std::sync::RwLock::new(id.clone()),
+            scope_follows_credentials: false,
             credentials_scope: crate::state::SHARED_CREDENTIALS.to_owned(),
             caller: id.clone(),
             id,
@@ -171,7 +176,7 @@ impl Session {
             prefetched: Arc::new(Mutex::new(Prefetches::default())),
             cancelled: Arc::new(AtomicBool::new(false)),
             user: None,
-            credentials: None,
+            credentials: std::sync::RwLock::new(None),
             repeats_as_data: false,
             calls_made: std::sync::atomic::AtomicU64::new(0),
             prefetch_log: Mutex::new(Vec::new()),
@@ -204,7 +209,7 @@ impl Session {
     /// also names the credentials for per-host concurrency and rate limits (see
     /// [`crate::state::budget_name`]); without it a session counts as using the host's own.
     pub fn with_scope(mut self, scope: &str, caller: &str) -> Self {
-        self.scope = scope.to_owned();
+        self.scope = std::sync::RwLock::new(scope.to_owned());
         self.credentials_scope = scope.to_owned();
         self.caller = caller.to_owned();
         self
@@ -215,13 +220,14 @@ impl Session {
     /// tool's provider (as the host picks the token), else the host's — a user with their own
     /// GitHub token still shares the server's Jira token, and its budget, with everyone.
     fn credentials_scope_for(&self, tool: &RegisteredTool) -> String {
-        let Some(own) = self.credentials.as_deref() else {
+        let Some(own) = self.credentials() else {
             return self.credentials_scope.clone();
         };
         let provider = &tool.name.provider;
         match own.0.get(provider) {
-            Some(variable) => {
-                let one = std::collections::BTreeMap::from([(provider.clone(), variable.clone())]);
+            Some(credential) => {
+                let one =
+                    std::collections::BTreeMap::from([(provider.clone(), credential.clone())]);
                 crate::state::credential_fingerprint(Some(&crate::host::Credentials(one)))
             }
             None => crate::state::SHARED_CREDENTIALS.to_owned(),
@@ -229,9 +235,50 @@ impl Session {
     }
 
     /// Runs every call and pre-fetch with the caller's own `credentials`.
-    pub fn with_credentials(mut self, credentials: crate::host::Credentials) -> Self {
-        self.credentials = Some(Arc::new(credentials));
+    pub fn with_credentials(self, credentials: crate::host::Credentials) -> Self {
+        *self.credentials.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(credentials));
         self
+    }
+
+    /// [`Session::with_scope`] with the fingerprint of the credentials as the scope, kept so
+    /// when they change ([`Session::set_credential`]): cached results are shared with every
+    /// caller acting as the same accounts, and no longer once an account changes.
+    pub fn scoped_by_credentials(mut self, caller: &str) -> Self {
+        let fingerprint = crate::state::credential_fingerprint(self.credentials().as_deref());
+        self = self.with_scope(&fingerprint, caller);
+        self.scope_follows_credentials = true;
+        self
+    }
+
+    /// The caller's credentials now.
+    pub fn credentials(&self) -> Option<Arc<crate::host::Credentials>> {
+        self.credentials.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Calls of `provider` from now on go out with `credential` (`None`: the host's own) — an
+    /// account signed in to, refreshed or disconnected mid-session.
+    pub fn set_credential(&self, provider: &str, credential: Option<crate::host::Credential>) {
+        let changed = {
+            let mut slot = self.credentials.write().unwrap_or_else(|e| e.into_inner());
+            let mut now = slot.as_deref().cloned().unwrap_or_default();
+            let before = now.0.get(provider).cloned();
+            match credential {
+                Some(credential) => now.0.insert(provider.to_owned(), credential),
+                None => now.0.remove(provider),
+            };
+            let changed = before != now.0.get(provider).cloned();
+            *slot = (!now.0.is_empty()).then(|| Arc::new(now));
+            changed
+        };
+        if changed && self.scope_follows_credentials {
+            let fingerprint = crate::state::credential_fingerprint(self.credentials().as_deref());
+            *self.scope.write().unwrap_or_else(|e| e.into_inner()) = fingerprint;
+        }
+    }
+
+    /// Whose cached results this session reads and writes now.
+    fn scope(&self) -> String {
+        self.scope.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Names the authenticated user in every telemetry event of this session.
@@ -268,8 +315,9 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         // A session's own cache ends with it; a shared scope's outlives it.
-        if self.scope == self.id {
-            self.host.state().forget(&self.scope);
+        let scope = self.scope();
+        if scope == self.id {
+            self.host.state().forget(&scope);
         }
     }
 }
@@ -361,7 +409,7 @@ impl Session {
                         self.timeout,
                         &self.id,
                         cancel,
-                        self.credentials.as_deref(),
+                        self.credentials().as_deref(),
                     )
                     .await,
                 CallEffects::default(),
@@ -389,13 +437,13 @@ impl Session {
         let ttl = ttl_of(&model);
         // `"_fresh": true` asks the service itself: no cached result, no call already in flight.
         let fresh = args.get(FRESH_ARGUMENT) == Some(&Value::Bool(true));
-        let mut hit = if fresh { None } else { state.cache_get(&self.scope, &key, ttl).await };
+        let mut hit = if fresh { None } else { state.cache_get(&self.scope(), &key, ttl).await };
         let landed_meanwhile = hit.is_none()
             && !fresh
             && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);
         if landed_meanwhile {
             // A pre-fetch landed between the look-up and now: its result is in the cache.
-            hit = state.cache_get(&self.scope, &key, ttl).await;
+            hit = state.cache_get(&self.scope(), &key, ttl).await;
         }
         let mut served = None;
         let in_flight = {
@@ -435,7 +483,7 @@ impl Session {
                 // make one request; the others wait for its result.
                 let flight = if is_read(&model) && !fresh {
                     let limit = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-                    state.begin_read(&self.scope, &key, limit).await
+                    state.begin_read(&self.scope(), &key, limit).await
                 } else {
                     Flight::Lead(FlightLease::alone())
                 };
@@ -464,7 +512,7 @@ impl Session {
                                         self.timeout,
                                         &self.id,
                                         cancel,
-                                        self.credentials.as_deref(),
+                                        self.credentials().as_deref(),
                                     )
                                     .await;
                                 drop(permit);
@@ -489,9 +537,9 @@ impl Session {
                             // told, so a caller arriving later finds it in the cache.
                             if !model.invalidates.is_empty() {
                                 let stale = qualified_invalidations(&qualified, &model.invalidates);
-                                state.invalidate(&self.scope, &stale).await;
+                                state.invalidate(&self.scope(), &stale).await;
                             }
-                            state.cache_put(&self.scope, &key, &result, ttl).await;
+                            state.cache_put(&self.scope(), &key, &result, ttl).await;
                         }
                         lease.finish(&result).await;
                         result
@@ -861,7 +909,10 @@ impl Session {
                     .is_some();
                 // Fresh in the cache or already on its way: nothing to fetch.
                 if in_flight
-                    || state.cache_get(&self.scope, &key, ttl_of(&candidate.model)).await.is_some()
+                    || state
+                        .cache_get(&self.scope(), &key, ttl_of(&candidate.model))
+                        .await
+                        .is_some()
                 {
                     continue;
                 }
@@ -902,13 +953,13 @@ impl Session {
                     started_at_call: calls_made,
                     used: false,
                 });
-                let (host, scope) = (Arc::clone(&self.host), self.scope.clone());
+                let (host, scope) = (Arc::clone(&self.host), self.scope());
                 let ttl = ttl_of(&candidate.model);
                 let (prefetched, cancelled) =
                     (Arc::clone(&self.prefetched), Arc::clone(&self.cancelled));
                 let (tool, session, timeout) =
                     (admitted.tool.to_owned(), self.id.clone(), self.timeout);
-                let credentials = self.credentials.clone();
+                let credentials = self.credentials();
                 let report =
                     prefetched.lock().unwrap_or_else(|e| e.into_inner()).start(key.clone());
                 let span = crate::traced_span!(

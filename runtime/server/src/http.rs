@@ -238,6 +238,7 @@ pub async fn serve_http(
         .clone()
         .or_else(|| config.oauth.as_ref().map(|o| o.audience.clone()))
         .unwrap_or_else(|| format!("{scheme}://{addr}{MCP_PATH}"));
+    let resource_url_for_pages = resource_url.clone();
     let state = AppState {
         sessions: Arc::new(SessionLimits {
             manager: sessions,
@@ -266,10 +267,29 @@ pub async fn serve_http(
     if let Some(metrics_listen) = &config.metrics_listen {
         serve_metrics(metrics_listen, state.clone()).await?;
     }
+    // Sign-in pages: a browser has no key; the one-time link is bound to the user.
+    let accounts = Arc::clone(host.accounts());
+    accounts.set_public_base(&public_base(&resource_url_for_pages));
+    let secure = resource_url_for_pages.starts_with("https://");
+    let (starting, returning) = (Arc::clone(&accounts), accounts);
+    let connect = Router::new()
+        .route(
+            "/connect/{provider}",
+            get(move |provider, query| {
+                crate::connect::start(Arc::clone(&starting), secure, provider, query)
+            }),
+        )
+        .route(
+            "/connect/{provider}/callback",
+            get(move |provider, query, headers| {
+                crate::connect::callback(Arc::clone(&returning), provider, query, headers)
+            }),
+        );
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .merge(connect)
         .merge(guarded)
         .layer(axum::middleware::from_fn_with_state(state.clone(), check_origin))
         .with_state(state);
@@ -630,6 +650,18 @@ async fn resource_metadata(State(state): State<AppState>) -> Json<serde_json::Va
         "bearer_methods_supported": ["header"],
         "resource_name": "quiver",
     }))
+}
+
+/// Where the server's other pages are, from the URL of `/mcp`: that URL without its `/mcp`,
+/// else its origin.
+fn public_base(resource_url: &str) -> String {
+    if let Some(base) = resource_url.strip_suffix(MCP_PATH) {
+        return base.to_owned();
+    }
+    match url::Url::parse(resource_url) {
+        Ok(url) => url.origin().ascii_serialization(),
+        Err(_) => resource_url.trim_end_matches('/').to_owned(),
+    }
 }
 
 /// The RFC 9728 metadata URL of the resource `resource_url`: its origin and the well-known path.

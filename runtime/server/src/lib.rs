@@ -29,6 +29,7 @@
 pub mod annotations;
 pub mod catalog;
 mod confirm;
+mod connect;
 pub mod escape;
 mod federation;
 pub mod http;
@@ -39,6 +40,7 @@ pub mod oauth;
 pub mod policy;
 pub mod reload;
 pub mod server;
+mod sign_in;
 mod stdio_guard;
 
 pub use catalog::{Bundle, Catalog, ExposedTool};

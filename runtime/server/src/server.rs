@@ -250,20 +250,21 @@ impl QuiverServer {
         let credentials = who
             .and_then(|w| w.user.as_ref())
             .filter(|u| !u.tokens.is_empty())
-            .map(|u| quiver_runtime::host::Credentials(u.tokens.clone()));
+            .map(|u| quiver_runtime::host::Credentials::from_variables(&u.tokens));
+        if let Some(credentials) = credentials {
+            // Their calls run with their tokens (and accounts they sign in to, as they do).
+            session = session.with_credentials(credentials);
+        }
         if !key.is_empty() {
-            // An HTTP caller: no connection guarantees it saw an earlier answer. Callers with
-            // the same credentials share cached results (on every replica, with Redis); each
-            // caller's pipeline state is their own.
-            let fingerprint = quiver_runtime::state::credential_fingerprint(credentials.as_ref());
+            // An HTTP caller: no connection guarantees it saw an earlier answer. Callers acting
+            // as the same accounts share cached results (on every replica, with Redis) — and
+            // stop sharing when one signs in or out; each caller's pipeline state is their own.
+            let fingerprint =
+                quiver_runtime::state::credential_fingerprint(session.credentials().as_deref());
             session = session
                 .with_user(&key)
                 .repeats_as_data()
-                .with_scope(&fingerprint, &format!("{key}@{fingerprint}"));
-        }
-        if let Some(credentials) = credentials {
-            // Their calls run with their tokens.
-            session = session.with_credentials(credentials);
+                .scoped_by_credentials(&format!("{key}@{fingerprint}"));
         }
         let catalog = Catalog::new(&inner.host, &policy, &inner.inferred);
         let generation = inner.host.generation();
@@ -868,6 +869,40 @@ impl QuiverServer {
                 responses: answers.responses.clone().unwrap_or_default(),
                 state: (!upstream_state.is_empty()).then(|| upstream_state.to_owned()),
             });
+        // A user's own account at the service, signed in to on first use — before confirming,
+        // so a 2026-07-28 client answers each question once.
+        if let Some(user) = view.user.as_ref() {
+            let provider = tool.qualified.split('.').next().unwrap_or_default();
+            let accounts = self.inner.host.accounts();
+            let own_variable = user.tokens.contains_key(provider);
+            let plugin =
+                self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_some());
+            if plugin && !own_variable && accounts.signs_in(provider) {
+                let signed_in = crate::sign_in::ensure(
+                    accounts,
+                    &view.session,
+                    &user.name,
+                    provider,
+                    &binding,
+                    answers,
+                    context,
+                )
+                .await;
+                match signed_in {
+                    crate::sign_in::SignIn::Ready => {}
+                    crate::sign_in::SignIn::Pending(input_required) => {
+                        return CallToolResponse::InputRequired(input_required)
+                    }
+                    crate::sign_in::SignIn::Refused(message) => {
+                        return error_result(message).into()
+                    }
+                    crate::sign_in::SignIn::Error(error) => {
+                        *answers.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+                        return error_result("sign-in required").into();
+                    }
+                }
+            }
+        }
         // Such a round comes only after the person confirmed the call (the upstream was not
         // called before), so it is not asked again.
         let must_ask = tool.confirm || flow.is_some();
@@ -967,9 +1002,10 @@ impl QuiverServer {
             let request_ids = result.request_ids();
             let provider = tool.qualified.split('.').next().unwrap_or_default();
             let user = view.user.as_ref();
+            let whose = view.session.credentials().and_then(|c| c.whose(provider));
             let entry = quiver_runtime::audit::AuditEntry {
                 user: user.map(|u| u.name.as_str()),
-                credentials: user.and_then(|u| u.tokens.get(provider)).map(String::as_str),
+                credentials: whose.as_deref(),
                 session: &view.session_id,
                 tool: &tool.qualified,
                 class: &class,
@@ -1450,8 +1486,16 @@ impl ServerHandler for QuiverServer {
             // A protocol error (the MCP spec's answer to an unknown tool), with the closest names.
             return Err(McpError::invalid_params(unknown, None));
         }
-        let answers = Answers { responses: request.input_responses, state: request.request_state };
-        Ok(self.call(&request.name, arguments, &answers, &context).await)
+        let answers = Answers {
+            responses: request.input_responses,
+            state: request.request_state,
+            error: Mutex::new(None),
+        };
+        let response = self.call(&request.name, arguments, &answers, &context).await;
+        match answers.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(error) => Err(error),
+            None => Ok(response),
+        }
     }
 }
 
@@ -1485,7 +1529,7 @@ impl QuiverServer {
                 ))
             }
         };
-        let answers = Answers { responses: None, state: None };
+        let answers = Answers { responses: None, state: None, error: Mutex::new(None) };
         let response = self
             .call_provider_tool(&view, &name, arguments, &answers, context, Via::Resource)
             .await;
@@ -1615,6 +1659,8 @@ impl quiver_runtime::upstream::CallClient for PeerClient {
 pub(crate) struct Answers {
     pub(crate) responses: Option<rmcp::model::InputResponses>,
     pub(crate) state: Option<String>,
+    /// A protocol error the call ends in instead of a result (URL elicitation required).
+    pub(crate) error: Mutex<Option<McpError>>,
 }
 
 /// Serves `host` over stdin/stdout until the client disconnects.

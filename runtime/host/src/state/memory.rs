@@ -28,6 +28,8 @@ pub struct MemoryState {
     /// Rate limits that hold, by (host, scope): until when.
     cooling: Mutex<HashMap<(String, String), Instant>>,
     sessions: Mutex<HashMap<String, String>>,
+    /// Records and claims, with when they expire.
+    records: Mutex<HashMap<String, (String, Option<Instant>)>>,
 }
 
 /// One caller's pipeline state.
@@ -53,6 +55,7 @@ impl MemoryState {
             budgets: HostBudgets::new(per_host),
             cooling: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
+            records: Mutex::new(HashMap::new()),
         }
     }
 
@@ -308,6 +311,51 @@ impl StateStore for MemoryState {
     async fn session_delete(&self, id: &str) -> Result<(), String> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         Ok(())
+    }
+
+    async fn record_put(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), String> {
+        let mut records = self.live_records();
+        records.insert(key.to_owned(), (value.to_owned(), ttl.map(|t| Instant::now() + t)));
+        Ok(())
+    }
+
+    async fn record_get(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.live_records().get(key).map(|(value, _)| value.clone()))
+    }
+
+    async fn record_take(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.live_records().remove(key).map(|(value, _)| value))
+    }
+
+    async fn record_delete(&self, key: &str) -> Result<(), String> {
+        self.live_records().remove(key);
+        Ok(())
+    }
+
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<bool, String> {
+        let mut records = self.live_records();
+        if records.contains_key(key) {
+            return Ok(false);
+        }
+        records.insert(key.to_owned(), (String::new(), Some(Instant::now() + ttl)));
+        Ok(true)
+    }
+}
+
+impl MemoryState {
+    /// The records, the expired ones dropped.
+    fn live_records(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (String, Option<Instant>)>> {
+        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        records.retain(|_, (_, until)| until.is_none_or(|until| until > now));
+        records
     }
 }
 

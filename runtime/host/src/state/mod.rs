@@ -187,6 +187,25 @@ pub trait StateStore: Send + Sync + 'static {
 
     /// Forgets an HTTP session (the client ended it).
     async fn session_delete(&self, id: &str) -> Result<(), String>;
+
+    /// Keeps `value` under `key` — for `ttl` (a sign-in in progress), or until deleted (a
+    /// user's sealed account) — where every replica reads it.
+    async fn record_put(&self, key: &str, value: &str, ttl: Option<Duration>)
+        -> Result<(), String>;
+
+    /// The record under `key`, if it is there and not expired.
+    async fn record_get(&self, key: &str) -> Result<Option<String>, String>;
+
+    /// The record under `key`, removed in the same step: of several readers on any replica, one
+    /// gets it (a sign-in's `state` is used once).
+    async fn record_take(&self, key: &str) -> Result<Option<String>, String>;
+
+    /// Removes the record under `key`.
+    async fn record_delete(&self, key: &str) -> Result<(), String>;
+
+    /// Takes `key` for `ttl` when nobody holds it: whether this caller now holds it (one
+    /// refresh of a token in flight across replicas). [`StateStore::record_delete`] lets go.
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<bool, String>;
 }
 
 /// Recent calls kept per caller for the planner (it skips pre-fetching what was just used).
@@ -219,18 +238,36 @@ pub fn open(
     }
 }
 
-/// The fingerprint of a caller's credentials (which provider's token comes from which variable):
-/// callers with the same credentials share cached results, callers with different ones never
-/// do. `shared` names the server's own credentials. No token value goes into it.
+/// The fingerprint of a caller's credentials — of the accounts they act as, not of where their
+/// tokens are kept: callers with the same credentials share cached results, callers with
+/// different ones never do. A variable's token counts by its value (a rotated token starts
+/// afresh); a signed-in account by its connection (a reconnected one too), not by its access
+/// token, which a refresh replaces. `shared` names the server's own credentials. Only a digest
+/// of a token goes into it, cut so that it cannot be tested against a guess offline.
 pub fn credential_fingerprint(credentials: Option<&crate::host::Credentials>) -> String {
+    use crate::host::Credential;
     match credentials.filter(|c| !c.0.is_empty()) {
         None => SHARED_CREDENTIALS.to_owned(),
         Some(credentials) => {
             let mut digest = Sha256::new();
-            for (variable, token) in &credentials.0 {
-                digest.update(variable.as_bytes());
+            for (provider, credential) in &credentials.0 {
+                digest.update(provider.as_bytes());
                 digest.update([0]);
-                digest.update(token.as_bytes());
+                match credential {
+                    Credential::Variable(variable) => {
+                        digest.update(b"variable\0");
+                        digest.update(variable.as_bytes());
+                        digest.update([0]);
+                        let token = std::env::var(variable).unwrap_or_default();
+                        digest.update(Sha256::digest(token.as_bytes()));
+                    }
+                    Credential::Account(account) => {
+                        digest.update(b"account\0");
+                        digest.update(account.account.as_bytes());
+                        digest.update([0]);
+                        digest.update(account.grant.as_bytes());
+                    }
+                }
                 digest.update([0]);
             }
             hex::encode(&digest.finalize()[..12])

@@ -314,6 +314,17 @@ impl Inner {
         hex::decode(mac).is_ok_and(|given| expected.verify_slice(&given).is_ok())
     }
 
+    /// A record's value, when its signature holds (`mac:value`).
+    fn opened_record(&self, key: &str, stored: &str) -> Option<String> {
+        let (mac, value) = stored.split_once(':')?;
+        if self.verify(key, value, mac) {
+            Some(value.to_owned())
+        } else {
+            self.refuse("record", "a record whose signature does not match ([state] hmac_key_env)");
+            None
+        }
+    }
+
     /// Says once per kind that something Redis held was not served, and why.
     fn refuse(&self, kind: &'static str, why: &str) {
         let first = self.refused.lock().unwrap_or_else(|e| e.into_inner()).insert(kind);
@@ -946,6 +957,82 @@ impl StateStore for RedisState {
         let key = inner.key_of("s", id);
         inner.run(|mut c| async move { c.del::<_, ()>(&key).await }).await;
         Ok(())
+    }
+
+    // Records live in Redis alone, never in the local copy: a sign-in started on one replica
+    // finishes on another, and a `state` taken once must be gone for every replica.
+
+    async fn record_put(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), String> {
+        let inner = &self.inner;
+        let key = inner.key_of("r", key);
+        let signed = format!("{}:{value}", inner.sign(&key, value));
+        let stored = inner
+            .run(|mut c| async move {
+                match ttl {
+                    Some(ttl) => {
+                        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+                        c.pset_ex::<_, _, ()>(&key, signed, ms).await
+                    }
+                    None => c.set::<_, _, ()>(&key, signed).await,
+                }
+            })
+            .await;
+        stored.ok_or_else(|| "Redis is unreachable".to_owned())
+    }
+
+    async fn record_get(&self, key: &str) -> Result<Option<String>, String> {
+        let inner = &self.inner;
+        let key = inner.key_of("r", key);
+        let asked = key.clone();
+        let found =
+            inner.run(|mut c| async move { c.get::<_, Option<String>>(&asked).await }).await;
+        let found = found.ok_or_else(|| "Redis is unreachable".to_owned())?;
+        Ok(found.and_then(|stored| inner.opened_record(&key, &stored)))
+    }
+
+    async fn record_take(&self, key: &str) -> Result<Option<String>, String> {
+        let inner = &self.inner;
+        let key = inner.key_of("r", key);
+        let asked = key.clone();
+        let taken = inner
+            .run(|mut c| async move {
+                redis::cmd("GETDEL").arg(&asked).query_async::<Option<String>>(&mut c).await
+            })
+            .await;
+        let taken = taken.ok_or_else(|| "Redis is unreachable".to_owned())?;
+        Ok(taken.and_then(|stored| inner.opened_record(&key, &stored)))
+    }
+
+    async fn record_delete(&self, key: &str) -> Result<(), String> {
+        let inner = &self.inner;
+        let key = inner.key_of("r", key);
+        let deleted = inner.run(|mut c| async move { c.del::<_, ()>(&key).await }).await;
+        deleted.ok_or_else(|| "Redis is unreachable".to_owned())
+    }
+
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<bool, String> {
+        let inner = &self.inner;
+        let key = inner.key_of("r", key);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let holder = inner.holder_id();
+        let taken = inner
+            .run(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(format!(":{holder}"))
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ms)
+                    .query_async::<Option<String>>(&mut c)
+                    .await
+            })
+            .await;
+        Ok(taken.ok_or_else(|| "Redis is unreachable".to_owned())?.is_some())
     }
 }
 

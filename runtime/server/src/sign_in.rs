@@ -1,0 +1,184 @@
+//! Signing a user in to a service on first use. A call of a provider with a
+//! `[providers.NAME.oauth]` app, by an HTTP user with neither their own `tokens` entry for it
+//! nor a connected account, asks them to open a one-time link to `/connect/NAME`:
+//!
+//! - **2025-11-25**, client declaring URL elicitation: `elicitation/create` in `url` mode while
+//!   the call waits (up to `[accounts] sign_in_wait_s`); once the account is connected the
+//!   client gets `notifications/elicitation/complete` and the call goes on.
+//! - **2026-07-28**, same client: an `InputRequiredResult` holding the URL request; the client
+//!   opens it and sends the call again, which goes on once the account is there.
+//! - `[accounts] sign_in = "error"`: the spec's URL-elicitation-required error (-32042) instead,
+//!   for clients that handle it (they open the link and retry).
+//! - **A client that cannot open links**: the call's answer is an error naming the link, for
+//!   the model to pass on.
+//!
+//! A connected account's token (refreshed when near expiry) becomes the session's credential
+//! for the provider, for the call and its pre-fetches; the operator's own `tokens` entry for a
+//! user wins over signing in.
+
+use rmcp::model::{
+    CustomNotification, ElicitRequestParams, ElicitationAction, InputRequest, InputRequests,
+    InputRequiredResult, ServerNotification,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::json;
+
+use quiver_runtime::accounts::{Accounts, SignInLink};
+use quiver_runtime::host::Credential;
+use quiver_runtime::session::Session;
+
+use crate::server::Answers;
+
+/// The key of the sign-in request in a multi round-trip call.
+const ANSWER_KEY: &str = "sign_in";
+
+/// The MCP error code of "URL elicitation required" (2025-11-25).
+pub(crate) const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// What became of making sure the caller acts as themselves.
+pub(crate) enum SignIn {
+    /// Go on: with their account, or with the server's credentials where no sign-in applies.
+    Ready,
+    /// Ask a 2026-07-28 client to open the link and send the call again.
+    Pending(InputRequiredResult),
+    /// Not run, and why (for the model: names the link where there is one).
+    Refused(String),
+    /// Not run: the protocol's URL-elicitation-required error.
+    Error(McpError),
+}
+
+/// Makes sure `user`'s calls of `provider` in `session` go out with their own account, asking
+/// them to sign in when they have none (see the module docs). `binding` ties a 2026-07-28
+/// answer to this call.
+pub(crate) async fn ensure(
+    accounts: &Accounts,
+    session: &Session,
+    user: &str,
+    provider: &str,
+    binding: &str,
+    answers: &Answers,
+    context: &RequestContext<RoleServer>,
+) -> SignIn {
+    match accounts.credential(user, provider).await {
+        Ok(Some(token)) => {
+            session.set_credential(provider, Some(Credential::Account(token)));
+            return SignIn::Ready;
+        }
+        Ok(None) => session.set_credential(provider, None),
+        Err(e) => {
+            return SignIn::Refused(format!("your {provider} account cannot be used now: {e}"))
+        }
+    }
+    let link = match accounts.sign_in_link(user, provider).await {
+        Ok(link) => link,
+        Err(e) => {
+            return SignIn::Refused(format!(
+                "{provider} needs you to sign in, and the server cannot offer it: {e}"
+            ))
+        }
+    };
+    let message = format!(
+        "Sign in to {provider} so quiver acts as you there: open {} (valid {} minutes).",
+        link.url,
+        quiver_runtime::accounts::SIGN_IN_TTL.as_secs() / 60
+    );
+    let can_open_links = context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
+    if !can_open_links {
+        return SignIn::Refused(format!(
+            "not run: {provider} needs the user to sign in first, and this client cannot open \
+             links for them. Ask them to open {} in their browser (it works once, for {} \
+             minutes), then make this call again.",
+            link.url,
+            quiver_runtime::accounts::SIGN_IN_TTL.as_secs() / 60
+        ));
+    }
+    if accounts.prompt_is_error() {
+        return SignIn::Error(url_elicitation_required(&link, &message));
+    }
+    let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+    if stateless {
+        let answered = answers.responses.as_ref().and_then(|r| r.get(ANSWER_KEY)).is_some()
+            && answers.state.as_deref() == Some(binding);
+        if answered {
+            // The user opened the link; the account may take a moment to land.
+            return match accounts.wait_for(user, provider, accounts.sign_in_wait()).await {
+                Ok(Some(token)) => {
+                    session.set_credential(provider, Some(Credential::Account(token)));
+                    SignIn::Ready
+                }
+                Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
+                Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
+            };
+        }
+        let request = json!({
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": message, "url": link.url},
+        });
+        return match serde_json::from_value::<InputRequest>(request) {
+            Ok(request) => SignIn::Pending(InputRequiredResult::new(
+                Some(InputRequests::from([(ANSWER_KEY.to_owned(), request)])),
+                Some(binding.to_owned()),
+            )),
+            Err(e) => SignIn::Refused(format!("could not ask you to sign in to {provider}: {e}")),
+        };
+    }
+    let params = ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: link.url.clone(),
+        elicitation_id: link.id.clone(),
+    };
+    match context.peer.create_elicitation(params).await {
+        Ok(answer) if answer.action == ElicitationAction::Accept => {
+            match accounts.wait_for(user, provider, accounts.sign_in_wait()).await {
+                Ok(Some(token)) => {
+                    session.set_credential(provider, Some(Credential::Account(token)));
+                    let done = CustomNotification::new(
+                        "notifications/elicitation/complete",
+                        Some(json!({"elicitationId": link.id})),
+                    );
+                    let _ = context
+                        .peer
+                        .send_notification(ServerNotification::CustomNotification(done))
+                        .await;
+                    SignIn::Ready
+                }
+                Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
+                Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
+            }
+        }
+        Ok(_) => SignIn::Refused(format!(
+            "not run: the user chose not to sign in to {provider}. Do not retry unless they ask."
+        )),
+        Err(e) => SignIn::Refused(format!(
+            "not run: {provider} needs the user to sign in, and the client could not ask them \
+             ({e}). Ask them to open {} in their browser, then make this call again.",
+            link.url
+        )),
+    }
+}
+
+fn not_connected(provider: &str, accounts: &Accounts) -> String {
+    format!(
+        "not run: the {provider} sign-in did not finish within {} s; make the call again for a \
+         new link",
+        accounts.sign_in_wait().as_secs()
+    )
+}
+
+/// The 2025-11-25 URL-elicitation-required error for `link`.
+fn url_elicitation_required(link: &SignInLink, message: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode(URL_ELICITATION_REQUIRED),
+        message.to_owned(),
+        Some(json!({"elicitations": [{
+            "mode": "url",
+            "elicitationId": link.id,
+            "url": link.url,
+            "message": message,
+        }]})),
+    )
+}

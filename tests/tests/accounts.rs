@@ -1,0 +1,352 @@
+//! Every user on their own account: an HTTP user signs in to GitHub on first use (URL
+//! elicitation on both protocol revisions, or a link in the answer for a client that cannot open
+//! one), through quiver's `/connect/github` pages and a loopback service with its own OAuth
+//! server that accepts only the tokens it issued. Then: their calls act as them, the token is
+//! refreshed once however many calls need it at once, a refused refresh or a disconnect asks
+//! again, and no token is in any output, log or file quiver writes.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use quiver_tests::oauth_service::{OAuthService, CLIENT_ID, CLIENT_SECRET};
+use quiver_tests::{
+    new_user_key, plugins_dir, quiver_bin, serve_http_command, texts, wait_until_listening,
+};
+use rmcp::model::{CallToolRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::json;
+
+/// The sealing key the server is given (64 hex digits).
+const ACCOUNTS_KEY: &str = "4f1c2a9e8d7b6a5f4e3d2c1b0a998877665544332211ffeeddccbbaa99887766";
+
+/// A running `quiver serve --http` whose users sign in to GitHub at `service`; its stderr goes
+/// to `dir/serve.log`. Killed when dropped.
+struct Served {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+    plugins: tempfile::TempDir,
+    config: std::path::PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn start(service: &OAuthService, extra: &str, users: &str) -> Self {
+        let plugins = plugins_dir(&["quiver-provider-github"]);
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("quiver.toml");
+        let svc = &service.url;
+        std::fs::write(
+            &config,
+            format!(
+                "[providers.github]\nbase_url = \"{svc}\"\n\
+                 [providers.github.oauth]\nclient_id = \"{CLIENT_ID}\"\n\
+                 client_secret_env = \"GH_APP_SECRET\"\nauthorize_url = \"{svc}/authorize\"\n\
+                 token_url = \"{svc}/token\"\nrevoke_url = \"{svc}/revoke\"\n\
+                 [telemetry]\nenabled = true\ndir = \"{}\"\n{extra}\n{users}",
+                dir.path().join("telemetry").display()
+            ),
+        )
+        .unwrap();
+        let (mut command, port) = serve_http_command(dir.path(), plugins.path());
+        let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+        command
+            .env("QUIVER_ACCOUNTS_KEY", ACCOUNTS_KEY)
+            .env("GH_APP_SECRET", CLIENT_SECRET)
+            .env("RUST_LOG", "debug")
+            .stderr(Stdio::from(log));
+        let child = command.spawn().expect("spawn quiver serve --http");
+        wait_until_listening(port, "quiver serve --http");
+        Self { child, url: format!("http://127.0.0.1:{port}"), dir, plugins, config }
+    }
+
+    /// `quiver ARGS` on this server's config, data and plugins, as its operator runs it.
+    fn cli(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(quiver_bin())
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--plugins")
+            .arg(self.plugins.path())
+            .current_dir(self.dir.path())
+            .env("QUIVER_DATA_DIR", self.dir.path().join("data"))
+            .env("QUIVER_ACCOUNTS_KEY", ACCOUNTS_KEY)
+            .env("GH_APP_SECRET", CLIENT_SECRET)
+            .env_remove("GITHUB_TOKEN")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        (out.status.success(), stdout, stderr)
+    }
+
+    /// Every file the server wrote (its log, its data, telemetry), as text.
+    fn everything_written(&self) -> Vec<(String, String)> {
+        fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    out.push((
+                        path.display().to_string(),
+                        String::from_utf8_lossy(&bytes).into_owned(),
+                    ));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.dir.path(), &mut out);
+        out
+    }
+}
+
+/// A client whose user opens every URL elicitation in a browser (redirects followed, cookies
+/// kept) and accepts; it counts what it was asked.
+#[derive(Clone, Default)]
+struct Browser {
+    asked: Arc<AtomicUsize>,
+    pages: Arc<std::sync::Mutex<Vec<(u16, String)>>>,
+}
+
+impl rmcp::ClientHandler for Browser {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({"elicitation": {"url": {}}})).unwrap();
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("browser", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let ElicitRequestParams::UrlElicitationParams { url, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let page = open_in_browser(&url).await;
+        self.pages.lock().unwrap().push(page);
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
+}
+
+/// A client that declares nothing it can do for its user.
+#[derive(Clone, Default)]
+struct Plain;
+
+impl rmcp::ClientHandler for Plain {}
+
+/// Opens `url` as a browser would: redirects followed, cookies kept. (status, page text).
+async fn open_in_browser(url: &str) -> (u16, String) {
+    let browser = reqwest::Client::builder().cookie_store(true).build().unwrap();
+    let response = browser.get(url).send().await.expect("open the sign-in link");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+fn get_issue() -> CallToolRequestParams {
+    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    CallToolRequestParams::new("github_get_issue")
+        .with_arguments(arguments.as_object().unwrap().clone())
+}
+
+/// The call's text and whether it is an error.
+fn text_of(result: &rmcp::model::CallToolResult) -> (bool, String) {
+    let value = serde_json::to_value(result).unwrap();
+    let text = value["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (result.is_error == Some(true), text)
+}
+
+/// The sign-in link an answer names.
+fn link_in(text: &str, served: &Served) -> String {
+    let start = text
+        .find(&format!("{}/connect/github?ticket=", served.url))
+        .unwrap_or_else(|| panic!("no sign-in link in: {text}"));
+    text[start..].split_whitespace().next().unwrap().trim_end_matches(['.', ')', ',']).to_owned()
+}
+
+/// No token the service issued, nor the app's secret or the sealing key, in anything `served`
+/// wrote.
+fn assert_no_token_written(served: &Served, service: &OAuthService) {
+    let mut secrets = service.issued_tokens();
+    secrets.push(CLIENT_SECRET.to_owned());
+    secrets.push(ACCOUNTS_KEY.to_owned());
+    for (path, text) in served.everything_written() {
+        for secret in &secrets {
+            assert!(!text.contains(secret.as_str()), "{path} holds a secret ({}…)", &secret[..8]);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_signs_in_on_first_use_on_both_revisions_and_then_acts_as_themselves() {
+    for modern in [false, true] {
+        let service = OAuthService::start("alice-gh").await;
+        let (key, alice) = new_user_key("alice", "");
+        let served = Served::start(&service, "", &alice);
+        let browser = Browser::default();
+        let client = quiver_tests::rmcp_http_client(
+            &format!("{}/mcp", served.url),
+            Some(&key),
+            modern,
+            browser.clone(),
+        )
+        .await;
+        let result = client.call_tool(get_issue()).await.expect("the call");
+        let (is_error, text) = text_of(&result);
+        assert!(!is_error && text.contains("Found a bug"), "modern {modern}: {text}");
+        assert_eq!(browser.asked.load(Ordering::SeqCst), 1, "asked once to sign in");
+        let pages = browser.pages.lock().unwrap().clone();
+        assert_eq!(pages[0].0, 200, "{pages:?}");
+        assert!(pages[0].1.contains("alice-gh is connected"), "{pages:?}");
+        assert_eq!(service.api_logins(), ["alice-gh"], "the call acted as alice's account");
+
+        // A new connection of hers: signed in already, not asked again.
+        let again = Browser::default();
+        let second = quiver_tests::rmcp_http_client(
+            &format!("{}/mcp", served.url),
+            Some(&key),
+            modern,
+            again.clone(),
+        )
+        .await;
+        let issue_two = {
+            let mut params = get_issue();
+            params.arguments.as_mut().unwrap().insert("fields".into(), json!(["all"]));
+            params
+        };
+        let (is_error, text) = text_of(&second.call_tool(issue_two).await.unwrap());
+        assert!(!is_error, "{text}");
+        assert_eq!(again.asked.load(Ordering::SeqCst), 0);
+        let (ok, stdout, stderr) = served.cli(&["users", "accounts", "alice"]);
+        assert!(ok, "{stdout}\n{stderr}");
+        assert!(stdout.contains("github: alice-gh (default)"), "{stdout}");
+        drop(client);
+        drop(second);
+        assert_no_token_written(&served, &service);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_links_is_given_one_and_a_refused_refresh_asks_again() {
+    let service = OAuthService::start("bob-gh").await;
+    // Tokens that live 30 s, refreshed when 60 s are left: every use refreshes.
+    service.tokens_live(30, 30);
+    let (key, bob) = new_user_key("bob", "");
+    let served = Served::start(&service, "[accounts]\nrefresh_before_s = 60\n", &bob);
+    let client =
+        quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(&key), false, Plain)
+            .await;
+    let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    assert!(is_error, "{text}");
+    assert!(text.contains("cannot open links"), "{text}");
+    let link = link_in(&text, &served);
+    assert!(service.api_logins().is_empty(), "nothing was sent before signing in");
+
+    let (status, page) = open_in_browser(&link).await;
+    assert_eq!(status, 200, "{page}");
+    // A link works once.
+    let (status, page) = open_in_browser(&link).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("used already"), "{page}");
+
+    let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(service.refreshes(), 1, "the token about to expire was refreshed first");
+
+    // The user revoked the app at the service: the refresh is refused, and they are asked again.
+    service.revoke_everything();
+    let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    assert!(is_error, "{text}");
+    let again = link_in(&text, &served);
+    assert_ne!(again, link, "a new link");
+    let (ok, stdout, _) = served.cli(&["users", "accounts", "bob"]);
+    assert!(ok && stdout.contains("github: not connected"), "{stdout}");
+    let log = std::fs::read_to_string(served.dir.path().join("serve.log")).unwrap();
+    assert!(log.contains("invalid_grant"), "the log says why: {log}");
+    drop(client);
+    assert_no_token_written(&served, &service);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiring_token_is_refreshed_once_under_twenty_calls_and_disconnect_revokes_it() {
+    let service = OAuthService::start("carol-gh").await;
+    service.tokens_live(30, 3600);
+    let (key, carol) = new_user_key("carol", "");
+    let served = Served::start(&service, "[accounts]\nrefresh_before_s = 60\n", &carol);
+    let client =
+        quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(&key), false, Plain)
+            .await;
+    let (_, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    let (status, page) = open_in_browser(&link_in(&text, &served)).await;
+    assert_eq!(status, 200, "{page}");
+
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let peer = client.peer().clone();
+        calls.spawn(async move { peer.call_tool(get_issue()).await });
+    }
+    while let Some(done) = calls.join_next().await {
+        let (is_error, text) = text_of(&done.unwrap().expect("a call"));
+        assert!(!is_error, "{text}");
+    }
+    assert_eq!(service.refreshes(), 1, "one refresh for twenty calls");
+    assert!(service.api_logins().iter().all(|l| l == "carol-gh"));
+
+    let (ok, stdout, stderr) = served.cli(&["users", "disconnect", "carol", "github"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("disconnected carol from github account carol-gh"), "{stdout}");
+    assert_eq!(service.revocations(), 1, "the refresh token was revoked at the service");
+    let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    assert!(is_error && text.contains("/connect/github?ticket="), "asked again: {text}");
+    drop(client);
+    assert_no_token_written(&served, &service);
+}
+
+#[test]
+fn without_a_sealing_key_doctor_says_which_variable_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    std::fs::write(
+        dir.path().join("quiver.toml"),
+        format!(
+            "[providers.github.oauth]\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"GH_APP_SECRET\"\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(quiver_bin())
+        .arg("doctor")
+        .arg("--config")
+        .arg(dir.path().join("quiver.toml"))
+        .arg("--plugins")
+        .arg(plugins.path())
+        .current_dir(dir.path())
+        .env("QUIVER_DATA_DIR", dir.path().join("data"))
+        .env("GH_APP_SECRET", CLIENT_SECRET)
+        .env_remove("QUIVER_ACCOUNTS_KEY")
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(
+        stdout.contains("sign-in: github: signing in needs a key")
+            && stdout.contains("QUIVER_ACCOUNTS_KEY"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains(CLIENT_SECRET) && !stderr.contains(CLIENT_SECRET));
+}
