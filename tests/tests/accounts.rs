@@ -230,9 +230,28 @@ async fn a_user_signs_in_on_first_use_on_both_revisions_and_then_acts_as_themsel
             params.arguments.as_mut().unwrap().insert("fields".into(), json!(["all"]));
             params
         };
-        let (is_error, text) = text_of(&second.call_tool(issue_two).await.unwrap());
+        let answer = second.call_tool(issue_two).await.unwrap();
+        let (is_error, text) = text_of(&answer);
         assert!(!is_error, "{text}");
         assert_eq!(again.asked.load(Ordering::SeqCst), 0);
+        let meta = serde_json::to_value(&answer.meta).unwrap();
+        assert_eq!(meta["quiver/account"], json!({"provider": "github", "account": "alice-gh"}));
+
+        // She revoked the app at GitHub: the refused token is forgotten, and she is asked again.
+        service.revoke_everything();
+        let fresh = {
+            let mut params = get_issue();
+            params.arguments.as_mut().unwrap().insert("_fresh".into(), json!(true));
+            params
+        };
+        let (is_error, text) = text_of(&second.call_tool(fresh.clone()).await.unwrap());
+        assert!(is_error && text.contains("no longer accepts the sign-in"), "{text}");
+        let (is_error, text) = text_of(&second.call_tool(fresh).await.unwrap());
+        assert!(!is_error, "signed in anew: {text}");
+        assert_eq!(again.asked.load(Ordering::SeqCst), 1, "asked to sign in again");
+        // The first call and the one after signing in anew (the second connection's read came
+        // from her cache; the refused one was refused).
+        assert_eq!(service.api_logins(), ["alice-gh", "alice-gh"]);
         let (ok, stdout, stderr) = served.cli(&["users", "accounts", "alice"]);
         assert!(ok, "{stdout}\n{stderr}");
         assert!(stdout.contains("github: alice-gh (default)"), "{stdout}");

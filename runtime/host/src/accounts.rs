@@ -904,6 +904,25 @@ impl Accounts {
         }
     }
 
+    /// Forgets the connection `grant` of `user` at `provider` (the service refused its token):
+    /// whether it was there.
+    pub async fn forget_grant(&self, user: &str, provider: &str, grant: &str) -> Result<bool, String> {
+        let mut grants = self.grants(user, provider).await?;
+        let before = grants.len();
+        grants.retain(|g| g.id != grant);
+        if grants.len() == before {
+            return Ok(false);
+        }
+        tracing::warn!(
+            user,
+            provider,
+            "the service refused a signed-in token (401): the account is forgotten and the user \
+             asked to sign in again"
+        );
+        self.store(user, provider, &grants).await?;
+        Ok(true)
+    }
+
     /// Forgets `user`'s `account` at `provider`.
     async fn forget(&self, user: &str, provider: &str, account: &str) -> Result<(), String> {
         let mut grants = self.grants(user, provider).await?;

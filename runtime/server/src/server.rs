@@ -1047,7 +1047,37 @@ impl QuiverServer {
                 tool.mcp_name
             )));
         }
-        to_call_result(result, tool).into()
+        // Whose account a signed-in call acted as; one the service no longer accepts is
+        // forgotten, so the next call asks to sign in again.
+        let provider = tool.qualified.split('.').next().unwrap_or_default();
+        let account = match view.session.credentials().as_deref().and_then(|c| c.0.get(provider)) {
+            Some(quiver_runtime::host::Credential::Account(token)) => Some(token.clone()),
+            _ => None,
+        };
+        if let (Some(token), Some(user)) = (&account, view.user.as_ref()) {
+            let refused = result.error_kind == Some(quiver_core::ToolErrorKind::Unauthorized);
+            if refused && !effects.cache_hit {
+                let accounts = self.inner.host.accounts();
+                if accounts.forget_grant(&user.name, provider, &token.grant).await.is_ok() {
+                    view.session.set_credential(provider, None);
+                    result.content.push(quiver_core::Content::text(format!(
+                        "[quiver: {provider} no longer accepts the sign-in of account {} \
+                         (revoked or expired there); it is forgotten — make the call again to \
+                         sign in anew]",
+                        token.account
+                    )));
+                }
+            }
+        }
+        let mut answer = to_call_result(result, tool);
+        if let Some(token) = account {
+            let meta = answer.meta.get_or_insert_with(Default::default);
+            meta.0.insert(
+                "quiver/account".into(),
+                json!({"provider": provider, "account": token.account}),
+            );
+        }
+        answer.into()
     }
 
     /// `dynamic` mode after a call: lists the called tool (if it ran unlisted) and its likeliest
