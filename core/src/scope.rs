@@ -129,6 +129,43 @@ impl ScopeRules {
         self.rules.is_empty()
     }
 
+    /// The first rule (from 0, in the order written) that a call of `qualified` (MCP name
+    /// `mcp_name`) with `arguments` falls under: the rule governs the tool, the call carries at
+    /// least one argument it names, and each it carries matches. For choosing by rule (which
+    /// account a call acts as), not for refusing.
+    pub fn first_match(&self, qualified: &str, mcp_name: &str, arguments: &Value) -> Option<usize> {
+        self.rules.iter().position(|rule| {
+            if !(rule.tools.is_match(qualified) || rule.tools.is_match(mcp_name)) {
+                return false;
+            }
+            let mut carried = false;
+            for (name, allowed) in &rule.arguments {
+                let text = match arguments.get(name) {
+                    None | Some(Value::Null) => continue,
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                };
+                if !allowed.is_match(&text) {
+                    return false;
+                }
+                carried = true;
+            }
+            carried
+        })
+    }
+
+    /// Whether rule `at` (from 0) governs the tool `qualified` (MCP name `mcp_name`).
+    pub fn governs(&self, qualified: &str, mcp_name: &str, at: usize) -> bool {
+        self.rules
+            .get(at)
+            .is_some_and(|rule| rule.tools.is_match(qualified) || rule.tools.is_match(mcp_name))
+    }
+
+    /// Rule `at` (from 0) as written (`tools = "github.*", owner = ["acme"]`).
+    pub fn describe(&self, at: usize) -> &str {
+        self.rules.get(at).map_or("", |rule| rule.written.as_str())
+    }
+
     /// Why a call of `qualified` (MCP name `mcp_name`) with `arguments` is outside the scope,
     /// naming the rule and the argument; `None` when every rule that governs the tool lets it.
     pub fn refusal(&self, qualified: &str, mcp_name: &str, arguments: &Value) -> Option<String> {
@@ -179,6 +216,23 @@ mod tests {
         }
         let config: Config = toml::from_str(text).unwrap();
         ScopeRules::new(&config.scope).unwrap()
+    }
+
+    #[test]
+    fn a_call_falls_under_the_first_rule_whose_arguments_it_carries_and_matches() {
+        let r = rules(
+            "[[scope]]\ntools = \"github.*\"\nowner = [\"acme\", \"acme-*\"]\n\
+             [[scope]]\ntools = \"github.*\"\nowner = \"alice\"\n",
+        );
+        let at = |args: Value| r.first_match("github.get_issue", "github_get_issue", &args);
+        assert_eq!(at(json!({"owner": "ACME-labs", "repo": "x"})), Some(0));
+        assert_eq!(at(json!({"owner": "alice", "repo": "x"})), Some(1));
+        assert_eq!(at(json!({"owner": "bob", "repo": "x"})), None);
+        assert_eq!(at(json!({"query": "org:acme"})), None, "no argument a rule names");
+        assert_eq!(
+            r.first_match("gitlab.get_issue", "gitlab_get_issue", &json!({"owner": "acme"})),
+            None
+        );
     }
 
     #[test]

@@ -40,8 +40,8 @@ struct Issued {
     refreshes: AtomicU64,
     revoked: AtomicU64,
     counter: AtomicU64,
-    /// The account each API request acted as, in order.
-    api_logins: Mutex<Vec<String>>,
+    /// The account each API request acted as, and the owner it read, in order.
+    api_calls: Mutex<Vec<(String, String)>>,
 }
 
 struct Code {
@@ -62,7 +62,7 @@ impl OAuthService {
             .route("/token", post(token))
             .route("/revoke", post(revoke))
             .route("/user", get(user))
-            .route("/repos/octocat/Hello-World/issues/1347", get(issue))
+            .route("/repos/{owner}/{repo}/issues/{number}", get(issue))
             .with_state(Arc::clone(&state));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -106,7 +106,12 @@ impl OAuthService {
 
     /// The account each API request acted as, in order.
     pub fn api_logins(&self) -> Vec<String> {
-        self.state.api_logins.lock().unwrap().clone()
+        self.state.api_calls.lock().unwrap().iter().map(|(login, _)| login.clone()).collect()
+    }
+
+    /// (account, owner read) of each API request, in order.
+    pub fn api_calls(&self) -> Vec<(String, String)> {
+        self.state.api_calls.lock().unwrap().clone()
     }
 }
 
@@ -252,10 +257,14 @@ async fn user(State(state): State<Arc<Issued>>, headers: HeaderMap) -> Response 
     }
 }
 
-async fn issue(State(state): State<Arc<Issued>>, headers: HeaderMap) -> Response {
+async fn issue(
+    State(state): State<Arc<Issued>>,
+    axum::extract::Path((owner, _repo, _number)): axum::extract::Path<(String, String, u64)>,
+    headers: HeaderMap,
+) -> Response {
     match bearer(&state, &headers) {
         Ok(login) => {
-            state.api_logins.lock().unwrap().push(login);
+            state.api_calls.lock().unwrap().push((login, owner));
             let body: Value =
                 serde_json::from_str(&crate::recorded("github", "issue.json")).unwrap();
             Json(body).into_response()

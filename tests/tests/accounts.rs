@@ -154,7 +154,12 @@ async fn open_in_browser(url: &str) -> (u16, String) {
 }
 
 fn get_issue() -> CallToolRequestParams {
-    let arguments = json!({"owner": "octocat", "repo": "Hello-World", "number": 1347});
+    issue_of("octocat")
+}
+
+/// Issue 1347 of `owner`'s repository.
+fn issue_of(owner: &str) -> CallToolRequestParams {
+    let arguments = json!({"owner": owner, "repo": "Hello-World", "number": 1347});
     CallToolRequestParams::new("github_get_issue")
         .with_arguments(arguments.as_object().unwrap().clone())
 }
@@ -334,6 +339,83 @@ async fn an_expiring_token_is_refreshed_once_under_twenty_calls_and_disconnect_r
     let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
     assert!(is_error && text.contains("/connect/github?ticket="), "asked again: {text}");
     drop(client);
+    assert_no_token_written(&served, &service);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_two_accounts_acts_as_the_one_their_rule_chooses_by_owner() {
+    let service = OAuthService::start("dave-personal").await;
+    let rule = "accounts = [{ account = \"dave-acme\", tools = \"github.*\", owner = [\"acme\", \"acme-*\"] }]\n";
+    let (dave_key, dave) = new_user_key("dave", rule);
+    let (erin_key, erin) = new_user_key("erin", &rule.replace("dave-acme", "erin-acme"));
+    let served = Served::start(&service, "", &format!("{dave}{erin}"));
+    let browser = Browser::default();
+    let client = quiver_tests::rmcp_http_client(
+        &format!("{}/mcp", served.url),
+        Some(&dave_key),
+        false,
+        browser.clone(),
+    )
+    .await;
+    // No rule takes octocat: his default account, the first he connects.
+    let (is_error, text) = text_of(&client.call_tool(issue_of("octocat")).await.unwrap());
+    assert!(!is_error, "{text}");
+    // acme is his work account's: he is asked to connect it too.
+    service.sign_in_as("dave-acme");
+    let answer = client.call_tool(issue_of("acme-labs")).await.unwrap();
+    let (is_error, text) = text_of(&answer);
+    assert!(!is_error, "{text}");
+    let meta = serde_json::to_value(&answer.meta).unwrap();
+    assert_eq!(meta["quiver/account"]["account"], "dave-acme");
+    assert_eq!(browser.asked.load(Ordering::SeqCst), 2, "one sign-in per account");
+    // Both connected: each call acts as its own, nobody asked.
+    service.sign_in_as("nobody");
+    let mut fresh = issue_of("octocat");
+    fresh.arguments.as_mut().unwrap().insert("_fresh".into(), json!(true));
+    let (is_error, text) = text_of(&client.call_tool(fresh).await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(browser.asked.load(Ordering::SeqCst), 2);
+    let calls: Vec<(String, String)> = service.api_calls();
+    let expected =
+        [("dave-personal", "octocat"), ("dave-acme", "acme-labs"), ("dave-personal", "octocat")];
+    assert_eq!(
+        calls,
+        expected.map(|(a, o)| (a.to_owned(), o.to_owned())),
+        "each call acted as the account its owner chooses"
+    );
+    let (ok, stdout, _) = served.cli(&["users", "accounts", "dave"]);
+    assert!(
+        ok && stdout.contains("github: dave-personal (default)")
+            && stdout.contains("github: dave-acme"),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = served.cli(&["tools", "show", "github.get_issue"]);
+    assert!(
+        ok && stdout.contains(
+            "dave as dave-acme when tools = \"github.*\", owner = [\"acme\", \"acme-*\"]"
+        ),
+        "{stdout}"
+    );
+
+    // Erin signs in with the wrong account for an acme call: told so, not served as it.
+    service.sign_in_as("erin-personal");
+    let erin_browser = Browser::default();
+    let erins = quiver_tests::rmcp_http_client(
+        &format!("{}/mcp", served.url),
+        Some(&erin_key),
+        false,
+        erin_browser,
+    )
+    .await;
+    let (is_error, text) = text_of(&erins.call_tool(issue_of("acme")).await.unwrap());
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("you signed in to github as erin-personal") && text.contains("erin-acme"),
+        "{text}"
+    );
+    assert_eq!(service.api_calls().len(), 3, "nothing sent as the wrong account");
+    drop(client);
+    drop(erins);
     assert_no_token_written(&served, &service);
 }
 

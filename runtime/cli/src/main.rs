@@ -792,6 +792,35 @@ fn tools_show(host: &Host, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         println!("  group: {}", one_line(group));
     }
     println!("  served by: {}", tool.served_by());
+    let provider = &tool.name.provider;
+    if tool.plugin().is_some() && host.accounts().signs_in(provider) {
+        // Which account a user's call of it acts as.
+        let mcp = tool.name.mcp_name();
+        let mut rules = Vec::new();
+        for user in &host.config().config.serve.http.users {
+            let specs: Vec<_> = user.accounts.iter().map(|a| a.rule.clone()).collect();
+            let Ok(compiled) = quiver_core::scope::ScopeRules::named(&specs, "accounts") else {
+                continue;
+            };
+            for (i, account) in user.accounts.iter().enumerate() {
+                if compiled.governs(&tool.name.to_string(), &mcp, i) {
+                    rules.push(format!(
+                        "{} as {} when {}",
+                        user.name,
+                        account.account,
+                        compiled.describe(i)
+                    ));
+                }
+            }
+        }
+        println!(
+            "  accounts: each HTTP user acts as their own {provider} account, signed in at \
+             /connect/{provider} on first use (the first one connected, unless a rule chooses)"
+        );
+        for rule in rules {
+            println!("    {rule}");
+        }
+    }
     let flows = &host.config().config.security.flows;
     if let Ok(rules) = quiver_core::flows::FlowRules::new(flows).map_err(|e| tracing::warn!("{e}"))
     {

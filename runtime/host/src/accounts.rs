@@ -336,6 +336,8 @@ pub struct AccountToken {
     pub grant: String,
     /// The access token.
     pub token: String,
+    /// Chosen by one of the user's `accounts` rules (else: their default account).
+    pub by_rule: bool,
 }
 
 impl std::fmt::Debug for AccountToken {
@@ -390,6 +392,9 @@ struct Pending {
     verifier: String,
     #[serde(default)]
     browser_sha256: String,
+    /// The link's id, under which the account it connected is noted for the waiting call.
+    #[serde(default)]
+    link: String,
 }
 
 /// Users' accounts: sign-in, sealed storage, refresh, disconnect.
@@ -525,18 +530,17 @@ impl Accounts {
             .public_base()
             .ok_or_else(|| "sign-in works only through `quiver serve --http`".to_owned())?;
         let ticket = random_token();
+        let id = hex::encode(&Sha256::digest(ticket.as_bytes())[..16]);
         let pending = Pending {
             user: user.to_owned(),
             provider: provider.to_owned(),
             verifier: String::new(),
             browser_sha256: String::new(),
+            link: id.clone(),
         };
         let value = serde_json::to_string(&pending).map_err(|e| e.to_string())?;
         self.state.record_put(&ticket_key(&ticket), &value, Some(SIGN_IN_TTL)).await?;
-        Ok(SignInLink {
-            url: format!("{base}/connect/{provider}?ticket={ticket}"),
-            id: hex::encode(&Sha256::digest(ticket.as_bytes())[..16]),
-        })
+        Ok(SignInLink { url: format!("{base}/connect/{provider}?ticket={ticket}"), id })
     }
 
     /// The browser opened a sign-in link: where to send it (the service's authorization URL,
@@ -634,6 +638,10 @@ impl Accounts {
             self.grant_from(app, &tokens, None).await.map_err(|e| SignInError::new(502, e))?;
         let account = grant.account.clone();
         self.keep(&pending.user, provider, grant).await.map_err(unavailable)?;
+        if !pending.link.is_empty() {
+            let done = done_key(&pending.link);
+            let _ = self.state.record_put(&done, &account, Some(SIGN_IN_TTL)).await;
+        }
         self.connected.notify_waiters();
         tracing::info!(user = %pending.user, provider, account = %account, "account connected");
         Ok((pending.user, account))
@@ -789,16 +797,23 @@ impl Accounts {
         self.config.resolved_directory().join(who).join(format!("{provider}.sealed"))
     }
 
-    /// The token `user`'s calls to `provider` go out with — refreshed first when it is about
-    /// to expire — or `None` when they have not signed in (or their grant was revoked).
+    /// The token `user`'s calls to `provider` go out with — of `wanted` (an account a rule
+    /// chose), else of their default (the first they connected) — refreshed first when it is
+    /// about to expire; `None` when that account is not connected (or its grant was revoked).
     pub async fn credential(
         &self,
         user: &str,
         provider: &str,
+        wanted: Option<&str>,
     ) -> Result<Option<AccountToken>, String> {
         let Some(app) = self.apps.get(provider) else { return Ok(None) };
         let grants = self.grants(user, provider).await?;
-        let Some(grant) = grants.into_iter().next() else { return Ok(None) };
+        let chosen = match wanted {
+            // Service account names (GitHub logins) are not case-sensitive.
+            Some(wanted) => grants.into_iter().find(|g| g.account.eq_ignore_ascii_case(wanted)),
+            None => grants.into_iter().next(),
+        };
+        let Some(grant) = chosen else { return Ok(None) };
         let margin = Duration::from_secs(self.config.refresh_before_s);
         let grant = if grant.expires_within(margin) {
             match self.refreshed(app, user, grant, margin).await? {
@@ -812,6 +827,7 @@ impl Accounts {
             account: grant.account,
             grant: grant.id,
             token: grant.access_token,
+            by_rule: wanted.is_some(),
         }))
     }
 
@@ -906,7 +922,12 @@ impl Accounts {
 
     /// Forgets the connection `grant` of `user` at `provider` (the service refused its token):
     /// whether it was there.
-    pub async fn forget_grant(&self, user: &str, provider: &str, grant: &str) -> Result<bool, String> {
+    pub async fn forget_grant(
+        &self,
+        user: &str,
+        provider: &str,
+        grant: &str,
+    ) -> Result<bool, String> {
         let mut grants = self.grants(user, provider).await?;
         let before = grants.len();
         grants.retain(|g| g.id != grant);
@@ -998,18 +1019,31 @@ impl Accounts {
         );
     }
 
-    /// Waits until `user` has an account at `provider`, at most `wait`.
+    /// Waits until `user` has the account at `provider` a call needs (`wanted`, else any), at
+    /// most `wait` — or until the sign-in of `link` connected another one, which is an error
+    /// naming both.
     pub async fn wait_for(
         &self,
         user: &str,
         provider: &str,
+        wanted: Option<&str>,
+        link: &SignInLink,
         wait: Duration,
     ) -> Result<Option<AccountToken>, String> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let connected = self.connected.notified();
-            if let Some(token) = self.credential(user, provider).await? {
+            if let Some(token) = self.credential(user, provider, wanted).await? {
                 return Ok(Some(token));
+            }
+            if let (Some(wanted), Some(other)) =
+                (wanted, self.state.record_get(&done_key(&link.id)).await?)
+            {
+                return Err(format!(
+                    "you signed in to {provider} as {other}, and this call acts as {wanted} \
+                     (your `accounts` rules say so); sign out of {other} at {provider} (or \
+                     switch accounts there) and make the call again to connect {wanted}"
+                ));
             }
             if tokio::time::Instant::now() >= deadline {
                 return Ok(None);
@@ -1047,6 +1081,10 @@ fn describe<RE: std::error::Error + 'static>(
         }
         oauth2::RequestTokenError::Other(e) => crate::logging::scrub(e),
     }
+}
+
+fn done_key(link: &str) -> String {
+    format!("signin:done:{link}")
 }
 
 fn ticket_key(ticket: &str) -> String {

@@ -330,6 +330,23 @@ pub struct HttpUser {
     /// (`{ github = "ALICE_GITHUB_TOKEN" }`); other providers use the server's.
     #[serde(default)]
     pub tokens: BTreeMap<String, String>,
+    /// Which of their signed-in accounts a call acts as, by rule (first match wins), where
+    /// they connected several at one service: `accounts = [{ account = "alice-acme", tools =
+    /// "github.*", owner = ["acme", "acme-*"] }]`. A call no rule takes acts as the first
+    /// account they connected.
+    #[serde(default)]
+    pub accounts: Vec<AccountRule>,
+}
+
+/// One of a user's `accounts` rules: calls of `tools` whose arguments match (as in a scope
+/// rule: every argument named that the call carries) act as `account`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AccountRule {
+    /// The account at the service, as it names it (`alice-acme`).
+    pub account: String,
+    /// The tools and argument values it takes.
+    #[serde(flatten)]
+    pub rule: quiver_core::scope::ScopeRule,
 }
 
 /// `[selector]`: patterns are globs over qualified names (`github.*`, `jira.get_issue`).

@@ -83,9 +83,9 @@ pub struct Session {
     host: Arc<Host>,
     id: String,
     /// Whose cached results this session reads and writes (see [`Session::with_scope`]).
-    scope: std::sync::RwLock<String>,
-    /// The scope is the fingerprint of the credentials, and follows them when they change
-    /// ([`Session::scoped_by_credentials`]).
+    scope: String,
+    /// The scope is the fingerprint of the credentials a call acts with, the account it acts as
+    /// ([`acting_as`]) included ([`Session::scoped_by_credentials`]).
     scope_follows_credentials: bool,
     /// Whose credentials its calls use, which decides the per-host concurrency budget they
     /// draw on and the rate limits that hold for them: the host's own
@@ -104,9 +104,9 @@ pub struct Session {
     cancelled: Arc<AtomicBool>,
     /// The authenticated user this session serves, named in its telemetry.
     user: Option<String>,
-    /// The user's own provider credentials, for every call and pre-fetch of this session; an
-    /// account signed in to (or out of) mid-session changes them.
-    credentials: std::sync::RwLock<Option<Arc<crate::host::Credentials>>>,
+    /// The user's own provider credentials, for every call and pre-fetch of this session (a
+    /// call acting as a signed-in account adds it: [`acting_as`]).
+    credentials: Option<Arc<crate::host::Credentials>>,
     /// A repeat returns the data again rather than a reference to an earlier answer.
     repeats_as_data: bool,
     /// Calls made so far, for telling a pre-fetch that had its chance from one just started.
@@ -125,6 +125,33 @@ pub struct Session {
     /// caller's own limits on where calls may reach (a server's scope rules), which a
     /// pre-fetch, made on the caller's behalf, obeys too.
     prefetch_guard: Option<PrefetchGuard>,
+}
+
+tokio::task_local! {
+    /// The provider and account the calls of a task act as (see [`acting_as`]).
+    static CALL_ACCOUNT: (String, crate::host::Credential);
+}
+
+/// Runs `call` — a session's call, and the pre-fetches it starts — with `credential` for
+/// `provider` (a user's signed-in account, chosen for this call), over the session's own: two
+/// calls of one user acting as two accounts at once each keep their own.
+pub async fn acting_as<F: std::future::Future>(
+    provider: &str,
+    credential: crate::host::Credential,
+    call: F,
+) -> F::Output {
+    CALL_ACCOUNT.scope((provider.to_owned(), credential), call).await
+}
+
+/// The signed-in account the calls of this task act as at `provider` ([`acting_as`]), if any.
+pub fn acting_account(provider: &str) -> Option<crate::accounts::AccountToken> {
+    CALL_ACCOUNT
+        .try_with(|(acting, credential)| match credential {
+            crate::host::Credential::Account(token) if acting == provider => Some(token.clone()),
+            _ => None,
+        })
+        .ok()
+        .flatten()
 }
 
 /// See [`Session::with_prefetch_guard`].
@@ -166,7 +193,7 @@ impl Session {
         Self {
             recorder,
             host,
-            scope: std::sync::RwLock::new(id.clone()),
+            scope: id.clone(),
             scope_follows_credentials: false,
             credentials_scope: crate::state::SHARED_CREDENTIALS.to_owned(),
             caller: id.clone(),
@@ -176,7 +203,7 @@ impl Session {
             prefetched: Arc::new(Mutex::new(Prefetches::default())),
             cancelled: Arc::new(AtomicBool::new(false)),
             user: None,
-            credentials: std::sync::RwLock::new(None),
+            credentials: None,
             repeats_as_data: false,
             calls_made: std::sync::atomic::AtomicU64::new(0),
             prefetch_log: Mutex::new(Vec::new()),
@@ -209,7 +236,7 @@ impl Session {
     /// also names the credentials for per-host concurrency and rate limits (see
     /// [`crate::state::budget_name`]); without it a session counts as using the host's own.
     pub fn with_scope(mut self, scope: &str, caller: &str) -> Self {
-        self.scope = std::sync::RwLock::new(scope.to_owned());
+        self.scope = scope.to_owned();
         self.credentials_scope = scope.to_owned();
         self.caller = caller.to_owned();
         self
@@ -235,50 +262,42 @@ impl Session {
     }
 
     /// Runs every call and pre-fetch with the caller's own `credentials`.
-    pub fn with_credentials(self, credentials: crate::host::Credentials) -> Self {
-        *self.credentials.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(credentials));
+    pub fn with_credentials(mut self, credentials: crate::host::Credentials) -> Self {
+        self.credentials = Some(Arc::new(credentials));
         self
     }
 
-    /// [`Session::with_scope`] with the fingerprint of the credentials as the scope, kept so
-    /// when they change ([`Session::set_credential`]): cached results are shared with every
-    /// caller acting as the same accounts, and no longer once an account changes.
+    /// [`Session::with_scope`] with the fingerprint of the credentials as the scope — of those
+    /// each call acts with, a signed-in account included ([`acting_as`]): cached results are
+    /// shared with every caller acting as the same accounts, and with no one else.
     pub fn scoped_by_credentials(mut self, caller: &str) -> Self {
-        let fingerprint = crate::state::credential_fingerprint(self.credentials().as_deref());
+        let fingerprint = crate::state::credential_fingerprint(self.credentials.as_deref());
         self = self.with_scope(&fingerprint, caller);
         self.scope_follows_credentials = true;
         self
     }
 
-    /// The caller's credentials now.
+    /// The credentials a call made now acts with: the caller's own, and the account the call
+    /// acts as ([`acting_as`]).
     pub fn credentials(&self) -> Option<Arc<crate::host::Credentials>> {
-        self.credentials.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Calls of `provider` from now on go out with `credential` (`None`: the host's own) — an
-    /// account signed in to, refreshed or disconnected mid-session.
-    pub fn set_credential(&self, provider: &str, credential: Option<crate::host::Credential>) {
-        let changed = {
-            let mut slot = self.credentials.write().unwrap_or_else(|e| e.into_inner());
-            let mut now = slot.as_deref().cloned().unwrap_or_default();
-            let before = now.0.get(provider).cloned();
-            match credential {
-                Some(credential) => now.0.insert(provider.to_owned(), credential),
-                None => now.0.remove(provider),
-            };
-            let changed = before != now.0.get(provider).cloned();
-            *slot = (!now.0.is_empty()).then(|| Arc::new(now));
-            changed
-        };
-        if changed && self.scope_follows_credentials {
-            let fingerprint = crate::state::credential_fingerprint(self.credentials().as_deref());
-            *self.scope.write().unwrap_or_else(|e| e.into_inner()) = fingerprint;
+        let acting = CALL_ACCOUNT.try_with(Clone::clone).ok();
+        match acting {
+            None => self.credentials.clone(),
+            Some((provider, credential)) => {
+                let mut credentials = self.credentials.as_deref().cloned().unwrap_or_default();
+                credentials.0.insert(provider, credential);
+                Some(Arc::new(credentials))
+            }
         }
     }
 
-    /// Whose cached results this session reads and writes now.
+    /// Whose cached results a call made now reads and writes.
     fn scope(&self) -> String {
-        self.scope.read().unwrap_or_else(|e| e.into_inner()).clone()
+        if self.scope_follows_credentials {
+            crate::state::credential_fingerprint(self.credentials().as_deref())
+        } else {
+            self.scope.clone()
+        }
     }
 
     /// Names the authenticated user in every telemetry event of this session.
@@ -315,9 +334,8 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         // A session's own cache ends with it; a shared scope's outlives it.
-        let scope = self.scope();
-        if scope == self.id {
-            self.host.state().forget(&scope);
+        if self.scope == self.id {
+            self.host.state().forget(&self.scope);
         }
     }
 }

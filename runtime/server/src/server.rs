@@ -103,6 +103,23 @@ struct View {
     intent: Mutex<Vec<String>>,
     /// What the caller's session has read, for the toxic-flow check ([`quiver_core::flows`]).
     flows: Mutex<quiver_core::flows::SessionFlows>,
+    /// The caller's `accounts` rules, compiled.
+    account_rules: Option<Arc<AccountRules>>,
+}
+
+/// A user's `accounts` rules: which signed-in account a call acts as.
+struct AccountRules {
+    rules: quiver_core::scope::ScopeRules,
+    /// The account of each rule.
+    accounts: Vec<String>,
+}
+
+impl AccountRules {
+    /// The account a call of `qualified` with `arguments` acts as by rule (`None`: the default).
+    fn wanted(&self, qualified: &str, mcp_name: &str, arguments: &Value) -> Option<&str> {
+        let at = self.rules.first_match(qualified, mcp_name, arguments)?;
+        self.accounts.get(at).map(String::as_str)
+    }
 }
 
 impl View {
@@ -234,12 +251,31 @@ impl QuiverServer {
         if let Some(view) = views.get(&key) {
             return Arc::clone(view);
         }
-        let policy = match who.and_then(|w| w.user.as_ref()) {
+        let mut policy = match who.and_then(|w| w.user.as_ref()) {
             Some(user) => inner.base_policy.narrowed_by(user).unwrap_or_else(|e| {
                 tracing::warn!(user = %user.name, "{e}; refusing every tool to this user");
                 Policy::refuse_all()
             }),
             None => inner.base_policy.clone(),
+        };
+        // Which signed-in account each call acts as, by the user's rules; a rule that does not
+        // compile could send a call out as the wrong account, so nothing is served then.
+        let account_rules = match who.and_then(|w| w.user.as_ref()) {
+            Some(user) if !user.accounts.is_empty() => {
+                let rules: Vec<_> = user.accounts.iter().map(|a| a.rule.clone()).collect();
+                match quiver_core::scope::ScopeRules::named(&rules, "user accounts") {
+                    Ok(compiled) => Some(Arc::new(AccountRules {
+                        rules: compiled,
+                        accounts: user.accounts.iter().map(|a| a.account.clone()).collect(),
+                    })),
+                    Err(e) => {
+                        tracing::warn!(user = %user.name, "{e}; refusing every tool to this user");
+                        policy = Policy::refuse_all();
+                        None
+                    }
+                }
+            }
+            _ => None,
         };
         let session_id = if key.is_empty() {
             inner.session_prefix.clone()
@@ -272,10 +308,28 @@ impl QuiverServer {
         // A pre-fetch goes only where the caller's own calls may go (the policy as the caller's
         // last call refreshed it).
         let guarded = Arc::clone(&shared_policy);
+        let chosen = account_rules.clone();
         let session =
             session.with_prefetch_guard(Arc::new(move |tool: &str, arguments: &Value| {
                 let mcp_name =
                     quiver_core::ToolName::parse(tool).map(|n| n.mcp_name()).unwrap_or_default();
+                // Nor as another account than the one its arguments choose.
+                let provider = tool.split('.').next().unwrap_or_default();
+                if let Some(chosen) = &chosen {
+                    let wanted = chosen.wanted(tool, &mcp_name, arguments);
+                    let acting = quiver_runtime::session::acting_account(provider);
+                    let same = match (wanted, &acting) {
+                        (Some(wanted), Some(acting)) => {
+                            wanted.eq_ignore_ascii_case(&acting.account)
+                        }
+                        (None, Some(acting)) => !acting.by_rule,
+                        (Some(_), None) => false,
+                        (None, None) => true,
+                    };
+                    if !same {
+                        return false;
+                    }
+                }
                 let policy = guarded.lock().unwrap_or_else(|e| e.into_inner());
                 policy.1.scope_refusal(tool, &mcp_name, arguments).is_none()
             }));
@@ -290,6 +344,7 @@ impl QuiverServer {
             )),
             intent: Mutex::new(Vec::new()),
             flows: Mutex::default(),
+            account_rules,
         });
         views.insert(key, Arc::clone(&view));
         view
@@ -871,25 +926,25 @@ impl QuiverServer {
             });
         // A user's own account at the service, signed in to on first use — before confirming,
         // so a 2026-07-28 client answers each question once.
+        let provider = tool.qualified.split('.').next().unwrap_or_default();
+        let mut account = None;
         if let Some(user) = view.user.as_ref() {
-            let provider = tool.qualified.split('.').next().unwrap_or_default();
             let accounts = self.inner.host.accounts();
             let own_variable = user.tokens.contains_key(provider);
             let plugin =
                 self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_some());
             if plugin && !own_variable && accounts.signs_in(provider) {
+                let called = Value::Object(arguments.clone());
+                let wanted = view
+                    .account_rules
+                    .as_ref()
+                    .and_then(|r| r.wanted(&tool.qualified, &tool.mcp_name, &called));
                 let signed_in = crate::sign_in::ensure(
-                    accounts,
-                    &view.session,
-                    &user.name,
-                    provider,
-                    &binding,
-                    answers,
-                    context,
+                    accounts, &user.name, provider, wanted, &binding, answers, context,
                 )
                 .await;
                 match signed_in {
-                    crate::sign_in::SignIn::Ready => {}
+                    crate::sign_in::SignIn::Ready(token) => account = Some(token),
                     crate::sign_in::SignIn::Pending(input_required) => {
                         return CallToolResponse::InputRequired(input_required)
                     }
@@ -971,8 +1026,14 @@ impl QuiverServer {
         }
         let audited = audit.as_ref().map(|_| Value::Object(arguments.clone()));
         let started = std::time::Instant::now();
-        let (result, effects) =
-            self.run(view, tool, Value::Object(arguments), round, context).await;
+        let running = self.run(view, tool, Value::Object(arguments), round, context);
+        let (result, effects) = match &account {
+            Some(token) => {
+                let credential = quiver_runtime::host::Credential::Account(token.clone());
+                quiver_runtime::session::acting_as(provider, credential, running).await
+            }
+            None => running.await,
+        };
         let span = tracing::Span::current();
         span.record("quiver.cached", effects.cache_hit);
         span.record("quiver.prefetched", effects.prefetch_hit);
@@ -1002,7 +1063,10 @@ impl QuiverServer {
             let request_ids = result.request_ids();
             let provider = tool.qualified.split('.').next().unwrap_or_default();
             let user = view.user.as_ref();
-            let whose = view.session.credentials().and_then(|c| c.whose(provider));
+            let whose = match &account {
+                Some(token) => Some(format!("{provider} account {}", token.account)),
+                None => view.session.credentials().and_then(|c| c.whose(provider)),
+            };
             let entry = quiver_runtime::audit::AuditEntry {
                 user: user.map(|u| u.name.as_str()),
                 credentials: whose.as_deref(),
@@ -1049,17 +1113,11 @@ impl QuiverServer {
         }
         // Whose account a signed-in call acted as; one the service no longer accepts is
         // forgotten, so the next call asks to sign in again.
-        let provider = tool.qualified.split('.').next().unwrap_or_default();
-        let account = match view.session.credentials().as_deref().and_then(|c| c.0.get(provider)) {
-            Some(quiver_runtime::host::Credential::Account(token)) => Some(token.clone()),
-            _ => None,
-        };
         if let (Some(token), Some(user)) = (&account, view.user.as_ref()) {
             let refused = result.error_kind == Some(quiver_core::ToolErrorKind::Unauthorized);
             if refused && !effects.cache_hit {
                 let accounts = self.inner.host.accounts();
-                if accounts.forget_grant(&user.name, provider, &token.grant).await.is_ok() {
-                    view.session.set_credential(provider, None);
+                if accounts.forget_grant(&user.name, provider, &token.grant).await == Ok(true) {
                     result.content.push(quiver_core::Content::text(format!(
                         "[quiver: {provider} no longer accepts the sign-in of account {} \
                          (revoked or expired there); it is forgotten — make the call again to \

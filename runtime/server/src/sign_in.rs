@@ -12,9 +12,9 @@
 //! - **A client that cannot open links**: the call's answer is an error naming the link, for
 //!   the model to pass on.
 //!
-//! A connected account's token (refreshed when near expiry) becomes the session's credential
-//! for the provider, for the call and its pre-fetches; the operator's own `tokens` entry for a
-//! user wins over signing in.
+//! A connected account's token (refreshed when near expiry) is what the call, and the
+//! pre-fetches it starts, act with ([`quiver_runtime::session::acting_as`]); the operator's own
+//! `tokens` entry for a user wins over signing in.
 
 use rmcp::model::{
     CustomNotification, ElicitRequestParams, ElicitationAction, InputRequest, InputRequests,
@@ -24,9 +24,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::json;
 
-use quiver_runtime::accounts::{Accounts, SignInLink};
-use quiver_runtime::host::Credential;
-use quiver_runtime::session::Session;
+use quiver_runtime::accounts::{AccountToken, Accounts, SignInLink};
 
 use crate::server::Answers;
 
@@ -38,8 +36,8 @@ pub(crate) const URL_ELICITATION_REQUIRED: i32 = -32042;
 
 /// What became of making sure the caller acts as themselves.
 pub(crate) enum SignIn {
-    /// Go on: with their account, or with the server's credentials where no sign-in applies.
-    Ready,
+    /// Go on, acting as their account.
+    Ready(AccountToken),
     /// Ask a 2026-07-28 client to open the link and send the call again.
     Pending(InputRequiredResult),
     /// Not run, and why (for the model: names the link where there is one).
@@ -48,24 +46,22 @@ pub(crate) enum SignIn {
     Error(McpError),
 }
 
-/// Makes sure `user`'s calls of `provider` in `session` go out with their own account, asking
-/// them to sign in when they have none (see the module docs). `binding` ties a 2026-07-28
-/// answer to this call.
+/// The account `user`'s call of `provider` acts as — `wanted`, when one of their `accounts`
+/// rules chose it, else their default — asking them to sign in when it is not connected (see
+/// the module docs). `binding` ties a 2026-07-28 answer to this call.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn ensure(
     accounts: &Accounts,
-    session: &Session,
     user: &str,
     provider: &str,
+    wanted: Option<&str>,
     binding: &str,
     answers: &Answers,
     context: &RequestContext<RoleServer>,
 ) -> SignIn {
-    match accounts.credential(user, provider).await {
-        Ok(Some(token)) => {
-            session.set_credential(provider, Some(Credential::Account(token)));
-            return SignIn::Ready;
-        }
-        Ok(None) => session.set_credential(provider, None),
+    match accounts.credential(user, provider, wanted).await {
+        Ok(Some(token)) => return SignIn::Ready(token),
+        Ok(None) => {}
         Err(e) => {
             return SignIn::Refused(format!("your {provider} account cannot be used now: {e}"))
         }
@@ -78,8 +74,9 @@ pub(crate) async fn ensure(
             ))
         }
     };
+    let who = wanted.map(|w| format!(" as {w}")).unwrap_or_default();
     let message = format!(
-        "Sign in to {provider} so quiver acts as you there: open {} (valid {} minutes).",
+        "Sign in to {provider}{who} so quiver acts as you there: open {} (valid {} minutes).",
         link.url,
         quiver_runtime::accounts::SIGN_IN_TTL.as_secs() / 60
     );
@@ -88,8 +85,8 @@ pub(crate) async fn ensure(
         .is_some_and(|c| c.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
     if !can_open_links {
         return SignIn::Refused(format!(
-            "not run: {provider} needs the user to sign in first, and this client cannot open \
-             links for them. Ask them to open {} in their browser (it works once, for {} \
+            "not run: {provider} needs the user to sign in{who} first, and this client cannot \
+             open links for them. Ask them to open {} in their browser (it works once, for {} \
              minutes), then make this call again.",
             link.url,
             quiver_runtime::accounts::SIGN_IN_TTL.as_secs() / 60
@@ -104,11 +101,11 @@ pub(crate) async fn ensure(
             && answers.state.as_deref() == Some(binding);
         if answered {
             // The user opened the link; the account may take a moment to land.
-            return match accounts.wait_for(user, provider, accounts.sign_in_wait()).await {
-                Ok(Some(token)) => {
-                    session.set_credential(provider, Some(Credential::Account(token)));
-                    SignIn::Ready
-                }
+            return match accounts
+                .wait_for(user, provider, wanted, &link, accounts.sign_in_wait())
+                .await
+            {
+                Ok(Some(token)) => SignIn::Ready(token),
                 Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
                 Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
             };
@@ -133,9 +130,8 @@ pub(crate) async fn ensure(
     };
     match context.peer.create_elicitation(params).await {
         Ok(answer) if answer.action == ElicitationAction::Accept => {
-            match accounts.wait_for(user, provider, accounts.sign_in_wait()).await {
+            match accounts.wait_for(user, provider, wanted, &link, accounts.sign_in_wait()).await {
                 Ok(Some(token)) => {
-                    session.set_credential(provider, Some(Credential::Account(token)));
                     let done = CustomNotification::new(
                         "notifications/elicitation/complete",
                         Some(json!({"elicitationId": link.id})),
@@ -144,7 +140,7 @@ pub(crate) async fn ensure(
                         .peer
                         .send_notification(ServerNotification::CustomNotification(done))
                         .await;
-                    SignIn::Ready
+                    SignIn::Ready(token)
                 }
                 Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
                 Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
