@@ -419,6 +419,85 @@ async fn a_user_with_two_accounts_acts_as_the_one_their_rule_chooses_by_owner() 
     assert_no_token_written(&served, &service);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_users_on_two_replicas_share_their_accounts_through_redis_sealed() {
+    let redis = quiver_tests::RedisServer::start();
+    let service = OAuthService::start("alice-gh").await;
+    service.tokens_live(30, 3600);
+    let (alice_key, alice) = new_user_key("alice", "");
+    let (bob_key, bob) = new_user_key("bob", "");
+    let state = |name: &str| {
+        format!(
+            "[state]\nbackend = \"redis\"\nurl = \"{}\"\nreplica = \"{name}\"\n\
+             [accounts]\nrefresh_before_s = 60\n",
+            redis.url()
+        )
+    };
+    let users = format!("{alice}{bob}");
+    let a = Served::start(&service, &state("a"), &users);
+    let b = Served::start(&service, &state("b"), &users);
+
+    // Alice is asked on replica a; her browser reaches replica b (the same public address
+    // behind a balancer, here b's own): the ticket, the state and the account are in Redis.
+    let alice_on_a = on(&a, &alice_key).await;
+    let (_, text) = text_of(&alice_on_a.call_tool(get_issue()).await.unwrap());
+    let link = link_in(&text, &a).replace(&a.url, &b.url);
+    let (status, page) = open_in_browser(&link).await;
+    assert_eq!(status, 200, "{page}");
+    // Bob signs in on b, as his own account.
+    service.sign_in_as("bob-gh");
+    let bob_on_b = on(&b, &bob_key).await;
+    let (_, text) = text_of(&bob_on_b.call_tool(get_issue()).await.unwrap());
+    let (status, page) = open_in_browser(&link_in(&text, &b)).await;
+    assert_eq!(status, 200, "{page}");
+
+    // Both tokens are about to expire: twenty calls each, half on each replica, refresh each
+    // once.
+    let alice_on_b = on(&b, &alice_key).await;
+    let bob_on_a = on(&a, &bob_key).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for client in [&alice_on_a, &alice_on_b, &bob_on_a, &bob_on_b] {
+        for _ in 0..10 {
+            let peer = client.peer().clone();
+            calls.spawn(async move { peer.call_tool(get_issue()).await });
+        }
+    }
+    while let Some(done) = calls.join_next().await {
+        let (is_error, text) = text_of(&done.unwrap().expect("a call"));
+        if is_error {
+            let log = |s: &Served| std::fs::read_to_string(s.dir.path().join("serve.log")).unwrap();
+            let warnings = |log: String| {
+                log.lines()
+                    .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            panic!("{text}\nreplica a:\n{}\nreplica b:\n{}", warnings(log(&a)), warnings(log(&b)));
+        }
+    }
+    assert_eq!(service.refreshes(), 2, "one refresh per account across both replicas");
+    let logins = service.api_logins();
+    assert!(logins.contains(&"alice-gh".to_owned()) && logins.contains(&"bob-gh".to_owned()));
+    assert!(logins.iter().all(|l| l == "alice-gh" || l == "bob-gh"), "{logins:?}");
+
+    // Sealed in Redis: no token, and the accounts are there for both.
+    let stored = redis.dump();
+    assert_eq!(stored.iter().filter(|kv| kv.contains(":accounts:")).count(), 2, "{stored:?}");
+    for secret in service.issued_tokens() {
+        assert!(!stored.iter().any(|kv| kv.contains(&secret)), "Redis holds a token in the clear");
+    }
+    for client in [alice_on_a, alice_on_b, bob_on_a, bob_on_b] {
+        drop(client);
+    }
+    assert_no_token_written(&a, &service);
+    assert_no_token_written(&b, &service);
+}
+
+/// A client on `served` as the user of `key` that cannot open links.
+async fn on(served: &Served, key: &str) -> rmcp::service::RunningService<rmcp::RoleClient, Plain> {
+    quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(key), false, Plain).await
+}
+
 #[test]
 fn without_a_sealing_key_doctor_says_which_variable_to_set() {
     let dir = tempfile::tempdir().unwrap();

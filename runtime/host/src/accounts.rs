@@ -861,7 +861,18 @@ impl Accounts {
                 return Ok(Some(current));
             }
             if self.state.claim(&claim, REFRESH_CLAIM).await? {
-                let outcome = self.refresh_now(app, user, current).await;
+                // Read again under the claim: another replica may have refreshed (and let go)
+                // since the read above, and its refresh token is used up.
+                let outcome = match self.grants(user, provider).await {
+                    Ok(grants) => match grants.into_iter().find(|g| g.account == grant.account) {
+                        Some(latest) if latest.access_token != grant.access_token => {
+                            Ok(Some(latest))
+                        }
+                        Some(latest) => self.refresh_now(app, user, latest).await,
+                        None => Ok(None),
+                    },
+                    Err(e) => Err(e),
+                };
                 let _ = self.state.record_delete(&claim).await;
                 return outcome;
             }

@@ -48,6 +48,9 @@ const SESSION_MS: u64 = 24 * 60 * 60 * 1000;
 const SIGNATURE_PREFIX: usize = 65;
 /// While Redis is unreachable, how often it is tried again.
 const RETRY_MS: u64 = 1_000;
+
+/// How long an operation on a record may keep trying through a passing outage.
+const RECORD_PATIENCE: Duration = Duration::from_secs(5);
 /// Connections per replica: each multiplexes every task's requests.
 const POOL_SIZE: usize = 4;
 
@@ -336,6 +339,29 @@ impl Inner {
     /// A name for a permit or lease no other holder on any replica has.
     fn holder_id(&self) -> String {
         format!("{}#{}", self.replica, self.counter.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// [`Inner::run`] of the operation `make` makes, tried again through a passing outage for
+    /// up to [`RECORD_PATIENCE`]: for what only Redis holds (a sign-in's records), where a slow
+    /// moment must not fail a call.
+    async fn patiently<T, M, F, Fut>(&self, make: M) -> Result<T, String>
+    where
+        M: Fn() -> F,
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
+        loop {
+            if let Some(value) = self.run(make()).await {
+                return Ok(value);
+            }
+            let retry_at = self.retry_at.load(Ordering::SeqCst);
+            let wait = Duration::from_millis(retry_at.saturating_sub(now_ms()).clamp(20, RETRY_MS));
+            if tokio::time::Instant::now() + wait > deadline {
+                return Err("Redis is unreachable".to_owned());
+            }
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Runs `op` on a pooled connection within the timeout; `None` when Redis is unreachable
@@ -960,7 +986,8 @@ impl StateStore for RedisState {
     }
 
     // Records live in Redis alone, never in the local copy: a sign-in started on one replica
-    // finishes on another, and a `state` taken once must be gone for every replica.
+    // finishes on another, and a `state` taken once must be gone for every replica. Nothing
+    // can stand in for them, so they are asked patiently ([`Inner::patiently`]).
 
     async fn record_put(
         &self,
@@ -971,48 +998,55 @@ impl StateStore for RedisState {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
         let signed = format!("{}:{value}", inner.sign(&key, value));
-        let stored = inner
-            .run(|mut c| async move {
-                match ttl {
-                    Some(ttl) => {
-                        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-                        c.pset_ex::<_, _, ()>(&key, signed, ms).await
+        let ms = ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1));
+        inner
+            .patiently(|| {
+                let (key, signed) = (key.clone(), signed.clone());
+                move |mut c: ConnectionManager| async move {
+                    match ms {
+                        Some(ms) => c.pset_ex::<_, _, ()>(&key, signed, ms).await,
+                        None => c.set::<_, _, ()>(&key, signed).await,
                     }
-                    None => c.set::<_, _, ()>(&key, signed).await,
                 }
             })
-            .await;
-        stored.ok_or_else(|| "Redis is unreachable".to_owned())
+            .await
     }
 
     async fn record_get(&self, key: &str) -> Result<Option<String>, String> {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
-        let asked = key.clone();
-        let found =
-            inner.run(|mut c| async move { c.get::<_, Option<String>>(&asked).await }).await;
-        let found = found.ok_or_else(|| "Redis is unreachable".to_owned())?;
+        let found = inner
+            .patiently(|| {
+                let key = key.clone();
+                move |mut c: ConnectionManager| async move { c.get::<_, Option<String>>(&key).await }
+            })
+            .await?;
         Ok(found.and_then(|stored| inner.opened_record(&key, &stored)))
     }
 
     async fn record_take(&self, key: &str) -> Result<Option<String>, String> {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
-        let asked = key.clone();
         let taken = inner
-            .run(|mut c| async move {
-                redis::cmd("GETDEL").arg(&asked).query_async::<Option<String>>(&mut c).await
+            .patiently(|| {
+                let key = key.clone();
+                move |mut c: ConnectionManager| async move {
+                    redis::cmd("GETDEL").arg(&key).query_async::<Option<String>>(&mut c).await
+                }
             })
-            .await;
-        let taken = taken.ok_or_else(|| "Redis is unreachable".to_owned())?;
+            .await?;
         Ok(taken.and_then(|stored| inner.opened_record(&key, &stored)))
     }
 
     async fn record_delete(&self, key: &str) -> Result<(), String> {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
-        let deleted = inner.run(|mut c| async move { c.del::<_, ()>(&key).await }).await;
-        deleted.ok_or_else(|| "Redis is unreachable".to_owned())
+        inner
+            .patiently(|| {
+                let key = key.clone();
+                move |mut c: ConnectionManager| async move { c.del::<_, ()>(&key).await }
+            })
+            .await
     }
 
     async fn claim(&self, key: &str, ttl: Duration) -> Result<bool, String> {
@@ -1021,18 +1055,21 @@ impl StateStore for RedisState {
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         let holder = inner.holder_id();
         let taken = inner
-            .run(|mut c| async move {
-                redis::cmd("SET")
-                    .arg(&key)
-                    .arg(format!(":{holder}"))
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ms)
-                    .query_async::<Option<String>>(&mut c)
-                    .await
+            .patiently(|| {
+                let (key, holder) = (key.clone(), holder.clone());
+                move |mut c: ConnectionManager| async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(format!(":{holder}"))
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ms)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                }
             })
-            .await;
-        Ok(taken.ok_or_else(|| "Redis is unreachable".to_owned())?.is_some())
+            .await?;
+        Ok(taken.is_some())
     }
 }
 
