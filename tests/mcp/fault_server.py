@@ -5,7 +5,9 @@ STATE_DIR`. MODE is `normal`, `exit-at-start` (exits before answering anything),
 (sleeps 5 s before serving), `flood` (also lists 3 000 tools and one with a 2 MB
 description), `exit-noisy` (prints a secret and terminal escape sequences to
 stderr, then exits), or `http PORT`: Streamable HTTP on 127.0.0.1:PORT at `/mcp`,
-answering 401 unless `Authorization: Bearer $FAULT_BEARER`. STATE_DIR receives `pid-<pid>` on start, `slow-started` when a call of
+answering 401 unless `Authorization: Bearer $FAULT_BEARER`, or `http-open PORT`: the same
+without the check, appending each request's `Authorization` header (or `-`) to
+STATE_DIR/authorization.log. STATE_DIR receives `pid-<pid>` on start, `slow-started` when a call of
 `slow` begins, and `cancelled` when a call of `slow` is cancelled, so the test can check what reached the server.
 
 Tools: `echo` (returns its text), `slow` (sleeps `seconds`, reporting progress each second),
@@ -190,6 +192,19 @@ def pid() -> int:
     return os.getpid()
 
 
+def recording_authorization(app):
+    """An ASGI wrapper appending each request's Authorization header to the state dir."""
+
+    async def recorded(scope, receive, send):
+        if scope["type"] == "http":
+            auth = dict(scope.get("headers") or []).get(b"authorization", b"-").decode()
+            with open(os.path.join(STATE, "authorization.log"), "a") as f:
+                f.write(auth + "\n")
+        await app(scope, receive, send)
+
+    return recorded
+
+
 def bearer_only(app, expected):
     """An ASGI wrapper answering 401 unless the request carries the expected bearer token."""
 
@@ -215,6 +230,12 @@ if __name__ == "__main__":
 
         port = int(sys.argv[3])
         app = bearer_only(server.streamable_http_app(), os.environ["FAULT_BEARER"])
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    elif MODE == "http-open":
+        import uvicorn
+
+        port = int(sys.argv[3])
+        app = recording_authorization(server.streamable_http_app())
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     else:
         server.run("stdio")

@@ -9,7 +9,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use quiver_tests::{
-    new_user_key, plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk,
+    free_port, new_user_key, plugins_dir, quiver, quiver_bin, recorded_reply, require_python_sdk,
     serve_http_command, texts, wait_until_listening,
 };
 use serde_json::{json, Value};
@@ -1387,4 +1387,113 @@ async fn the_audit_trail_names_the_user_their_credentials_and_who_confirmed() {
     assert_eq!(lines[1]["arguments"]["title"], "Found a bug");
     // GitHub's own id of the request that created the issue, to find it in GitHub's logs.
     assert_eq!(lines[1]["request_ids"], json!(["C3A8:1F2E:9A41B7:6E0D2C1:674F00AA"]));
+}
+
+/// The fault server over Streamable HTTP taking any token and noting each request's
+/// `Authorization` in `state/authorization.log`.
+struct OpenFaults {
+    child: Child,
+    port: u16,
+    state: tempfile::TempDir,
+}
+
+impl OpenFaults {
+    fn start() -> Self {
+        let state = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/fault_server.py");
+        let child = Command::new("python3")
+            .arg(server)
+            .args(["http-open", &state.path().display().to_string(), &port.to_string()])
+            .spawn()
+            .expect("start the fault server over HTTP");
+        wait_until_listening(port, "the HTTP fault server");
+        Self { child, port, state }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Every `Authorization` it was sent so far (`-` for none).
+    fn authorizations(&self) -> String {
+        std::fs::read_to_string(self.state.path().join("authorization.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for OpenFaults {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_token_reaches_the_upstream_that_trusts_it_exchanged_where_asked_and_no_other() {
+    require_python_sdk();
+    use wiremock::matchers::body_string_contains;
+    const AUDIENCE: &str = "http://quiver.test/mcp";
+    const EXCHANGED: &str = "exchanged-for-the-exchanging-upstream-7d1e";
+    let issuer = oauth_issuer().await;
+    let (trusting, other, exchanging) =
+        (OpenFaults::start(), OpenFaults::start(), OpenFaults::start());
+    let dana = token(&issuer.uri(), AUDIENCE, "dana", 300, false);
+    // The authorization server exchanges dana's token, and only hers, for one meant for the
+    // exchanging upstream.
+    Mock::given(method("POST"))
+        .and(path("/exchange"))
+        .and(body_string_contains("token-exchange"))
+        .and(body_string_contains(format!("subject_token={dana}")))
+        .and(body_string_contains("client_secret=exchange-client-secret"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "access_token": EXCHANGED,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer",
+            "expires_in": 600,
+        })))
+        .expect(1)
+        .mount(&issuer)
+        .await;
+    let (key, erin) = new_user_key("erin", "");
+    let served = Served::start_with_env(
+        &format!(
+            "[serve.http.oauth]\nissuer = \"{}\"\naudience = \"{AUDIENCE}\"\n{erin}\
+             [[upstreams]]\nname = \"trusting\"\nurl = \"{}\"\nauth = \"passthrough\"\n\
+             start_timeout_s = 180\n\
+             [[upstreams]]\nname = \"other\"\nurl = \"{}\"\nstart_timeout_s = 180\n\
+             [[upstreams]]\nname = \"exchanging\"\nurl = \"{}\"\nauth = \"exchange\"\n\
+             start_timeout_s = 180\n\
+             [upstreams.exchange]\ntoken_url = \"{}/exchange\"\nclient_id = \"quiver\"\n\
+             client_secret_env = \"EXCHANGE_SECRET\"\n",
+            issuer.uri(),
+            trusting.url(),
+            other.url(),
+            exchanging.url(),
+            issuer.uri()
+        ),
+        &[("EXCHANGE_SECRET", "exchange-client-secret")],
+    );
+    let calls = json!([
+        ["trusting_echo", {"text": "one"}],
+        ["other_echo", {"text": "two"}],
+        ["exchanging_echo", {"text": "three"}],
+        ["exchanging_echo", {"text": "four"}],
+    ]);
+    let seen = served.client(&dana, "auto", calls).await;
+    for n in 0..4 {
+        assert_eq!(seen["calls"][n]["is_error"], false, "{seen}");
+    }
+    assert!(trusting.authorizations().contains(&format!("Bearer {dana}")), "passed through");
+    assert!(!other.authorizations().contains(&dana), "never to an upstream not trusting it");
+    assert!(!exchanging.authorizations().contains(&dana), "exchanged, not passed");
+    assert!(exchanging.authorizations().contains(&format!("Bearer {EXCHANGED}")));
+
+    // An API key is quiver's own: never passed on, and the call says why.
+    let seen = served.client(&key, "auto", json!([["trusting_echo", {"text": "five"}]])).await;
+    assert_eq!(seen["calls"][0]["is_error"], true, "{seen}");
+    let text = seen["calls"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("an API key is quiver's own"), "{text}");
+    for upstream in [&trusting, &other, &exchanging] {
+        assert!(!upstream.authorizations().contains(&key), "the key reached an upstream");
+    }
 }

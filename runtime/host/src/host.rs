@@ -1352,7 +1352,24 @@ impl Host {
                 error.type = tracing::field::Empty,
             );
             let result = tracing::Instrument::instrument(
-                upstream.call(&tool.name.tool, args, timeout, cancelled),
+                async {
+                    // An upstream that takes each caller's identity gets theirs.
+                    let caller = credentials
+                        .and_then(|c| c.0.get(&tool.name.provider))
+                        .and_then(|c| match c {
+                            Credential::Account(token) => Some(token.token.clone()),
+                            Credential::Variable(_) => None,
+                        })
+                        .filter(|_| upstream.config().auth.per_caller());
+                    match caller {
+                        Some(bearer) => {
+                            upstream
+                                .call_as(&bearer, &tool.name.tool, args, timeout, cancelled)
+                                .await
+                        }
+                        None => upstream.call(&tool.name.tool, args, timeout, cancelled).await,
+                    }
+                },
                 span.clone(),
             )
             .await;

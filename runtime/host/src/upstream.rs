@@ -114,6 +114,55 @@ pub struct UpstreamConfig {
     /// approve`), `warn` (served, the change logged, the new definition pinned) or `off`.
     #[serde(default)]
     pub pin: quiver_core::pins::PinPolicy,
+    /// Whose identity a call carries to it (HTTP upstreams): `static` (the default: `bearer_env`,
+    /// the operator's), `passthrough` (the caller's own OAuth access token, as they presented
+    /// it to quiver — only to an upstream that trusts the same authorization server), or
+    /// `exchange` (the caller's token exchanged, RFC 8693, for one meant for this upstream:
+    /// `[upstreams.exchange]`). Listing its tools stays the operator's (`bearer_env`).
+    #[serde(default)]
+    pub auth: UpstreamAuth,
+    /// `[upstreams.exchange]`: where and how the caller's token is exchanged.
+    #[serde(default)]
+    pub exchange: Option<TokenExchangeConfig>,
+}
+
+/// `[[upstreams]] auth`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamAuth {
+    /// The operator's token (`bearer_env`), or none.
+    #[default]
+    Static,
+    /// The caller's own access token, passed on.
+    Passthrough,
+    /// The caller's token exchanged for one whose audience is the upstream.
+    Exchange,
+}
+
+impl UpstreamAuth {
+    /// Whether each call carries its caller's identity.
+    pub fn per_caller(self) -> bool {
+        self != UpstreamAuth::Static
+    }
+}
+
+/// `[upstreams.exchange]`: an RFC 8693 token exchange at an authorization server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenExchangeConfig {
+    /// The authorization server's token endpoint.
+    pub token_url: String,
+    /// quiver's client id there.
+    pub client_id: String,
+    /// The variable holding its client secret.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The `audience` asked for (default: the upstream's URL).
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The `scope` asked for, if any.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 /// How an upstream's tool schemas reach clients.
@@ -200,6 +249,15 @@ impl UpstreamConfig {
                      stdio server gets variables through `env`"
                 ))
             }
+            (Some(_), None) if self.auth.per_caller() => Some(format!(
+                "[[upstreams]] `{name}`: auth = \"{}\" is for `url` upstreams (a stdio server \
+                 has one caller: quiver)",
+                if self.auth == UpstreamAuth::Exchange { "exchange" } else { "passthrough" }
+            )),
+            _ if self.auth == UpstreamAuth::Exchange && self.exchange.is_none() => Some(format!(
+                "[[upstreams]] `{name}`: auth = \"exchange\" needs [upstreams.exchange] token_url \
+                 and client_id (the authorization server that exchanges callers' tokens)"
+            )),
             _ if self.timeout_s == 0 || self.start_timeout_s == 0 => Some(format!(
                 "[[upstreams]] `{name}`: timeout_s and start_timeout_s must be at least 1"
             )),
@@ -657,6 +715,11 @@ pub struct Upstream {
     changed: Arc<dyn Fn() + Send + Sync>,
     /// Where its tools' definitions are pinned.
     pins: crate::pins::PinStore,
+    /// Connections carrying callers' own tokens, by token digest, with when each was last used.
+    callers: tokio::sync::Mutex<HashMap<String, (Client, Instant)>>,
+    /// Tokens exchanged for callers' ([`Upstream::exchanged_token`]), by subject token digest,
+    /// with when each stops being used.
+    exchanged: Mutex<HashMap<String, (String, Instant)>>,
     /// The version of its pin file after quiver last wrote or read it: another version means
     /// the operator approved something.
     pins_seen: Mutex<Vec<u8>>,
@@ -667,6 +730,9 @@ pub struct Upstream {
 
 /// The tool names each upstream (by name) and the plugins (`""`) serve.
 type KnownTools = Arc<Mutex<BTreeMap<String, Vec<String>>>>;
+
+/// The most connections carrying callers' own tokens kept open to one upstream.
+const MAX_CALLER_CONNECTIONS: usize = 256;
 
 /// How often a server with held tools looks for the operator's approval.
 const APPROVAL_POLL: Duration = Duration::from_secs(1);
@@ -709,6 +775,8 @@ impl Upstream {
             stopped: Notify::new(),
             changed,
             pins: crate::pins::PinStore::default_store(),
+            callers: tokio::sync::Mutex::new(HashMap::new()),
+            exchanged: Mutex::new(HashMap::new()),
             pins_seen: Mutex::new(Vec::new()),
             known,
         }
@@ -1012,8 +1080,9 @@ impl Upstream {
         let upstream = Arc::downgrade(self);
         let client = match &self.config.url {
             Some(url) => {
-                let transport =
-                    IntoTransport::<RoleClient, _, _>::into_transport(self.http_transport(url)?);
+                let transport = IntoTransport::<RoleClient, _, _>::into_transport(
+                    self.http_transport(url, None)?,
+                );
                 let transport = ProgressInOrder { inner: transport, upstream };
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
@@ -1070,12 +1139,15 @@ impl Upstream {
     fn http_transport(
         &self,
         url: &str,
+        caller: Option<&str>,
     ) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest013::Client>, String> {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         install_crypto_provider();
         let name = &self.config.name;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-        if let Some(var) = &self.config.bearer_env {
+        if let Some(token) = caller {
+            config = config.auth_header(token.to_owned());
+        } else if let Some(var) = &self.config.bearer_env {
             let token =
                 std::env::var(var).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
                     format!("set {var} (the variable [[upstreams]] `{name}` names in bearer_env)")
@@ -1560,10 +1632,162 @@ impl Upstream {
         timeout: Option<Duration>,
         cancel: Arc<AtomicBool>,
     ) -> ToolResult {
+        self.call_on(None, tool, args, timeout, cancel).await
+    }
+
+    /// [`Upstream::call`] carrying a caller's own `bearer` token (`auth = "passthrough" |
+    /// "exchange"`), over a connection of that token's ([`Upstream::caller_peer`]).
+    pub async fn call_as(
+        self: &Arc<Self>,
+        bearer: &str,
+        tool: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        cancel: Arc<AtomicBool>,
+    ) -> ToolResult {
+        match self.caller_peer(bearer).await {
+            Ok(peer) => self.call_on(Some(peer), tool, args, timeout, cancel).await,
+            Err(e) => ToolResult::error(ToolErrorKind::Unauthorized, e),
+        }
+    }
+
+    /// The connection that carries the caller's `bearer`: made on first use and kept, at most
+    /// [`MAX_CALLER_CONNECTIONS`] (the least recently used closed first). Each token has its
+    /// own, since a server binds a session to whoever opened it.
+    async fn caller_peer(self: &Arc<Self>, bearer: &str) -> Result<Peer<RoleClient>, String> {
+        use rmcp::transport::IntoTransport;
+        let key = hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(bearer.as_bytes())[..16]);
+        let mut callers = self.callers.lock().await;
+        if let Some((client, used)) = callers.get_mut(&key) {
+            if !client.is_closed() {
+                *used = Instant::now();
+                return Ok(client.peer().clone());
+            }
+        }
+        let name = &self.config.name;
+        let url = self.config.url.as_deref().ok_or_else(|| {
+            format!("upstream `{name}` is not an HTTP server; it cannot take a caller's token")
+        })?;
+        logging::register_secret(bearer);
+        let transport = IntoTransport::<RoleClient, _, _>::into_transport(
+            self.http_transport(url, Some(bearer))?,
+        );
+        let transport = ProgressInOrder { inner: transport, upstream: Arc::downgrade(self) };
+        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
+        let client = handler.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| {
+            let raw = logging::scrub(&e.to_string());
+            if raw.contains("Auth required") || raw.contains("401") {
+                format!("upstream `{name}` ({url}) refused your token (401 Unauthorized)")
+            } else {
+                format!(
+                    "upstream `{name}` could not be reached with your token: {}",
+                    without_type_names(&raw)
+                )
+            }
+        })?;
+        if callers.len() >= MAX_CALLER_CONNECTIONS {
+            let oldest = callers.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                callers.remove(&oldest);
+            }
+        }
+        let peer = client.peer().clone();
+        callers.insert(key, (client, Instant::now()));
+        Ok(peer)
+    }
+
+    /// The caller's `subject` token exchanged (RFC 8693) at `[upstreams.exchange]` for one
+    /// meant for this upstream; kept until shortly before it expires.
+    pub async fn exchanged_token(&self, subject: &str) -> Result<String, String> {
+        let name = &self.config.name;
+        let exchange = self
+            .config
+            .exchange
+            .as_ref()
+            .ok_or_else(|| format!("[[upstreams]] `{name}` has no [upstreams.exchange]"))?;
+        let key = hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(subject.as_bytes())[..16]);
+        {
+            let mut exchanged = self.exchanged.lock().unwrap_or_else(|e| e.into_inner());
+            exchanged.retain(|_, (_, until)| *until > Instant::now());
+            if let Some((token, _)) = exchanged.get(&key) {
+                return Ok(token.clone());
+            }
+        }
+        logging::register_secret(subject);
+        let audience =
+            exchange.audience.clone().or_else(|| self.config.url.clone()).unwrap_or_default();
+        let mut form = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
+            ("subject_token", subject.to_owned()),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:access_token".to_owned()),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token".to_owned()),
+            ("audience", audience.clone()),
+            ("resource", audience),
+            ("client_id", exchange.client_id.clone()),
+        ];
+        if let Some(scope) = &exchange.scope {
+            form.push(("scope", scope.clone()));
+        }
+        if let Some(variable) = &exchange.client_secret_env {
+            let secret =
+                std::env::var(variable).ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
+                    format!(
+                        "[upstreams.exchange] client_secret_env names {variable}, which is not set"
+                    )
+                })?;
+            logging::register_secret(&secret);
+            form.push(("client_secret", secret));
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(20))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let response = http
+            .post(&exchange.token_url)
+            .header("accept", "application/json")
+            .form(&form)
+            .send()
+            .await
+            .map_err(|e| {
+                format!("{} cannot be reached: {}", exchange.token_url, e.without_url())
+            })?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let Some(token) =
+            body.get("access_token").and_then(Value::as_str).filter(|_| status.is_success())
+        else {
+            let error = body.get("error").and_then(Value::as_str).unwrap_or("no access_token");
+            return Err(format!(
+                "{} answered {status} ({})",
+                exchange.token_url,
+                logging::scrub(error)
+            ));
+        };
+        logging::register_secret(token);
+        let lives = body.get("expires_in").and_then(Value::as_u64).unwrap_or(300);
+        // A minute early, so no call goes out with a token about to lapse.
+        let until = Instant::now() + Duration::from_secs(lives.saturating_sub(60).max(1));
+        self.exchanged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (token.to_owned(), until));
+        Ok(token.to_owned())
+    }
+
+    /// [`Upstream::call`] on `peer` (a caller's connection), else on the supervised one.
+    async fn call_on(
+        &self,
+        caller: Option<Peer<RoleClient>>,
+        tool: &str,
+        args: Value,
+        timeout: Option<Duration>,
+        cancel: Arc<AtomicBool>,
+    ) -> ToolResult {
         let name = &self.config.name;
         let (peer, state) = {
             let live = self.live();
-            (live.peer.clone(), live.state.clone())
+            (caller.or_else(|| live.peer.clone()), live.state.clone())
         };
         let Some(peer) = peer else {
             return ToolResult::error(

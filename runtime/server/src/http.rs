@@ -552,13 +552,15 @@ fn is_loopback_origin(origin: &str) -> bool {
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let (users, subjects) = state.auth.current();
     let identity = if state.auth.open && users.is_open() {
-        Identity { name: "local".into(), user: None }
+        Identity { name: "local".into(), user: None, access_token: None }
     } else {
         let key = bearer(request.headers());
         let by_key = key.and_then(|key| users.authenticate(key));
         let challenge = |had_key: bool| unauthorized(&state.resource_url, had_key);
         match (by_key, key, &state.oauth) {
-            (Some(user), _, _) => Identity { name: user.name.clone(), user: Some(user.clone()) },
+            (Some(user), _, _) => {
+                Identity { name: user.name.clone(), user: Some(user.clone()), access_token: None }
+            }
             // Not an API key: an access token of the authorization server, if one is set.
             (None, Some(token), Some(oauth)) if token.matches('.').count() == 2 => {
                 match oauth.verify(token).await {
@@ -573,6 +575,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
                             name: entry
                                 .map_or_else(|| format!("oauth:{subject}"), |u| u.name.clone()),
                             user: entry.cloned(),
+                            access_token: Some(crate::server::CallerToken(token.into())),
                         }
                     }
                     Err(reason) => {

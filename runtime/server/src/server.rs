@@ -80,6 +80,19 @@ pub struct Identity {
     pub name: String,
     /// Their entry, when they authenticated with an API key.
     pub user: Option<HttpUser>,
+    /// The OAuth access token they authenticated with (not an API key: that is quiver's own),
+    /// for upstreams that take the caller's identity (`auth = "passthrough" | "exchange"`).
+    pub access_token: Option<CallerToken>,
+}
+
+/// A caller's access token: shown as `***` by `Debug`.
+#[derive(Clone, PartialEq)]
+pub struct CallerToken(pub Arc<str>);
+
+impl std::fmt::Debug for CallerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallerToken(***)")
+    }
 }
 
 /// What one caller's calls share across connections and requests: the session (cache,
@@ -958,6 +971,18 @@ impl QuiverServer {
                 }
             }
         }
+        // An upstream that takes each caller's identity gets their token (or one exchanged
+        // for it), never the operator's, and never a quiver API key.
+        if let Some(upstream) = self.inner.host.upstreams().get(provider) {
+            if upstream.config().auth.per_caller()
+                && tool_is_upstream(&self.inner.host, &tool.qualified)
+            {
+                match caller_token_for(upstream, context).await {
+                    Ok(token) => account = Some(token),
+                    Err(refusal) => return error_result(refusal).into(),
+                }
+            }
+        }
         // Such a round comes only after the person confirmed the call (the upstream was not
         // called before), so it is not asked again.
         let must_ask = tool.confirm || flow.is_some();
@@ -1115,8 +1140,8 @@ impl QuiverServer {
         // forgotten, so the next call asks to sign in again.
         if let (Some(token), Some(user)) = (&account, view.user.as_ref()) {
             let refused = result.error_kind == Some(quiver_core::ToolErrorKind::Unauthorized);
-            if refused && !effects.cache_hit {
-                let accounts = self.inner.host.accounts();
+            let accounts = self.inner.host.accounts();
+            if refused && !effects.cache_hit && accounts.signs_in(provider) {
                 if accounts.forget_grant(&user.name, provider, &token.grant).await == Ok(true) {
                     result.content.push(quiver_core::Content::text(format!(
                         "[quiver: {provider} no longer accepts the sign-in of account {} \
@@ -1770,6 +1795,42 @@ pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Resu
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), written).await;
     ended?;
     Ok(())
+}
+
+/// Whether `qualified` is an upstream's tool (not a plugin's).
+fn tool_is_upstream(host: &Host, qualified: &str) -> bool {
+    host.tool(qualified).is_some_and(|t| t.plugin().is_none())
+}
+
+/// What a call to `upstream` (which takes each caller's identity) carries: the caller's OAuth
+/// access token, passed through or exchanged; or why the call cannot be made.
+async fn caller_token_for(
+    upstream: &quiver_runtime::upstream::Upstream,
+    context: &RequestContext<RoleServer>,
+) -> Result<quiver_runtime::accounts::AccountToken, String> {
+    let name = upstream.name();
+    let who = identity(context);
+    let Some((who, token)) = who.and_then(|w| w.access_token.clone().map(|t| (w, t))) else {
+        return Err(format!(
+            "not sent: upstream `{name}` acts as each caller, with the OAuth access token they \
+             signed in to quiver with; this caller has none (an API key is quiver's own and is \
+             never passed on). Sign in through [serve.http.oauth], or ask the operator"
+        ));
+    };
+    let bearer = match upstream.config().auth {
+        quiver_runtime::upstream::UpstreamAuth::Exchange => {
+            upstream.exchanged_token(&token.0).await.map_err(|e| {
+                format!("not sent: your token could not be exchanged for `{name}`: {e}")
+            })?
+        }
+        _ => token.0.to_string(),
+    };
+    Ok(quiver_runtime::accounts::AccountToken {
+        account: who.name,
+        grant: "caller".into(),
+        token: bearer,
+        by_rule: false,
+    })
 }
 
 /// The caller the HTTP layer authenticated, if this request came over HTTP.
