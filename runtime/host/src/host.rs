@@ -1361,14 +1361,20 @@ impl Host {
                             Credential::Variable(_) => None,
                         })
                         .filter(|_| upstream.config().auth.per_caller());
-                    match caller {
-                        Some(bearer) => {
-                            upstream
-                                .call_as(&bearer, &tool.name.tool, args, timeout, cancelled)
-                                .await
-                        }
-                        None => upstream.call(&tool.name.tool, args, timeout, cancelled).await,
-                    }
+                    // Boxed: a call's future is deep enough without two more inlined in it.
+                    let call: std::pin::Pin<
+                        Box<dyn std::future::Future<Output = ToolResult> + Send + '_>,
+                    > = match &caller {
+                        Some(bearer) => Box::pin(upstream.call_as(
+                            bearer,
+                            &tool.name.tool,
+                            args,
+                            timeout,
+                            cancelled,
+                        )),
+                        None => Box::pin(upstream.call(&tool.name.tool, args, timeout, cancelled)),
+                    };
+                    call.await
                 },
                 span.clone(),
             )

@@ -1141,15 +1141,16 @@ impl QuiverServer {
         if let (Some(token), Some(user)) = (&account, view.user.as_ref()) {
             let refused = result.error_kind == Some(quiver_core::ToolErrorKind::Unauthorized);
             let accounts = self.inner.host.accounts();
-            if refused && !effects.cache_hit && accounts.signs_in(provider) {
-                if accounts.forget_grant(&user.name, provider, &token.grant).await == Ok(true) {
-                    result.content.push(quiver_core::Content::text(format!(
-                        "[quiver: {provider} no longer accepts the sign-in of account {} \
-                         (revoked or expired there); it is forgotten — make the call again to \
-                         sign in anew]",
-                        token.account
-                    )));
-                }
+            if refused
+                && !effects.cache_hit
+                && accounts.signs_in(provider)
+                && accounts.forget_grant(&user.name, provider, &token.grant).await == Ok(true)
+            {
+                result.content.push(quiver_core::Content::text(format!(
+                    "[quiver: {provider} no longer accepts the sign-in of account {} (revoked \
+                     or expired there); it is forgotten — make the call again to sign in anew]",
+                    token.account
+                )));
             }
         }
         let mut answer = to_call_result(result, tool);
