@@ -432,7 +432,7 @@ fn users(host: &Host, command: UsersCommand) -> anyhow::Result<ExitCode> {
     }
     match command {
         UsersCommand::Accounts { user } => {
-            let providers: Vec<String> = accounts.providers().map(str::to_owned).collect();
+            let providers = accounts.providers();
             if providers.is_empty() {
                 println!("no provider has [providers.NAME.oauth]: nobody signs in");
                 return Ok(ExitCode::SUCCESS);
@@ -535,7 +535,7 @@ fn print_operations(host: &Host) -> usize {
     let accounts = host.accounts();
     let problems_of_accounts = accounts.problems();
     for provider in accounts.providers() {
-        if !problems_of_accounts.iter().any(|(p, _)| p == provider) {
+        if !problems_of_accounts.iter().any(|(p, _)| *p == provider) {
             println!(
                 "sign-in: {provider} (users connect their own accounts at /connect/{provider})"
             );

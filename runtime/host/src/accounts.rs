@@ -399,7 +399,9 @@ struct Pending {
 
 /// Users' accounts: sign-in, sealed storage, refresh, disconnect.
 pub struct Accounts {
-    apps: BTreeMap<String, OAuthApp>,
+    /// The apps, by provider or upstream: configured ones from the start, an upstream's when
+    /// its authorization server has been discovered ([`Accounts::add_app`]).
+    apps: std::sync::RwLock<BTreeMap<String, Arc<OAuthApp>>>,
     /// Why a configured app could not be used, by provider.
     problems: BTreeMap<String, String>,
     config: AccountsConfig,
@@ -420,7 +422,7 @@ pub struct Accounts {
 
 impl std::fmt::Debug for Accounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Accounts").field("providers", &self.apps.keys()).finish()
+        f.debug_struct("Accounts").field("providers", &self.providers()).finish()
     }
 }
 
@@ -438,7 +440,7 @@ impl Accounts {
         for (provider, app) in apps {
             match app {
                 Ok(app) => {
-                    resolved.insert(provider, app);
+                    resolved.insert(provider, Arc::new(app));
                 }
                 Err(e) => {
                     problems.insert(provider, e);
@@ -452,7 +454,7 @@ impl Accounts {
             .build()
             .unwrap_or_default();
         Self {
-            apps: resolved,
+            apps: std::sync::RwLock::new(resolved),
             problems,
             config: config.clone(),
             sealer: Sealer::from_env(&config.key_env),
@@ -467,17 +469,27 @@ impl Accounts {
 
     /// Whether users sign in to `provider` themselves.
     pub fn signs_in(&self, provider: &str) -> bool {
-        self.apps.contains_key(provider)
+        self.apps_now().contains_key(provider)
+    }
+
+    fn apps_now(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<OAuthApp>>> {
+        self.apps.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Users sign in to `app` too (an upstream's, once its authorization server is known).
+    pub fn add_app(&self, app: OAuthApp) {
+        let mut apps = self.apps.write().unwrap_or_else(|e| e.into_inner());
+        apps.insert(app.provider.clone(), Arc::new(app));
     }
 
     /// The providers users sign in to.
-    pub fn providers(&self) -> impl Iterator<Item = &str> {
-        self.apps.keys().map(String::as_str)
+    pub fn providers(&self) -> Vec<String> {
+        self.apps_now().keys().cloned().collect()
     }
 
     /// The app of `provider`.
-    pub fn app(&self, provider: &str) -> Option<&OAuthApp> {
-        self.apps.get(provider)
+    pub fn app(&self, provider: &str) -> Option<Arc<OAuthApp>> {
+        self.apps_now().get(provider).cloned()
     }
 
     /// What keeps sign-in from working, per provider (for `doctor`): a configured app that
@@ -485,8 +497,8 @@ impl Accounts {
     pub fn problems(&self) -> Vec<(String, String)> {
         let mut problems: Vec<_> =
             self.problems.iter().map(|(p, e)| (p.clone(), e.clone())).collect();
-        if let (Err(e), false) = (&self.sealer, self.apps.is_empty()) {
-            problems.extend(self.apps.keys().map(|p| (p.clone(), e.clone())));
+        if let (Err(e), false) = (&self.sealer, self.apps_now().is_empty()) {
+            problems.extend(self.providers().into_iter().map(|p| (p, e.clone())));
         }
         problems
     }
@@ -551,8 +563,7 @@ impl Accounts {
         ticket: &str,
     ) -> Result<Authorization, SignInError> {
         let app = self
-            .apps
-            .get(provider)
+            .app(provider)
             .ok_or_else(|| SignInError::new(404, format!("no sign-in for `{provider}` here")))?;
         let used = || {
             SignInError::new(
@@ -598,8 +609,7 @@ impl Accounts {
         browser: Option<&str>,
     ) -> Result<(String, String), SignInError> {
         let app = self
-            .apps
-            .get(provider)
+            .app(provider)
             .ok_or_else(|| SignInError::new(404, format!("no sign-in for `{provider}` here")))?;
         let unknown = || {
             SignInError::new(
@@ -635,7 +645,7 @@ impl Accounts {
                 SignInError::new(502, format!("{provider} did not give a token: {}", describe(&e)))
             })?;
         let grant =
-            self.grant_from(app, &tokens, None).await.map_err(|e| SignInError::new(502, e))?;
+            self.grant_from(&app, &tokens, None).await.map_err(|e| SignInError::new(502, e))?;
         let account = grant.account.clone();
         self.keep(&pending.user, provider, grant).await.map_err(unavailable)?;
         if !pending.link.is_empty() {
@@ -806,7 +816,7 @@ impl Accounts {
         provider: &str,
         wanted: Option<&str>,
     ) -> Result<Option<AccountToken>, String> {
-        let Some(app) = self.apps.get(provider) else { return Ok(None) };
+        let Some(app) = self.app(provider) else { return Ok(None) };
         let grants = self.grants(user, provider).await?;
         let chosen = match wanted {
             // Service account names (GitHub logins) are not case-sensitive.
@@ -816,7 +826,7 @@ impl Accounts {
         let Some(grant) = chosen else { return Ok(None) };
         let margin = Duration::from_secs(self.config.refresh_before_s);
         let grant = if grant.expires_within(margin) {
-            match self.refreshed(app, user, grant, margin).await? {
+            match self.refreshed(&app, user, grant, margin).await? {
                 Some(grant) => grant,
                 None => return Ok(None),
             }
@@ -971,15 +981,15 @@ impl Accounts {
     ) -> Result<Vec<(String, String)>, String> {
         let providers: Vec<String> = match provider {
             Some(p) => vec![p.to_owned()],
-            None => self.apps.keys().cloned().collect(),
+            None => self.providers(),
         };
         let mut gone = Vec::new();
         for provider in providers {
             // A record that does not open is forgotten all the same.
             let grants = self.grants(user, &provider).await.unwrap_or_default();
-            if let Some(app) = self.apps.get(&provider) {
+            if let Some(app) = self.app(&provider) {
                 for grant in &grants {
-                    self.revoke(app, grant).await;
+                    self.revoke(&app, grant).await;
                 }
             }
             self.remove(user, &provider).await?;
