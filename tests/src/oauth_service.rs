@@ -1,6 +1,8 @@
 //! A loopback service with its own OAuth 2 authorization server, for the sign-in tests: the
 //! authorization-code flow with PKCE (S256 only), refresh with rotation, RFC 7009 revocation,
-//! and a GitHub-shaped API (`/user`, one issue) that accepts only the access tokens it issued,
+//! RFC 8414 metadata and RFC 7591 dynamic registration (public clients, PKCE alone), the
+//! RFC 8707 `resource` of each request noted, and a GitHub-shaped API (`/user`, one issue) that
+//! accepts only the access tokens it issued,
 //! unexpired and unrevoked. Whoever "signs in" at `/authorize` is [`OAuthService::sign_in_as`]
 //! (no login page: the browser is a test).
 
@@ -40,6 +42,10 @@ struct Issued {
     refreshes: AtomicU64,
     revoked: AtomicU64,
     counter: AtomicU64,
+    /// Clients registered dynamically: id → redirect URI.
+    dynamic: Mutex<HashMap<String, String>>,
+    /// The `resource` of every authorization and token request that named one.
+    resources: Mutex<Vec<String>>,
     /// The account each API request acted as, and the owner it read, in order.
     api_calls: Mutex<Vec<(String, String)>>,
 }
@@ -48,6 +54,7 @@ struct Code {
     login: String,
     challenge: String,
     redirect_uri: String,
+    resource: Option<String>,
 }
 
 impl OAuthService {
@@ -58,6 +65,8 @@ impl OAuthService {
         state.first_expires_in.store(3600, Ordering::SeqCst);
         state.refreshed_expires_in.store(3600, Ordering::SeqCst);
         let app = Router::new()
+            .route("/.well-known/oauth-authorization-server", get(metadata))
+            .route("/register", post(register))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
             .route("/revoke", post(revoke))
@@ -79,6 +88,16 @@ impl OAuthService {
     pub fn tokens_live(&self, first: u64, refreshed: u64) {
         self.state.first_expires_in.store(first, Ordering::SeqCst);
         self.state.refreshed_expires_in.store(refreshed, Ordering::SeqCst);
+    }
+
+    /// Clients registered dynamically so far.
+    pub fn registrations(&self) -> usize {
+        self.state.dynamic.lock().unwrap().len()
+    }
+
+    /// The `resource` of every request that named one, in order.
+    pub fn resources(&self) -> Vec<String> {
+        self.state.resources.lock().unwrap().clone()
     }
 
     /// Refreshes granted so far.
@@ -129,12 +148,63 @@ fn s256(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
 }
 
+async fn metadata(State(state): State<Arc<Issued>>, headers: HeaderMap) -> Response {
+    let _ = state;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let base = format!("http://{host}");
+    Json(json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "registration_endpoint": format!("{base}/register"),
+        "revocation_endpoint": format!("{base}/revoke"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
+    }))
+    .into_response()
+}
+
+async fn register(State(state): State<Arc<Issued>>, Json(request): Json<Value>) -> Response {
+    let redirect = request["redirect_uris"][0].as_str().unwrap_or_default().to_owned();
+    if redirect.is_empty() || request["token_endpoint_auth_method"] != "none" {
+        return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_client_metadata"})))
+            .into_response();
+    }
+    let mut dynamic = state.dynamic.lock().unwrap();
+    let id = format!("dyn-{}", dynamic.len() + 1);
+    dynamic.insert(id.clone(), redirect.clone());
+    (
+        StatusCode::CREATED,
+        Json(json!({"client_id": id, "redirect_uris": [redirect], "token_endpoint_auth_method": "none"})),
+    )
+        .into_response()
+}
+
+/// Whether `client_id` (with `secret`, for the app) may use `redirect_uri` (any, for the app).
+fn known_client(
+    state: &Issued,
+    client_id: &str,
+    secret: Option<&str>,
+    redirect: Option<&str>,
+) -> bool {
+    if client_id == CLIENT_ID {
+        return secret.is_none_or(|s| s == CLIENT_SECRET);
+    }
+    let dynamic = state.dynamic.lock().unwrap();
+    dynamic.get(client_id).is_some_and(|registered| redirect.is_none_or(|r| r == registered))
+}
+
 async fn authorize(
     State(state): State<Arc<Issued>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let get = |k: &str| q.get(k).cloned().unwrap_or_default();
-    if get("client_id") != CLIENT_ID
+    if let Some(resource) = q.get("resource") {
+        state.resources.lock().unwrap().push(resource.clone());
+    }
+    if !known_client(&state, &get("client_id"), None, Some(&get("redirect_uri")))
         || get("response_type") != "code"
         || get("code_challenge_method") != "S256"
         || get("code_challenge").is_empty()
@@ -150,7 +220,12 @@ async fn authorize(
     let redirect_uri = get("redirect_uri");
     state.codes.lock().unwrap().insert(
         code.clone(),
-        Code { login, challenge: get("code_challenge"), redirect_uri: redirect_uri.clone() },
+        Code {
+            login,
+            challenge: get("code_challenge"),
+            redirect_uri: redirect_uri.clone(),
+            resource: q.get("resource").cloned(),
+        },
     );
     let mut location = url::Url::parse(&redirect_uri).unwrap();
     location.query_pairs_mut().append_pair("code", &code).append_pair("state", &get("state"));
@@ -183,7 +258,16 @@ async fn token(
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
     let get = |k: &str| form.get(k).cloned().unwrap_or_default();
-    if get("client_id") != CLIENT_ID || get("client_secret") != CLIENT_SECRET {
+    if let Some(resource) = form.get("resource") {
+        state.resources.lock().unwrap().push(resource.clone());
+    }
+    let secret = if get("client_id") == CLIENT_ID { Some(get("client_secret")) } else { None };
+    if !known_client(
+        &state,
+        &get("client_id"),
+        Some(secret.as_deref().unwrap_or_default()).filter(|_| secret.is_some()),
+        None,
+    ) {
         return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"})))
             .into_response();
     }
@@ -197,6 +281,9 @@ async fn token(
             }
             if s256(&get("code_verifier")) != code.challenge {
                 return invalid_grant("PKCE verifier does not match");
+            }
+            if code.resource.is_some() && code.resource != form.get("resource").cloned() {
+                return invalid_grant("resource differs from the authorization request's");
             }
             let expires_in = state.first_expires_in.load(Ordering::SeqCst);
             issue_tokens(&state, &code.login, expires_in)

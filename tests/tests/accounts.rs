@@ -37,8 +37,52 @@ impl Drop for Served {
     }
 }
 
+/// A server's config, data and plugins, before it starts (for what its operator does first).
+struct Prepared {
+    dir: tempfile::TempDir,
+    plugins: tempfile::TempDir,
+    config: std::path::PathBuf,
+}
+
+impl Prepared {
+    /// `quiver ARGS` on this config, data and plugins, as its operator runs it (stdout piped).
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(quiver_bin());
+        command
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--plugins")
+            .arg(self.plugins.path())
+            .current_dir(self.dir.path())
+            .env("QUIVER_DATA_DIR", self.dir.path().join("data"))
+            .env("QUIVER_ACCOUNTS_KEY", ACCOUNTS_KEY)
+            .env("GH_APP_SECRET", CLIENT_SECRET)
+            .env_remove("GITHUB_TOKEN");
+        command
+    }
+
+    fn serve(self) -> Served {
+        let (mut command, port) = serve_http_command(self.dir.path(), self.plugins.path());
+        let log = std::fs::File::create(self.dir.path().join("serve.log")).unwrap();
+        command
+            .env("QUIVER_ACCOUNTS_KEY", ACCOUNTS_KEY)
+            .env("GH_APP_SECRET", CLIENT_SECRET)
+            .env("RUST_LOG", "debug")
+            .stderr(Stdio::from(log));
+        let child = command.spawn().expect("spawn quiver serve --http");
+        wait_until_listening(port, "quiver serve --http");
+        let Prepared { dir, plugins, config } = self;
+        Served { child, url: format!("http://127.0.0.1:{port}"), dir, plugins, config }
+    }
+}
+
 impl Served {
     fn start(service: &OAuthService, extra: &str, users: &str) -> Self {
+        Self::prepare(service, extra, users).serve()
+    }
+
+    fn prepare(service: &OAuthService, extra: &str, users: &str) -> Prepared {
         let plugins = plugins_dir(&["quiver-provider-github"]);
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("quiver.toml");
@@ -55,16 +99,7 @@ impl Served {
             ),
         )
         .unwrap();
-        let (mut command, port) = serve_http_command(dir.path(), plugins.path());
-        let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
-        command
-            .env("QUIVER_ACCOUNTS_KEY", ACCOUNTS_KEY)
-            .env("GH_APP_SECRET", CLIENT_SECRET)
-            .env("RUST_LOG", "debug")
-            .stderr(Stdio::from(log));
-        let child = command.spawn().expect("spawn quiver serve --http");
-        wait_until_listening(port, "quiver serve --http");
-        Self { child, url: format!("http://127.0.0.1:{port}"), dir, plugins, config }
+        Prepared { dir, plugins, config }
     }
 
     /// `quiver ARGS` on this server's config, data and plugins, as its operator runs it.
@@ -496,6 +531,110 @@ async fn two_users_on_two_replicas_share_their_accounts_through_redis_sealed() {
 /// A client on `served` as the user of `key` that cannot open links.
 async fn on(served: &Served, key: &str) -> rmcp::service::RunningService<rmcp::RoleClient, Plain> {
     quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(key), false, Plain).await
+}
+
+/// The MCP server of `tests/mcp/oauth_upstream.py`: answers only tokens `service` issued.
+struct OAuthUpstream {
+    child: Child,
+    port: u16,
+    state: tempfile::TempDir,
+}
+
+impl OAuthUpstream {
+    fn start(service: &OAuthService) -> Self {
+        quiver_tests::require_python_sdk();
+        let state = tempfile::tempdir().unwrap();
+        let port = quiver_tests::free_port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/oauth_upstream.py");
+        let child = Command::new("python3")
+            .arg(script)
+            .args([&port.to_string(), &service.url, &state.path().display().to_string()])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the OAuth-protected MCP server");
+        wait_until_listening(port, "the OAuth-protected MCP server");
+        Self { child, port, state }
+    }
+
+    /// The account of every request it served, in order.
+    fn accounts(&self) -> Vec<String> {
+        let log =
+            std::fs::read_to_string(self.state.path().join("accounts.log")).unwrap_or_default();
+        log.lines().map(str::to_owned).collect()
+    }
+}
+
+impl Drop for OAuthUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth_upstream_is_connected_by_the_operator_and_each_user_signs_in_to_it() {
+    use std::io::BufRead as _;
+    let service = OAuthService::start("ops-account").await;
+    let upstream = OAuthUpstream::start(&service);
+    let (key, alice) = new_user_key("alice", "");
+    let prepared = Served::prepare(
+        &service,
+        &format!(
+            "[[upstreams]]\nname = \"tracker\"\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+             auth = \"oauth\"\nstart_timeout_s = 180\n",
+            upstream.port
+        ),
+        &alice,
+    );
+
+    // The operator connects quiver itself (what lists the tools, and serves stdio callers).
+    let mut connect = prepared
+        .command(&["upstreams", "connect", "tracker"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(connect.stdout.take().unwrap()).lines();
+    let link = loop {
+        let line = lines.next().expect("connect printed a link").unwrap();
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            break line[at..].split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let (status, page) = open_in_browser(&link).await;
+    assert_eq!(status, 200, "{page}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = connect.wait_with_output().unwrap();
+    assert!(out.status.success(), "{rest:?}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(rest.iter().any(|l| l.contains("connected tracker as operator")), "{rest:?}");
+    assert_eq!(service.registrations(), 1, "quiver registered itself (RFC 7591)");
+
+    // The server lists the tracker's tools as the operator; alice signs in for her calls.
+    let served = prepared.serve();
+    service.sign_in_as("alice-tracker");
+    let browser = Browser::default();
+    let client = quiver_tests::rmcp_http_client(
+        &format!("{}/mcp", served.url),
+        Some(&key),
+        false,
+        browser.clone(),
+    )
+    .await;
+    let (is_error, text) =
+        text_of(&client.call_tool(CallToolRequestParams::new("tracker_whoami")).await.unwrap());
+    assert!(!is_error, "{text}");
+    assert!(text.contains("you are alice-tracker"), "the call acted as alice: {text}");
+    assert_eq!(browser.asked.load(Ordering::SeqCst), 1);
+    let accounts = upstream.accounts();
+    assert!(accounts.contains(&"ops-account".to_owned()), "listed as the operator: {accounts:?}");
+    assert_eq!(accounts.last().map(String::as_str), Some("alice-tracker"));
+    assert!(
+        service.resources().iter().all(|r| r == &format!("http://127.0.0.1:{}/mcp", upstream.port)),
+        "every request named the resource: {:?}",
+        service.resources()
+    );
+    drop(client);
+    assert_no_token_written(&served, &service);
 }
 
 #[test]

@@ -380,6 +380,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return audit_verify(cli.config.as_deref(), path.as_deref());
     }
     // Pins are read and approved in the store; no upstream needs to start.
+    if let Command::Upstreams(upstreams_cli::UpstreamsCommand::Connect { name }) = &cli.command {
+        // Signing in needs the upstream's config and the accounts, not its connection.
+        let options = HostOptions { config: cli.config.clone(), plugins_dir: cli.plugins.clone() };
+        let host = Host::open(&options)?;
+        return upstreams_cli::connect(&host, name);
+    }
     if let Command::Upstreams(command) = cli.command {
         return upstreams_cli::upstreams(command);
     }

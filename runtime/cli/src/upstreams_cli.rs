@@ -28,6 +28,69 @@ pub(crate) enum UpstreamsCommand {
         /// The upstream's own name for the tool.
         tool: Option<String>,
     },
+    /// Sign quiver in to upstream NAME (`auth = "oauth"`) as the operator: prints a link to
+    /// open, and waits for the sign-in on a loopback address. Its tools are then listed, and
+    /// stdio callers served, as the account signed in.
+    Connect {
+        /// The upstream's name (`[[upstreams]] name`).
+        name: String,
+    },
+}
+
+/// `quiver upstreams connect NAME`: the MCP authorization flow as the operator, its callback on
+/// a loopback address of this process (RFC 8252), its client registered for that address.
+pub(crate) fn connect(host: &quiver_runtime::host::Host, name: &str) -> anyhow::Result<ExitCode> {
+    use quiver_runtime::upstream::UpstreamAuth;
+    let Some(upstream) = host.upstreams().get(name) else {
+        anyhow::bail!("no [[upstreams]] named `{name}` in the config");
+    };
+    if upstream.config().auth != UpstreamAuth::Oauth {
+        anyhow::bail!(
+            "upstream `{name}` does not sign in with OAuth; set auth = \"oauth\" in its \
+             [[upstreams]] entry"
+        );
+    }
+    crate::runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let accounts = std::sync::Arc::clone(host.accounts());
+        accounts.set_public_base(&base);
+        let redirect = format!("{base}/connect/{name}/callback");
+        host.upstream_app(name, &redirect).await.map_err(anyhow::Error::msg)?;
+        let link = accounts
+            .sign_in_link(quiver_runtime::accounts::OPERATOR, name)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        println!(
+            "open this link to sign quiver in to `{name}` (once, within {} minutes):\n  {}",
+            quiver_runtime::accounts::SIGN_IN_TTL.as_secs() / 60,
+            link.url
+        );
+        let pages: axum::Router =
+            quiver_server::connect::router(std::sync::Arc::clone(&accounts), false);
+        let serving = tokio::spawn(async move { axum::serve(listener, pages).await });
+        let connected = accounts
+            .wait_for(
+                quiver_runtime::accounts::OPERATOR,
+                name,
+                None,
+                &link,
+                quiver_runtime::accounts::SIGN_IN_TTL,
+            )
+            .await;
+        serving.abort();
+        match connected {
+            Ok(Some(token)) => {
+                println!(
+                    "connected {name} as {}; `quiver serve` lists its tools as it",
+                    token.account
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok(None) => anyhow::bail!("the sign-in did not finish in time; run it again"),
+            Err(e) => anyhow::bail!("{e}"),
+        }
+    })
 }
 
 /// Runs one `quiver upstreams` command on the store at `$QUIVER_DATA_DIR/pins`.
@@ -82,6 +145,9 @@ pub(crate) fn upstreams(command: UpstreamsCommand) -> anyhow::Result<ExitCode> {
                     held_names(&book)
                 );
             }
+        }
+        UpstreamsCommand::Connect { .. } => {
+            unreachable!("signing in needs the host: main runs it before this")
         }
         UpstreamsCommand::Approve { name, tool } => {
             known(&store, &name)?;

@@ -138,10 +138,17 @@ pub struct OAuthApp {
     authorize_url: String,
     token_url: String,
     revoke_url: Option<String>,
-    identity_url: String,
+    /// Where the token's account is asked for; none (an upstream MCP server): the account is
+    /// the quiver user's own name.
+    identity_url: Option<String>,
     identity_pointer: String,
     /// Settings a provider instance calling with a signed-in token is created with.
     pub settings: serde_json::Map<String, Value>,
+    /// The RFC 8707 resource every request names (an upstream MCP server's URL).
+    resource: Option<String>,
+    /// The client was registered dynamically: each grant keeps it, as a later registration
+    /// (another replica's, another redirect's) is another client.
+    dynamic: bool,
 }
 
 impl OAuthApp {
@@ -209,18 +216,56 @@ impl OAuthApp {
             )?,
             token_url: fill("token_url", &config.token_url, endpoints.map(|e| &e.token_url))?,
             revoke_url,
-            identity_url: fill(
+            identity_url: Some(fill(
                 "identity_url",
                 &config.identity_url,
                 endpoints.map(|e| &e.identity_url),
-            )?,
+            )?),
             identity_pointer: config
                 .identity_pointer
                 .clone()
                 .or_else(|| endpoints.map(|e| e.identity_pointer.clone()))
                 .unwrap_or_else(|| "/login".into()),
             settings: endpoints.map(|e| e.settings.clone()).unwrap_or_default(),
+            resource: None,
+            dynamic: false,
         })
+    }
+
+    /// The app of an upstream MCP server, from what its metadata says
+    /// ([`crate::mcp_auth::discover`]) and its client (configured, or registered dynamically).
+    pub fn for_upstream(
+        name: &str,
+        discovered: &crate::mcp_auth::Discovered,
+        client_id: String,
+        client_secret: Option<(String, String)>,
+        scopes: Vec<String>,
+        dynamic: bool,
+    ) -> Self {
+        Self {
+            provider: name.to_owned(),
+            client_id,
+            client_secret,
+            scopes,
+            authorize_url: discovered.authorize_url.clone(),
+            token_url: discovered.token_url.clone(),
+            revoke_url: discovered.revoke_url.clone(),
+            identity_url: None,
+            identity_pointer: String::new(),
+            settings: serde_json::Map::new(),
+            resource: Some(discovered.resource.clone()),
+            dynamic,
+        }
+    }
+
+    /// This app with the client a grant was issued to (its refresh must come from it).
+    fn with_client_of(&self, grant: &Grant) -> Self {
+        let mut app = self.clone();
+        if let Some((id, secret)) = &grant.client {
+            app.client_id = id.clone();
+            app.client_secret = secret.clone().map(|s| ("(registered)".to_owned(), s));
+        }
+        app
     }
 
     /// The oauth2 client of this app, redirecting to `redirect`.
@@ -305,6 +350,9 @@ pub struct Grant {
     pub scopes: Vec<String>,
     /// When the user signed in (ms since the epoch).
     pub connected_at_ms: u64,
+    /// The dynamically registered client it was issued to (id, secret), which refreshes it.
+    #[serde(default)]
+    pub client: Option<(String, Option<String>)>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -316,6 +364,7 @@ impl std::fmt::Debug for Grant {
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| "***"))
             .field("expires_at_ms", &self.expires_at_ms)
             .field("scopes", &self.scopes)
+            .field("client", &self.client.as_ref().map(|(id, _)| id))
             .finish()
     }
 }
@@ -513,6 +562,11 @@ impl Accounts {
         self.public_base.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Where the service sends a user back after signing in to `provider` at this server.
+    pub fn callback_for(&self, provider: &str) -> Option<String> {
+        self.callback_url(provider).ok()
+    }
+
     fn callback_url(&self, provider: &str) -> Result<String, SignInError> {
         let base = self.public_base().ok_or_else(|| {
             SignInError::new(500, "sign-in works only through `quiver serve --http`")
@@ -582,11 +636,14 @@ impl Accounts {
         let client = app.client(Some(&redirect)).map_err(|e| SignInError::new(500, e))?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let state = random_token();
-        let (location, _) = client
+        let mut request = client
             .authorize_url(|| CsrfToken::new(state.clone()))
             .add_scopes(app.scopes.iter().cloned().map(Scope::new))
-            .set_pkce_challenge(challenge)
-            .url();
+            .set_pkce_challenge(challenge);
+        if let Some(resource) = &app.resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        let (location, _) = request.url();
         let browser = random_token();
         pending.verifier = verifier.secret().clone();
         pending.browser_sha256 = hex::encode(Sha256::digest(browser.as_bytes()));
@@ -636,16 +693,19 @@ impl Accounts {
         let client = app
             .client(Some(&self.callback_url(provider)?))
             .map_err(|e| SignInError::new(500, e))?;
-        let tokens = client
+        let mut exchange = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
-            .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier))
-            .request_async(&self.http)
+            .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier));
+        if let Some(resource) = &app.resource {
+            exchange = exchange.add_extra_param("resource", resource.clone());
+        }
+        let tokens = exchange.request_async(&self.http).await.map_err(|e| {
+            SignInError::new(502, format!("{provider} did not give a token: {}", describe(&e)))
+        })?;
+        let grant = self
+            .grant_from(&app, &tokens, None, &account_name(&pending.user))
             .await
-            .map_err(|e| {
-                SignInError::new(502, format!("{provider} did not give a token: {}", describe(&e)))
-            })?;
-        let grant =
-            self.grant_from(&app, &tokens, None).await.map_err(|e| SignInError::new(502, e))?;
+            .map_err(|e| SignInError::new(502, e))?;
         let account = grant.account.clone();
         self.keep(&pending.user, provider, grant).await.map_err(unavailable)?;
         if !pending.link.is_empty() {
@@ -663,6 +723,7 @@ impl Accounts {
         app: &OAuthApp,
         tokens: &oauth2::basic::BasicTokenResponse,
         previous: Option<&Grant>,
+        user_account: &str,
     ) -> Result<Grant, String> {
         let access_token = tokens.access_token().secret().clone();
         crate::logging::register_credential(&access_token, None);
@@ -673,9 +734,11 @@ impl Accounts {
         if let Some(refresh) = &refresh_token {
             crate::logging::register_credential(refresh, None);
         }
-        let account = match previous {
-            Some(previous) => previous.account.clone(),
-            None => self.identity(app, &access_token).await?,
+        let account = match (previous, &app.identity_url) {
+            (Some(previous), _) => previous.account.clone(),
+            (None, Some(_)) => self.identity(app, &access_token).await?,
+            // An upstream MCP server says nothing of whose the token is: the user's own.
+            (None, None) => user_account.to_owned(),
         };
         Ok(Grant {
             account,
@@ -689,15 +752,24 @@ impl Accounts {
                 .or_else(|| previous.map(|p| p.scopes.clone()))
                 .unwrap_or_default(),
             connected_at_ms: previous.map_or_else(now_ms, |p| p.connected_at_ms),
+            client: match previous {
+                Some(previous) => previous.client.clone(),
+                None if app.dynamic => Some((
+                    app.client_id.clone(),
+                    app.client_secret.as_ref().map(|(_, s)| s.clone()),
+                )),
+                None => None,
+            },
         })
     }
 
     /// The account `token` is for, as the service's identity URL says.
     async fn identity(&self, app: &OAuthApp, token: &str) -> Result<String, String> {
         let provider = &app.provider;
+        let identity_url = app.identity_url.as_deref().unwrap_or_default();
         let response = self
             .http
-            .get(&app.identity_url)
+            .get(identity_url)
             .bearer_auth(token)
             .header("accept", "application/json")
             .send()
@@ -708,8 +780,7 @@ impl Accounts {
         let status = response.status();
         if !status.is_success() {
             return Err(format!(
-                "{provider} did not say whose the token is: {} answered {status}",
-                app.identity_url
+                "{provider} did not say whose the token is: {identity_url} answered {status}"
             ));
         }
         let body: Value = response.json().await.map_err(|e| {
@@ -735,6 +806,76 @@ impl Accounts {
         grants.retain(|g| g.account != grant.account);
         grants.push(grant);
         self.store(user, provider, &grants).await
+    }
+
+    /// The client quiver registered at `upstream`'s authorization server for `redirect`, as
+    /// kept by [`Accounts::remember_client`].
+    pub async fn registered_client(
+        &self,
+        upstream: &str,
+        redirect: &str,
+    ) -> Result<Option<(String, Option<String>)>, String> {
+        let (user, name) = client_record(upstream, redirect);
+        let Some(plain) = self.opened(&user, &name).await? else { return Ok(None) };
+        let client: (String, Option<String>) = serde_json::from_slice(&plain)
+            .map_err(|e| format!("the registration for `{upstream}` is unreadable: {e}"))?;
+        if let Some(secret) = &client.1 {
+            crate::logging::register_secret(secret);
+        }
+        Ok(Some(client))
+    }
+
+    /// Keeps the client quiver registered at `upstream`'s authorization server for `redirect`
+    /// (sealed, as accounts are), so a restart does not register another.
+    pub async fn remember_client(
+        &self,
+        upstream: &str,
+        redirect: &str,
+        client: &(String, Option<String>),
+    ) -> Result<(), String> {
+        let (user, name) = client_record(upstream, redirect);
+        let plain = serde_json::to_vec(client).map_err(|e| e.to_string())?;
+        self.seal_and_keep(&user, &name, &plain).await
+    }
+
+    /// The plain text of the record of (`user`, `provider`), if there is one.
+    async fn opened(&self, user: &str, provider: &str) -> Result<Option<Vec<u8>>, String> {
+        let sealed = if self.in_state {
+            self.state.record_get(&account_key(user, provider)).await?
+        } else {
+            match std::fs::read_to_string(self.file_of(user, provider)) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(format!("cannot read {user}'s {provider} record: {e}")),
+            }
+        };
+        let Some(sealed) = sealed else { return Ok(None) };
+        let sealer = self.sealer.as_ref().map_err(Clone::clone)?;
+        sealer.open(sealed.trim(), &associated(user, provider)).map(Some).ok_or_else(|| {
+            format!(
+                "{user}'s {provider} record does not open with the key in {} (changed, or copied \
+                 from another user); `quiver users disconnect {user} {provider}` and sign in again",
+                self.config.key_env
+            )
+        })
+    }
+
+    /// `plain` sealed as the record of (`user`, `provider`).
+    async fn seal_and_keep(&self, user: &str, provider: &str, plain: &[u8]) -> Result<(), String> {
+        let sealer = self.sealer.as_ref().map_err(Clone::clone)?;
+        let sealed = sealer.seal(plain, &associated(user, provider));
+        if self.in_state {
+            return self.state.record_put(&account_key(user, provider), &sealed, None).await;
+        }
+        let path = self.file_of(user, provider);
+        let write = || -> std::io::Result<()> {
+            let dir = path.parent().expect("a user's folder");
+            std::fs::create_dir_all(dir)?;
+            let partial = path.with_extension(format!("partial-{}", random_token()));
+            std::fs::write(&partial, sealed.as_bytes())?;
+            std::fs::rename(&partial, &path)
+        };
+        write().map_err(|e| format!("cannot keep {user}'s {provider} record: {e}"))
     }
 
     /// `user`'s accounts at `provider`, first connected first.
@@ -817,6 +958,18 @@ impl Accounts {
         wanted: Option<&str>,
     ) -> Result<Option<AccountToken>, String> {
         let Some(app) = self.app(provider) else { return Ok(None) };
+        self.credential_with(&app, user, wanted).await
+    }
+
+    /// [`Accounts::credential`] through `app` (an upstream's, for its own connection, before
+    /// any user signed in through the server).
+    pub async fn credential_with(
+        &self,
+        app: &OAuthApp,
+        user: &str,
+        wanted: Option<&str>,
+    ) -> Result<Option<AccountToken>, String> {
+        let provider = app.provider.as_str();
         let grants = self.grants(user, provider).await?;
         let chosen = match wanted {
             // Service account names (GitHub logins) are not case-sensitive.
@@ -826,7 +979,7 @@ impl Accounts {
         let Some(grant) = chosen else { return Ok(None) };
         let margin = Duration::from_secs(self.config.refresh_before_s);
         let grant = if grant.expires_within(margin) {
-            match self.refreshed(&app, user, grant, margin).await? {
+            match self.refreshed(app, user, grant, margin).await? {
                 Some(grant) => grant,
                 None => return Ok(None),
             }
@@ -912,14 +1065,17 @@ impl Accounts {
             }
             return Ok(Some(grant));
         };
-        let client = app.client(None)?;
-        let answer = client
-            .exchange_refresh_token(&RefreshToken::new(refresh))
-            .request_async(&self.http)
-            .await;
+        let issuer = app.with_client_of(&grant);
+        let client = issuer.client(None)?;
+        let refresh = RefreshToken::new(refresh);
+        let mut request = client.exchange_refresh_token(&refresh);
+        if let Some(resource) = &app.resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        let answer = request.request_async(&self.http).await;
         match answer {
             Ok(tokens) => {
-                let renewed = self.grant_from(app, &tokens, Some(&grant)).await?;
+                let renewed = self.grant_from(app, &tokens, Some(&grant), &grant.account).await?;
                 self.keep(user, provider, renewed.clone()).await?;
                 tracing::info!(user, provider, account = %grant.account, "token refreshed");
                 Ok(Some(renewed))
@@ -1022,6 +1178,7 @@ impl Accounts {
             Some(refresh) => (refresh.as_str(), "refresh_token"),
             None => (grant.access_token.as_str(), "access_token"),
         };
+        let app = app.with_client_of(grant);
         let mut form =
             vec![("token", token), ("token_type_hint", hint), ("client_id", &app.client_id)];
         if let Some((_, secret)) = &app.client_secret {
@@ -1102,6 +1259,26 @@ fn describe<RE: std::error::Error + 'static>(
         }
         oauth2::RequestTokenError::Other(e) => crate::logging::scrub(e),
     }
+}
+
+/// The user quiver's operator signs in to upstreams as (`quiver upstreams connect`): no HTTP
+/// user can have it, as names may not contain `:`.
+pub const OPERATOR: &str = "quiver:operator";
+
+/// The account name of a sign-in whose service does not say whose the token is.
+fn account_name(user: &str) -> String {
+    if user == OPERATOR {
+        "operator".to_owned()
+    } else {
+        user.to_owned()
+    }
+}
+
+/// Where the client registered for (`upstream`, `redirect`) is kept: a record of a user no one
+/// can be (`:` is not allowed in names).
+fn client_record(upstream: &str, redirect: &str) -> (String, String) {
+    let redirect = hex::encode(&Sha256::digest(redirect.as_bytes())[..8]);
+    ("quiver:clients".to_owned(), format!("{upstream}-{redirect}"))
 }
 
 fn done_key(link: &str) -> String {
@@ -1250,8 +1427,10 @@ mod tests {
             expires_at_ms: None,
             scopes: vec![],
             connected_at_ms: 0,
+            client: Some(("dyn-1".into(), Some("client-secret-1".into()))),
         };
         let shown = format!("{grant:?}");
+        assert!(!shown.contains("client-secret-1"), "{shown}");
         assert!(!shown.contains("gho_access") && !shown.contains("ghr_refresh"), "{shown}");
     }
 }

@@ -159,6 +159,8 @@ pub struct Host {
     oauth_endpoints: std::collections::BTreeMap<String, quiver_core::manifest::OAuthEndpoints>,
     /// Users' signed-in accounts (`[providers.NAME.oauth]`), made when first asked for.
     accounts: std::sync::OnceLock<Arc<crate::accounts::Accounts>>,
+    /// Held while an upstream's sign-in is discovered and registered.
+    discovering: tokio::sync::Mutex<()>,
     /// The audit trail (`[audit]`, as quiver started with it), opened when first asked for:
     /// only a server writes it, and one process at a time.
     audit: std::sync::OnceLock<Result<Option<Arc<crate::audit::AuditLog>>, String>>,
@@ -303,6 +305,7 @@ impl Host {
             per_credential: Mutex::new(std::collections::HashMap::new()),
             oauth_endpoints: std::collections::BTreeMap::new(),
             accounts: std::sync::OnceLock::new(),
+            discovering: tokio::sync::Mutex::new(()),
             audit: std::sync::OnceLock::new(),
             rate_headroom: Mutex::new(std::collections::HashMap::new()),
             recorded_answers: std::sync::RwLock::new(None),
@@ -369,7 +372,99 @@ impl Host {
     /// or failed (each bounded by its `start_timeout_s`); they are supervised in the background
     /// from then on. Needs a tokio runtime; a second call does nothing.
     pub async fn start_upstreams(&self) {
+        // `auth = "oauth"` upstreams connect with the operator's signed-in account.
+        let accounts = Arc::clone(self.accounts());
+        let configs: std::collections::HashMap<String, crate::upstream::UpstreamConfig> = self
+            .upstreams
+            .all()
+            .iter()
+            .map(|u| (u.name().to_owned(), u.config().clone()))
+            .collect();
+        self.upstreams.set_operator_tokens(Arc::new(move |name: String| {
+            let accounts = Arc::clone(&accounts);
+            let config = configs.get(&name).cloned();
+            Box::pin(async move {
+                let config = config.ok_or_else(|| format!("no upstream `{name}`"))?;
+                let app = match accounts.app(&name) {
+                    Some(app) => app,
+                    // Refreshing needs only the endpoints: the grant names its own client.
+                    None => Arc::new(upstream_app_without_client(&config).await?),
+                };
+                let token = accounts.credential_with(&app, crate::accounts::OPERATOR, None).await?;
+                Ok(token.map(|t| t.token))
+            })
+        }));
         self.upstreams.start().await;
+    }
+
+    /// The OAuth app users sign in to upstream `name` (`auth = "oauth"`) through, redirected to
+    /// `redirect`: discovered from its metadata, its client the configured one or registered
+    /// (RFC 7591) and kept; then known to [`Host::accounts`].
+    pub async fn upstream_app(
+        &self,
+        name: &str,
+        redirect: &str,
+    ) -> Result<Arc<crate::accounts::OAuthApp>, String> {
+        let accounts = self.accounts();
+        if let Some(app) = accounts.app(name) {
+            return Ok(app);
+        }
+        // One discovery and registration at a time, so two first calls register one client.
+        let _one = self.discovering.lock().await;
+        if let Some(app) = accounts.app(name) {
+            return Ok(app);
+        }
+        let upstream = self.upstreams.get(name).ok_or_else(|| format!("no upstream `{name}`"))?;
+        let config = upstream.config();
+        let url = config.url.as_deref().ok_or_else(|| format!("upstream `{name}` has no url"))?;
+        let http = crate::mcp_auth::client();
+        let discovered = crate::mcp_auth::discover(&http, url).await?;
+        let oauth = config.oauth.clone().unwrap_or_default();
+        let scopes = oauth.scopes.clone().unwrap_or_else(|| discovered.scopes.clone());
+        let app = match &oauth.client_id {
+            Some(client_id) => {
+                let secret = configured_secret(name, &oauth)?;
+                crate::accounts::OAuthApp::for_upstream(
+                    name,
+                    &discovered,
+                    client_id.clone(),
+                    secret,
+                    scopes,
+                    false,
+                )
+            }
+            None => {
+                let client = match accounts.registered_client(name, redirect).await? {
+                    Some(client) => client,
+                    None => {
+                        let registration =
+                            discovered.registration_url.as_deref().ok_or_else(|| {
+                                format!(
+                                    "upstream `{name}`'s authorization server offers no dynamic \
+                                 registration; register quiver there (redirect {redirect}) and \
+                                 set [upstreams.oauth] client_id"
+                                )
+                            })?;
+                        let client =
+                            crate::mcp_auth::register(&http, registration, redirect, &scopes)
+                                .await?;
+                        accounts.remember_client(name, redirect, &client).await?;
+                        client
+                    }
+                };
+                let secret = client.1.map(|s| ("(registered)".to_owned(), s));
+                crate::accounts::OAuthApp::for_upstream(
+                    name,
+                    &discovered,
+                    client.0,
+                    secret,
+                    scopes,
+                    true,
+                )
+            }
+        };
+        accounts.add_app(app);
+        accounts.app(name).ok_or_else(|| format!("upstream `{name}`'s sign-in was not kept"))
     }
 
     /// Every upstream and where it stands, in config order.
@@ -1864,6 +1959,42 @@ fn provider_config_json(
     }
     json.insert("token_env".into(), Value::String(token_env));
     Value::Object(json)
+}
+
+/// An `auth = "oauth"` upstream's app from its metadata alone, for refreshing grants that name
+/// their own client (the configured client, when there is one).
+async fn upstream_app_without_client(
+    config: &crate::upstream::UpstreamConfig,
+) -> Result<crate::accounts::OAuthApp, String> {
+    let name = &config.name;
+    let url = config.url.as_deref().ok_or_else(|| format!("upstream `{name}` has no url"))?;
+    let discovered = crate::mcp_auth::discover(&crate::mcp_auth::client(), url).await?;
+    let oauth = config.oauth.clone().unwrap_or_default();
+    let scopes = oauth.scopes.clone().unwrap_or_else(|| discovered.scopes.clone());
+    let client_id = oauth.client_id.clone().unwrap_or_default();
+    let secret = configured_secret(name, &oauth)?;
+    let dynamic = oauth.client_id.is_none();
+    Ok(crate::accounts::OAuthApp::for_upstream(
+        name,
+        &discovered,
+        client_id,
+        secret,
+        scopes,
+        dynamic,
+    ))
+}
+
+/// The secret of an upstream's configured client, from its variable.
+fn configured_secret(
+    name: &str,
+    oauth: &crate::mcp_auth::UpstreamOAuthConfig,
+) -> Result<Option<(String, String)>, String> {
+    let Some(variable) = &oauth.client_secret_env else { return Ok(None) };
+    let secret = std::env::var(variable).ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
+        format!("[upstreams.oauth] of `{name}`: client_secret_env names {variable}, which is not set")
+    })?;
+    logging::register_secret(&secret);
+    Ok(Some((variable.clone(), secret)))
 }
 
 fn next_call_id() -> String {

@@ -49,6 +49,7 @@ pub mod enrich;
 pub mod host;
 pub mod loader;
 pub mod logging;
+pub mod mcp_auth;
 pub mod pins;
 pub mod recording;
 pub mod registry;

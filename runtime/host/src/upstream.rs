@@ -116,14 +116,19 @@ pub struct UpstreamConfig {
     pub pin: quiver_core::pins::PinPolicy,
     /// Whose identity a call carries to it (HTTP upstreams): `static` (the default: `bearer_env`,
     /// the operator's), `passthrough` (the caller's own OAuth access token, as they presented
-    /// it to quiver — only to an upstream that trusts the same authorization server), or
+    /// it to quiver — only to an upstream that trusts the same authorization server),
     /// `exchange` (the caller's token exchanged, RFC 8693, for one meant for this upstream:
-    /// `[upstreams.exchange]`). Listing its tools stays the operator's (`bearer_env`).
+    /// `[upstreams.exchange]`), or `oauth` (the MCP authorization flow as a client: the
+    /// operator connects quiver with `quiver upstreams connect NAME`, each HTTP user signs in
+    /// for their own calls). Listing its tools stays the operator's.
     #[serde(default)]
     pub auth: UpstreamAuth,
     /// `[upstreams.exchange]`: where and how the caller's token is exchanged.
     #[serde(default)]
     pub exchange: Option<TokenExchangeConfig>,
+    /// `[upstreams.oauth]`: a client registered by hand (default: dynamic registration).
+    #[serde(default)]
+    pub oauth: Option<crate::mcp_auth::UpstreamOAuthConfig>,
 }
 
 /// `[[upstreams]] auth`.
@@ -137,6 +142,8 @@ pub enum UpstreamAuth {
     Passthrough,
     /// The caller's token exchanged for one whose audience is the upstream.
     Exchange,
+    /// The MCP authorization flow, as the operator and as each user.
+    Oauth,
 }
 
 impl UpstreamAuth {
@@ -145,6 +152,17 @@ impl UpstreamAuth {
         self != UpstreamAuth::Static
     }
 }
+
+/// Where an `auth = "oauth"` upstream's supervised connection gets the operator's token: the
+/// host's signed-in accounts (`None`: the operator has not connected it yet).
+pub type OperatorTokens = Arc<
+    dyn Fn(
+            String,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send>,
+        > + Send
+        + Sync,
+>;
 
 /// `[upstreams.exchange]`: an RFC 8693 token exchange at an authorization server.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -252,7 +270,11 @@ impl UpstreamConfig {
             (Some(_), None) if self.auth.per_caller() => Some(format!(
                 "[[upstreams]] `{name}`: auth = \"{}\" is for `url` upstreams (a stdio server \
                  has one caller: quiver)",
-                if self.auth == UpstreamAuth::Exchange { "exchange" } else { "passthrough" }
+                match self.auth {
+                    UpstreamAuth::Exchange => "exchange",
+                    UpstreamAuth::Oauth => "oauth",
+                    _ => "passthrough",
+                }
             )),
             _ if self.auth == UpstreamAuth::Exchange && self.exchange.is_none() => Some(format!(
                 "[[upstreams]] `{name}`: auth = \"exchange\" needs [upstreams.exchange] token_url \
@@ -720,6 +742,8 @@ pub struct Upstream {
     /// Tokens exchanged for callers' ([`Upstream::exchanged_token`]), by subject token digest,
     /// with when each stops being used.
     exchanged: Mutex<HashMap<String, (String, Instant)>>,
+    /// Where an `auth = "oauth"` upstream's own connection gets the operator's token.
+    operator_tokens: std::sync::OnceLock<OperatorTokens>,
     /// The version of its pin file after quiver last wrote or read it: another version means
     /// the operator approved something.
     pins_seen: Mutex<Vec<u8>>,
@@ -777,6 +801,7 @@ impl Upstream {
             pins: crate::pins::PinStore::default_store(),
             callers: tokio::sync::Mutex::new(HashMap::new()),
             exchanged: Mutex::new(HashMap::new()),
+            operator_tokens: std::sync::OnceLock::new(),
             pins_seen: Mutex::new(Vec::new()),
             known,
         }
@@ -1080,8 +1105,9 @@ impl Upstream {
         let upstream = Arc::downgrade(self);
         let client = match &self.config.url {
             Some(url) => {
+                let operator = self.operator_token().await?;
                 let transport = IntoTransport::<RoleClient, _, _>::into_transport(
-                    self.http_transport(url, None)?,
+                    self.http_transport(url, operator.as_deref())?,
                 );
                 let transport = ProgressInOrder { inner: transport, upstream };
                 handler.serve_with_lifecycle(transport, lifecycle()).await
@@ -1104,6 +1130,28 @@ impl Upstream {
         self.set_state(UpstreamState::Ready);
         tracing::info!(upstream = %self.config.name, tools = self.live().tools.len(), "upstream ready");
         Ok(client)
+    }
+
+    /// The operator's token for an `auth = "oauth"` upstream (none for any other), or why
+    /// there is none.
+    async fn operator_token(&self) -> Result<Option<String>, String> {
+        if self.config.auth != UpstreamAuth::Oauth {
+            return Ok(None);
+        }
+        let name = &self.config.name;
+        let source = self.operator_tokens.get().ok_or_else(|| {
+            format!("upstream `{name}` signs in with OAuth, which this host cannot do")
+        })?;
+        match source(name.clone()).await? {
+            Some(token) => {
+                logging::register_secret(&token);
+                Ok(Some(token))
+            }
+            None => Err(format!(
+                "not connected: upstream `{name}` needs the operator to sign quiver in — run \
+                 `quiver upstreams connect {name}`"
+            )),
+        }
     }
 
     /// Why the handshake failed, in words a user can act on: rmcp's message without the
@@ -2452,6 +2500,13 @@ impl Upstreams {
             })
             .collect();
         Self { list, known, version, started: AtomicBool::new(false), logs, updates }
+    }
+
+    /// Where `auth = "oauth"` upstreams get the operator's token (set once, before they start).
+    pub fn set_operator_tokens(&self, source: OperatorTokens) {
+        for upstream in &self.list {
+            let _ = upstream.operator_tokens.set(Arc::clone(&source));
+        }
     }
 
     /// The plugins' tool names (bare and as MCP lists them): an upstream tool's description

@@ -12,6 +12,27 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use quiver_runtime::accounts::{Accounts, BROWSER_COOKIE, SIGN_IN_TTL};
 
+/// The sign-in pages for `accounts`, the cookie `Secure` when the server is reached by HTTPS.
+pub fn router<S: Clone + Send + Sync + 'static>(
+    accounts: Arc<Accounts>,
+    secure: bool,
+) -> axum::Router<S> {
+    let (starting, returning) = (Arc::clone(&accounts), accounts);
+    axum::Router::new()
+        .route(
+            "/connect/{provider}",
+            axum::routing::get(move |provider, query| {
+                start(Arc::clone(&starting), secure, provider, query)
+            }),
+        )
+        .route(
+            "/connect/{provider}/callback",
+            axum::routing::get(move |provider, query, headers| {
+                callback(Arc::clone(&returning), provider, query, headers)
+            }),
+        )
+}
+
 /// `GET /connect/NAME?ticket=…`: on to the service's authorization page.
 pub(crate) async fn start(
     accounts: Arc<Accounts>,

@@ -271,20 +271,7 @@ pub async fn serve_http(
     let accounts = Arc::clone(host.accounts());
     accounts.set_public_base(&public_base(&resource_url_for_pages));
     let secure = resource_url_for_pages.starts_with("https://");
-    let (starting, returning) = (Arc::clone(&accounts), accounts);
-    let connect = Router::new()
-        .route(
-            "/connect/{provider}",
-            get(move |provider, query| {
-                crate::connect::start(Arc::clone(&starting), secure, provider, query)
-            }),
-        )
-        .route(
-            "/connect/{provider}/callback",
-            get(move |provider, query, headers| {
-                crate::connect::callback(Arc::clone(&returning), provider, query, headers)
-            }),
-        );
+    let connect = crate::connect::router(accounts, secure);
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -29,7 +29,7 @@
 pub mod annotations;
 pub mod catalog;
 mod confirm;
-mod connect;
+pub mod connect;
 pub mod escape;
 mod federation;
 pub mod http;

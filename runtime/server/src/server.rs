@@ -941,12 +941,28 @@ impl QuiverServer {
         // so a 2026-07-28 client answers each question once.
         let provider = tool.qualified.split('.').next().unwrap_or_default();
         let mut account = None;
+        let upstream_auth = tool_is_upstream(&self.inner.host, &tool.qualified)
+            .then(|| self.inner.host.upstreams().get(provider).map(|u| u.config().auth))
+            .flatten();
         if let Some(user) = view.user.as_ref() {
             let accounts = self.inner.host.accounts();
             let own_variable = user.tokens.contains_key(provider);
             let plugin =
                 self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_some());
-            if plugin && !own_variable && accounts.signs_in(provider) {
+            // An upstream that signs each user in (the MCP authorization flow): its app is
+            // discovered, and quiver registered, on first need.
+            let upstream_oauth =
+                upstream_auth == Some(quiver_runtime::upstream::UpstreamAuth::Oauth);
+            if upstream_oauth {
+                let callback = accounts.callback_for(provider).unwrap_or_default();
+                if let Err(e) = self.inner.host.upstream_app(provider, &callback).await {
+                    return error_result(format!(
+                        "not sent: signing in to upstream `{provider}` is not possible now: {e}"
+                    ))
+                    .into();
+                }
+            }
+            if (plugin && !own_variable && accounts.signs_in(provider)) || upstream_oauth {
                 let called = Value::Object(arguments.clone());
                 let wanted = view
                     .account_rules
@@ -974,9 +990,14 @@ impl QuiverServer {
         // An upstream that takes each caller's identity gets their token (or one exchanged
         // for it), never the operator's, and never a quiver API key.
         if let Some(upstream) = self.inner.host.upstreams().get(provider) {
-            if upstream.config().auth.per_caller()
-                && tool_is_upstream(&self.inner.host, &tool.qualified)
-            {
+            let caller_token = matches!(
+                upstream_auth,
+                Some(
+                    quiver_runtime::upstream::UpstreamAuth::Passthrough
+                        | quiver_runtime::upstream::UpstreamAuth::Exchange
+                )
+            );
+            if caller_token {
                 match caller_token_for(upstream, context).await {
                     Ok(token) => account = Some(token),
                     Err(refusal) => return error_result(refusal).into(),
