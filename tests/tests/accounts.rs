@@ -343,6 +343,42 @@ async fn a_client_without_links_is_given_one_and_a_refused_refresh_asks_again() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_operator_prefers_it_a_url_capable_client_gets_the_url_elicitation_required_error(
+) {
+    let service = OAuthService::start("frank-gh").await;
+    let (key, frank) = new_user_key("frank", "");
+    let served = Served::start(&service, "[accounts]\nsign_in = \"error\"\n", &frank);
+    let browser = Browser::default();
+    let client = quiver_tests::rmcp_http_client(
+        &format!("{}/mcp", served.url),
+        Some(&key),
+        false,
+        browser.clone(),
+    )
+    .await;
+    let refused = client.call_tool(get_issue()).await.expect_err("a protocol error");
+    let rmcp::service::ServiceError::McpError(error) = refused else {
+        panic!("not an MCP error: {refused:?}");
+    };
+    assert_eq!(error.code.0, -32042, "{error:?}");
+    let data = error.data.expect("the elicitations");
+    let elicitation = &data["elicitations"][0];
+    assert_eq!(elicitation["mode"], "url", "{data}");
+    assert!(elicitation["elicitationId"].as_str().is_some_and(|id| !id.is_empty()), "{data}");
+    let link = elicitation["url"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{}/connect/github?ticket=", served.url)), "{link}");
+    assert_eq!(browser.asked.load(Ordering::SeqCst), 0, "not asked: told");
+    // The client opens it, and sends the call again.
+    let (status, page) = open_in_browser(link).await;
+    assert_eq!(status, 200, "{page}");
+    let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(service.api_logins(), ["frank-gh"]);
+    drop(client);
+    assert_no_token_written(&served, &service);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expiring_token_is_refreshed_once_under_twenty_calls_and_disconnect_revokes_it() {
     let service = OAuthService::start("carol-gh").await;
     service.tokens_live(30, 3600);
