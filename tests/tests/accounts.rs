@@ -121,6 +121,17 @@ impl Served {
         (out.status.success(), stdout, stderr)
     }
 
+    /// An MCP client of this server as the user of `key`, on 2026-07-28 when `modern`.
+    async fn client<H: rmcp::ClientHandler>(
+        &self,
+        key: &str,
+        modern: bool,
+        handler: H,
+    ) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+        quiver_tests::rmcp_http_client(&format!("{}/mcp", self.url), Some(key), modern, handler)
+            .await
+    }
+
     /// Every file the server wrote (its log, its data, telemetry), as text.
     fn everything_written(&self) -> Vec<(String, String)> {
         fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
@@ -240,13 +251,7 @@ async fn a_user_signs_in_on_first_use_on_both_revisions_and_then_acts_as_themsel
         let (key, alice) = new_user_key("alice", "");
         let served = Served::start(&service, "", &alice);
         let browser = Browser::default();
-        let client = quiver_tests::rmcp_http_client(
-            &format!("{}/mcp", served.url),
-            Some(&key),
-            modern,
-            browser.clone(),
-        )
-        .await;
+        let client = served.client(&key, modern, browser.clone()).await;
         let result = client.call_tool(get_issue()).await.expect("the call");
         let (is_error, text) = text_of(&result);
         assert!(!is_error && text.contains("Found a bug"), "modern {modern}: {text}");
@@ -258,13 +263,7 @@ async fn a_user_signs_in_on_first_use_on_both_revisions_and_then_acts_as_themsel
 
         // A new connection of hers: signed in already, not asked again.
         let again = Browser::default();
-        let second = quiver_tests::rmcp_http_client(
-            &format!("{}/mcp", served.url),
-            Some(&key),
-            modern,
-            again.clone(),
-        )
-        .await;
+        let second = served.client(&key, modern, again.clone()).await;
         let issue_two = {
             let mut params = get_issue();
             params.arguments.as_mut().unwrap().insert("fields".into(), json!(["all"]));
@@ -308,9 +307,7 @@ async fn a_client_without_links_is_given_one_and_a_refused_refresh_asks_again() 
     service.tokens_live(30, 30);
     let (key, bob) = new_user_key("bob", "");
     let served = Served::start(&service, "[accounts]\nrefresh_before_s = 60\n", &bob);
-    let client =
-        quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(&key), false, Plain)
-            .await;
+    let client = served.client(&key, false, Plain).await;
     let (is_error, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
     assert!(is_error, "{text}");
     assert!(text.contains("cannot open links"), "{text}");
@@ -349,13 +346,7 @@ async fn where_the_operator_prefers_it_a_url_capable_client_gets_the_url_elicita
     let (key, frank) = new_user_key("frank", "");
     let served = Served::start(&service, "[accounts]\nsign_in = \"error\"\n", &frank);
     let browser = Browser::default();
-    let client = quiver_tests::rmcp_http_client(
-        &format!("{}/mcp", served.url),
-        Some(&key),
-        false,
-        browser.clone(),
-    )
-    .await;
+    let client = served.client(&key, false, browser.clone()).await;
     let refused = client.call_tool(get_issue()).await.expect_err("a protocol error");
     let rmcp::service::ServiceError::McpError(error) = refused else {
         panic!("not an MCP error: {refused:?}");
@@ -384,9 +375,7 @@ async fn an_expiring_token_is_refreshed_once_under_twenty_calls_and_disconnect_r
     service.tokens_live(30, 3600);
     let (key, carol) = new_user_key("carol", "");
     let served = Served::start(&service, "[accounts]\nrefresh_before_s = 60\n", &carol);
-    let client =
-        quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(&key), false, Plain)
-            .await;
+    let client = served.client(&key, false, Plain).await;
     let (_, text) = text_of(&client.call_tool(get_issue()).await.unwrap());
     let (status, page) = open_in_browser(&link_in(&text, &served)).await;
     assert_eq!(status, 200, "{page}");
@@ -421,13 +410,7 @@ async fn a_user_with_two_accounts_acts_as_the_one_their_rule_chooses_by_owner() 
     let (erin_key, erin) = new_user_key("erin", &rule.replace("dave-acme", "erin-acme"));
     let served = Served::start(&service, "", &format!("{dave}{erin}"));
     let browser = Browser::default();
-    let client = quiver_tests::rmcp_http_client(
-        &format!("{}/mcp", served.url),
-        Some(&dave_key),
-        false,
-        browser.clone(),
-    )
-    .await;
+    let client = served.client(&dave_key, false, browser.clone()).await;
     // No rule takes octocat: his default account, the first he connects.
     let (is_error, text) = text_of(&client.call_tool(issue_of("octocat")).await.unwrap());
     assert!(!is_error, "{text}");
@@ -471,13 +454,7 @@ async fn a_user_with_two_accounts_acts_as_the_one_their_rule_chooses_by_owner() 
     // Erin signs in with the wrong account for an acme call: told so, not served as it.
     service.sign_in_as("erin-personal");
     let erin_browser = Browser::default();
-    let erins = quiver_tests::rmcp_http_client(
-        &format!("{}/mcp", served.url),
-        Some(&erin_key),
-        false,
-        erin_browser,
-    )
-    .await;
+    let erins = served.client(&erin_key, false, erin_browser).await;
     let (is_error, text) = text_of(&erins.call_tool(issue_of("acme")).await.unwrap());
     assert!(is_error, "{text}");
     assert!(
@@ -566,7 +543,7 @@ async fn two_users_on_two_replicas_share_their_accounts_through_redis_sealed() {
 
 /// A client on `served` as the user of `key` that cannot open links.
 async fn on(served: &Served, key: &str) -> rmcp::service::RunningService<rmcp::RoleClient, Plain> {
-    quiver_tests::rmcp_http_client(&format!("{}/mcp", served.url), Some(key), false, Plain).await
+    served.client(key, false, Plain).await
 }
 
 /// The MCP server of `tests/mcp/oauth_upstream.py`: answers only tokens `service` issued.
@@ -649,13 +626,7 @@ async fn an_oauth_upstream_is_connected_by_the_operator_and_each_user_signs_in_t
     let served = prepared.serve();
     service.sign_in_as("alice-tracker");
     let browser = Browser::default();
-    let client = quiver_tests::rmcp_http_client(
-        &format!("{}/mcp", served.url),
-        Some(&key),
-        false,
-        browser.clone(),
-    )
-    .await;
+    let client = served.client(&key, false, browser.clone()).await;
     let (is_error, text) =
         text_of(&client.call_tool(CallToolRequestParams::new("tracker_whoami")).await.unwrap());
     assert!(!is_error, "{text}");

@@ -880,25 +880,7 @@ impl Accounts {
 
     /// `user`'s accounts at `provider`, first connected first.
     pub async fn grants(&self, user: &str, provider: &str) -> Result<Vec<Grant>, String> {
-        let sealed = if self.in_state {
-            self.state.record_get(&account_key(user, provider)).await?
-        } else {
-            match std::fs::read_to_string(self.file_of(user, provider)) {
-                Ok(text) => Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(format!("cannot read {user}'s {provider} accounts: {e}")),
-            }
-        };
-        let Some(sealed) = sealed else { return Ok(Vec::new()) };
-        let sealer = self.sealer.as_ref().map_err(Clone::clone)?;
-        let plain = sealer.open(sealed.trim(), &associated(user, provider)).ok_or_else(|| {
-            format!(
-                "{user}'s {provider} accounts do not open with the key in {} (changed, or the \
-                 record was copied from another user); `quiver users disconnect {user} \
-                 {provider}` and sign in again",
-                self.config.key_env
-            )
-        })?;
+        let Some(plain) = self.opened(user, provider).await? else { return Ok(Vec::new()) };
         let grants: Vec<Grant> = serde_json::from_slice(&plain)
             .map_err(|e| format!("{user}'s {provider} accounts are unreadable: {e}"))?;
         for grant in &grants {
@@ -914,21 +896,8 @@ impl Accounts {
         if grants.is_empty() {
             return self.remove(user, provider).await;
         }
-        let sealer = self.sealer.as_ref().map_err(Clone::clone)?;
         let plain = serde_json::to_vec(grants).map_err(|e| e.to_string())?;
-        let sealed = sealer.seal(&plain, &associated(user, provider));
-        if self.in_state {
-            return self.state.record_put(&account_key(user, provider), &sealed, None).await;
-        }
-        let path = self.file_of(user, provider);
-        let write = || -> std::io::Result<()> {
-            let dir = path.parent().expect("a user's folder");
-            std::fs::create_dir_all(dir)?;
-            let partial = path.with_extension(format!("partial-{}", random_token()));
-            std::fs::write(&partial, sealed.as_bytes())?;
-            std::fs::rename(&partial, &path)
-        };
-        write().map_err(|e| format!("cannot keep {user}'s {provider} account: {e}"))
+        self.seal_and_keep(user, provider, &plain).await
     }
 
     async fn remove(&self, user: &str, provider: &str) -> Result<(), String> {
@@ -1039,7 +1008,8 @@ impl Accounts {
                 let _ = self.state.record_delete(&claim).await;
                 return outcome;
             }
-            if started.elapsed() > REFRESH_CLAIM {
+            // A holder that died lets go when its claim lapses; then this one takes it.
+            if started.elapsed() > REFRESH_CLAIM + Duration::from_secs(5) {
                 return Err(format!(
                     "{user}'s {provider} token is being refreshed elsewhere and has not been \
                      for {} s; try again",

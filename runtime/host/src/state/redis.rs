@@ -1053,23 +1053,24 @@ impl StateStore for RedisState {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let holder = inner.holder_id();
+        let holder = format!(":{}", inner.holder_id());
+        // Set if absent, or already ours: a try whose answer was lost (a slow moment) and that
+        // is made again must find it held by itself, not by a stranger for the whole lease.
+        let script = redis::Script::new(
+            "local held = redis.call('GET', KEYS[1]) \
+             if held == false then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
+             if held == ARGV[1] then return 1 end \
+             return 0",
+        );
         let taken = inner
             .patiently(|| {
-                let (key, holder) = (key.clone(), holder.clone());
+                let (key, holder, script) = (key.clone(), holder.clone(), script.clone());
                 move |mut c: ConnectionManager| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(format!(":{holder}"))
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ms)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
+                    script.key(&key).arg(&holder).arg(ms).invoke_async::<i64>(&mut c).await
                 }
             })
             .await?;
-        Ok(taken.is_some())
+        Ok(taken == 1)
     }
 }
 
