@@ -1,6 +1,7 @@
 //! Signing a user in to a service on first use. A call of a provider with a
-//! `[providers.NAME.oauth]` app, by an HTTP user with neither their own `tokens` entry for it
-//! nor a connected account, asks them to open a one-time link to `/connect/NAME`:
+//! `[providers.NAME.oauth]` app (or of an upstream with `auth = "oauth"`), by an HTTP user with
+//! neither their own `tokens` entry for it nor a connected account, asks them to open a one-time
+//! link to `/connect/NAME`:
 //!
 //! - **2025-11-25**, client declaring URL elicitation: `elicitation/create` in `url` mode while
 //!   the call waits (up to `[accounts] sign_in_wait_s`); once the account is connected the
