@@ -450,7 +450,15 @@ async fn check_json_rpc(State(state): State<AppState>, request: Request, next: N
             return (status, Json(error)).into_response();
         }
     }
+    let in_session = parts.headers.contains_key("mcp-session-id");
+    let is_request = message.get("id").is_some_and(|id| !id.is_null()) && method.is_some();
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    // A request in a 2025-11-25 session is answered as an SSE stream even when its answer is
+    // one message: given as JSON then, so the client reads it whole and keeps the connection
+    // (the official Python client closes one whose stream it did not read to the end: a TCP
+    // connection per call).
+    let response =
+        if in_session && is_request { one_message_as_json(response).await } else { response };
     if opens_session {
         if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             state.sessions.opened(&user, id);
@@ -640,6 +648,83 @@ async fn resource_metadata(State(state): State<AppState>) -> Json<serde_json::Va
         "bearer_methods_supported": ["header"],
         "resource_name": "quiver",
     }))
+}
+
+/// How long an SSE answer may take to end after its one message before it is streamed as is.
+const END_AFTER_ANSWER: Duration = Duration::from_millis(50);
+
+/// `response` as `application/json` when its SSE stream holds one JSON-RPC response or error
+/// (beside a priming event) and then ends; otherwise the stream as it came, every event in
+/// order and as soon as it comes (progress, a request to the client): what was read ahead is
+/// sent first, and nothing waits on it.
+async fn one_message_as_json(response: Response) -> Response {
+    use futures_util::StreamExt as _;
+    let is_sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if response.status() != StatusCode::OK || !is_sse {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut read: Vec<bytes::Bytes> = Vec::new();
+    let mut text = String::new();
+    let mut answer: Option<String> = None;
+    let streamed = |read: Vec<bytes::Bytes>, rest, parts| {
+        let head = futures_util::stream::iter(read.into_iter().map(Ok::<_, axum::Error>));
+        Response::from_parts(parts, axum::body::Body::from_stream(head.chain(rest)))
+    };
+    loop {
+        let next = match &answer {
+            // The answer is in: the stream should end now.
+            Some(_) => match tokio::time::timeout(END_AFTER_ANSWER, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => return streamed(read, stream, parts),
+            },
+            None => stream.next().await,
+        };
+        let Some(chunk) = next else { break };
+        let Ok(chunk) = chunk else { return streamed(read, stream, parts) };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        read.push(chunk);
+        // Each complete event: a priming one has no data; the first with data decides.
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            let data = data.join("\n");
+            if data.is_empty() {
+                continue;
+            }
+            let terminal = answer.is_none()
+                && serde_json::from_str::<serde_json::Value>(&data).is_ok_and(|m| {
+                    m.get("method").is_none()
+                        && (m.get("result").is_some() || m.get("error").is_some())
+                });
+            if !terminal {
+                return streamed(read, stream, parts);
+            }
+            answer = Some(data);
+        }
+    }
+    let Some(answer) = answer else {
+        return Response::from_parts(
+            parts,
+            axum::body::Body::from_stream(futures_util::stream::iter(
+                read.into_iter().map(Ok::<_, axum::Error>),
+            )),
+        );
+    };
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.remove(header::TRANSFER_ENCODING);
+    parts.headers.remove(header::CACHE_CONTROL);
+    Response::from_parts(parts, axum::body::Body::from(answer))
 }
 
 /// Where the server's other pages are, from the URL of `/mcp`: that URL without its `/mcp`,
