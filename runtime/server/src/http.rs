@@ -217,6 +217,9 @@ pub async fn serve_http(
     let server = QuiverServer::new(Arc::clone(&host), &options, "http")?;
     crate::reload::watch_config(Arc::clone(&host));
     let mut mcp_config = StreamableHttpServerConfig::default();
+    // A 2026-07-28 request whose answer is one message gets it as JSON (rmcp streams it as SSE
+    // when anything comes first): what `one_message_as_json` does for sessions.
+    mcp_config.json_response = true;
     if host.state().backend() == quiver_runtime::config::StateBackendKind::Redis {
         // A 2025-11-25 session begun on another replica (one that died, or that a deploy
         // replaced) continues here: rmcp replays its `initialize` from the stored metadata.
