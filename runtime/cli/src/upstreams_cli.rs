@@ -74,7 +74,7 @@ pub(crate) fn connect(host: &quiver_runtime::host::Host, name: &str) -> anyhow::
                 quiver_runtime::accounts::OPERATOR,
                 name,
                 None,
-                &link,
+                &link.id,
                 quiver_runtime::accounts::SIGN_IN_TTL,
             )
             .await;

@@ -1168,14 +1168,14 @@ impl Accounts {
     }
 
     /// Waits until `user` has the account at `provider` a call needs (`wanted`, else any), at
-    /// most `wait` — or until the sign-in of `link` connected another one, which is an error
-    /// naming both.
+    /// most `wait` — or until the sign-in of the link `link_id` ([`SignInLink::id`]) connected
+    /// another one, which is an error naming both.
     pub async fn wait_for(
         &self,
         user: &str,
         provider: &str,
         wanted: Option<&str>,
-        link: &SignInLink,
+        link_id: &str,
         wait: Duration,
     ) -> Result<Option<AccountToken>, String> {
         let deadline = tokio::time::Instant::now() + wait;
@@ -1185,7 +1185,7 @@ impl Accounts {
                 return Ok(Some(token));
             }
             if let (Some(wanted), Some(other)) =
-                (wanted, self.state.record_get(&done_key(&link.id)).await?)
+                (wanted, self.state.record_get(&done_key(link_id)).await?)
             {
                 return Err(format!(
                     "you signed in to {provider} as {other}, and this call acts as {wanted} \

@@ -67,6 +67,20 @@ pub(crate) async fn ensure(
             return SignIn::Refused(format!("your {provider} account cannot be used now: {e}"))
         }
     }
+    let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+    // A 2026-07-28 client that opened the link sends the call again with the state that names
+    // it: the account may take a moment to land.
+    let opened = answers
+        .state
+        .as_deref()
+        .and_then(|state| state.strip_prefix(binding)?.strip_prefix(':'))
+        .filter(|_| answers.responses.as_ref().is_some_and(|r| r.contains_key(ANSWER_KEY)));
+    if let (true, Some(link_id)) = (stateless, opened) {
+        return match waited(accounts, user, provider, wanted, link_id).await {
+            Ok(token) => SignIn::Ready(token),
+            Err(refusal) => SignIn::Refused(refusal),
+        };
+    }
     let link = match accounts.sign_in_link(user, provider).await {
         Ok(link) => link,
         Err(e) => {
@@ -96,21 +110,7 @@ pub(crate) async fn ensure(
     if accounts.prompt_is_error() {
         return SignIn::Error(url_elicitation_required(&link, &message));
     }
-    let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
     if stateless {
-        let answered = answers.responses.as_ref().and_then(|r| r.get(ANSWER_KEY)).is_some()
-            && answers.state.as_deref() == Some(binding);
-        if answered {
-            // The user opened the link; the account may take a moment to land.
-            return match accounts
-                .wait_for(user, provider, wanted, &link, accounts.sign_in_wait())
-                .await
-            {
-                Ok(Some(token)) => SignIn::Ready(token),
-                Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
-                Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
-            };
-        }
         let request = json!({
             "method": "elicitation/create",
             "params": {"mode": "url", "message": message, "url": link.url},
@@ -118,7 +118,7 @@ pub(crate) async fn ensure(
         return match serde_json::from_value::<InputRequest>(request) {
             Ok(request) => SignIn::Pending(InputRequiredResult::new(
                 Some(InputRequests::from([(ANSWER_KEY.to_owned(), request)])),
-                Some(binding.to_owned()),
+                Some(format!("{binding}:{}", link.id)),
             )),
             Err(e) => SignIn::Refused(format!("could not ask you to sign in to {provider}: {e}")),
         };
@@ -131,8 +131,8 @@ pub(crate) async fn ensure(
     };
     match context.peer.create_elicitation(params).await {
         Ok(answer) if answer.action == ElicitationAction::Accept => {
-            match accounts.wait_for(user, provider, wanted, &link, accounts.sign_in_wait()).await {
-                Ok(Some(token)) => {
+            match waited(accounts, user, provider, wanted, &link.id).await {
+                Ok(token) => {
                     let done = CustomNotification::new(
                         "notifications/elicitation/complete",
                         Some(json!({"elicitationId": link.id})),
@@ -143,8 +143,7 @@ pub(crate) async fn ensure(
                         .await;
                     SignIn::Ready(token)
                 }
-                Ok(None) => SignIn::Refused(not_connected(provider, accounts)),
-                Err(e) => SignIn::Refused(format!("your {provider} account cannot be used: {e}")),
+                Err(refusal) => SignIn::Refused(refusal),
             }
         }
         Ok(_) => SignIn::Refused(format!(
@@ -158,12 +157,24 @@ pub(crate) async fn ensure(
     }
 }
 
-fn not_connected(provider: &str, accounts: &Accounts) -> String {
-    format!(
-        "not run: the {provider} sign-in did not finish within {} s; make the call again for a \
-         new link",
-        accounts.sign_in_wait().as_secs()
-    )
+/// The account the sign-in of link `link_id` connected, once it is there; else why the call
+/// is not run.
+async fn waited(
+    accounts: &Accounts,
+    user: &str,
+    provider: &str,
+    wanted: Option<&str>,
+    link_id: &str,
+) -> Result<AccountToken, String> {
+    match accounts.wait_for(user, provider, wanted, link_id, accounts.sign_in_wait()).await {
+        Ok(Some(token)) => Ok(token),
+        Ok(None) => Err(format!(
+            "not run: the {provider} sign-in did not finish within {} s; make the call again for \
+             a new link",
+            accounts.sign_in_wait().as_secs()
+        )),
+        Err(e) => Err(format!("your {provider} account cannot be used: {e}")),
+    }
 }
 
 /// The 2025-11-25 URL-elicitation-required error for `link`.
