@@ -441,6 +441,8 @@ impl Session {
         let key = CallKey::new(&qualified, &args, Some(schema));
         self.settle_predictions(&key, call_number);
         let state = self.host.state();
+        // Whose cache this call reads and fills: worked out once, not per look-up.
+        let scope = self.scope();
         let now = Instant::now();
         if let Some(hint) = state.should_stop(&self.caller, &key, model.fail_fast_after_n).await {
             self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
@@ -455,13 +457,13 @@ impl Session {
         let ttl = ttl_of(&model);
         // `"_fresh": true` asks the service itself: no cached result, no call already in flight.
         let fresh = args.get(FRESH_ARGUMENT) == Some(&Value::Bool(true));
-        let mut hit = if fresh { None } else { state.cache_get(&self.scope(), &key, ttl).await };
+        let mut hit = if fresh { None } else { state.cache_get(&scope, &key, ttl).await };
         let landed_meanwhile = hit.is_none()
             && !fresh
             && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);
         if landed_meanwhile {
             // A pre-fetch landed between the look-up and now: its result is in the cache.
-            hit = state.cache_get(&self.scope(), &key, ttl).await;
+            hit = state.cache_get(&scope, &key, ttl).await;
         }
         let mut served = None;
         let in_flight = {
@@ -501,7 +503,7 @@ impl Session {
                 // make one request; the others wait for its result.
                 let flight = if is_read(&model) && !fresh {
                     let limit = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
-                    state.begin_read(&self.scope(), &key, limit).await
+                    state.begin_read(&scope, &key, limit).await
                 } else {
                     Flight::Lead(FlightLease::alone())
                 };
@@ -555,9 +557,9 @@ impl Session {
                             // told, so a caller arriving later finds it in the cache.
                             if !model.invalidates.is_empty() {
                                 let stale = qualified_invalidations(&qualified, &model.invalidates);
-                                state.invalidate(&self.scope(), &stale).await;
+                                state.invalidate(&scope, &stale).await;
                             }
-                            state.cache_put(&self.scope(), &key, &result, ttl).await;
+                            state.cache_put(&scope, &key, &result, ttl).await;
                         }
                         lease.finish(&result).await;
                         result
@@ -813,6 +815,7 @@ impl Session {
     ) -> (usize, Vec<String>) {
         let settings = self.host.config().config.enrichment.clone();
         let state = self.host.state();
+        let scope = self.scope();
         let recent = state.recent_calls(&self.caller).await;
         let calls_made = self.calls_made.load(Ordering::SeqCst);
         let mut candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
@@ -928,7 +931,7 @@ impl Session {
                 // Fresh in the cache or already on its way: nothing to fetch.
                 if in_flight
                     || state
-                        .cache_get(&self.scope(), &key, ttl_of(&candidate.model))
+                        .cache_get(&scope, &key, ttl_of(&candidate.model))
                         .await
                         .is_some()
                 {
@@ -971,7 +974,7 @@ impl Session {
                     started_at_call: calls_made,
                     used: false,
                 });
-                let (host, scope) = (Arc::clone(&self.host), self.scope());
+                let (host, scope) = (Arc::clone(&self.host), scope.clone());
                 let ttl = ttl_of(&candidate.model);
                 let (prefetched, cancelled) =
                     (Arc::clone(&self.prefetched), Arc::clone(&self.cancelled));
