@@ -132,8 +132,7 @@ pub struct OAuthApp {
     /// The provider.
     pub provider: String,
     client_id: String,
-    /// The variable the secret is read from (for messages), and the secret.
-    client_secret: Option<(String, String)>,
+    client_secret: Option<String>,
     scopes: Vec<String>,
     authorize_url: String,
     token_url: String,
@@ -177,19 +176,12 @@ impl OAuthApp {
         };
         let client_secret = match &config.client_secret_env {
             None => None,
-            Some(variable) => {
-                let secret = std::env::var(variable)
-                    .ok()
-                    .filter(|s| !s.trim().is_empty())
-                    .ok_or_else(|| {
-                        format!(
-                            "[providers.{provider}.oauth] client_secret_env names {variable}, \
-                             which is not set; set it to the OAuth app's client secret"
-                        )
-                    })?;
-                crate::logging::register_credential(&secret, None);
-                Some((variable.clone(), secret))
-            }
+            Some(variable) => Some(crate::logging::secret_from_env(variable).ok_or_else(|| {
+                format!(
+                    "[providers.{provider}.oauth] client_secret_env names {variable}, which is \
+                     not set; set it to the OAuth app's client secret"
+                )
+            })?),
         };
         if config.client_id.trim().is_empty() {
             return Err(format!(
@@ -238,7 +230,7 @@ impl OAuthApp {
         name: &str,
         discovered: &crate::mcp_auth::Discovered,
         client_id: String,
-        client_secret: Option<(String, String)>,
+        client_secret: Option<String>,
         scopes: Vec<String>,
         dynamic: bool,
     ) -> Self {
@@ -263,7 +255,7 @@ impl OAuthApp {
         let mut app = self.clone();
         if let Some((id, secret)) = &grant.client {
             app.client_id = id.clone();
-            app.client_secret = secret.clone().map(|s| ("(registered)".to_owned(), s));
+            app.client_secret = secret.clone();
         }
         app
     }
@@ -292,7 +284,7 @@ impl OAuthApp {
             .set_token_uri(TokenUrl::new(self.token_url.clone()).map_err(|e| bad("token_url", e))?)
             // In the body: what every service here accepts (GitHub and ClickUp document it).
             .set_auth_type(AuthType::RequestBody);
-        if let Some((_, secret)) = &self.client_secret {
+        if let Some(secret) = &self.client_secret {
             client = client.set_client_secret(ClientSecret::new(secret.clone()));
         }
         if let Some(redirect) = redirect {
@@ -754,10 +746,7 @@ impl Accounts {
             connected_at_ms: previous.map_or_else(now_ms, |p| p.connected_at_ms),
             client: match previous {
                 Some(previous) => previous.client.clone(),
-                None if app.dynamic => Some((
-                    app.client_id.clone(),
-                    app.client_secret.as_ref().map(|(_, s)| s.clone()),
-                )),
+                None if app.dynamic => Some((app.client_id.clone(), app.client_secret.clone())),
                 None => None,
             },
         })
@@ -1151,7 +1140,7 @@ impl Accounts {
         let app = app.with_client_of(grant);
         let mut form =
             vec![("token", token), ("token_type_hint", hint), ("client_id", &app.client_id)];
-        if let Some((_, secret)) = &app.client_secret {
+        if let Some(secret) = &app.client_secret {
             form.push(("client_secret", secret));
         }
         let answer = self.http.post(url).form(&form).send().await;

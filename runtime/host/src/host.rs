@@ -452,7 +452,7 @@ impl Host {
                         client
                     }
                 };
-                let secret = client.1.map(|s| ("(registered)".to_owned(), s));
+                let secret = client.1;
                 crate::accounts::OAuthApp::for_upstream(
                     name,
                     &discovered,
@@ -1988,13 +1988,13 @@ async fn upstream_app_without_client(
 fn configured_secret(
     name: &str,
     oauth: &crate::mcp_auth::UpstreamOAuthConfig,
-) -> Result<Option<(String, String)>, String> {
+) -> Result<Option<String>, String> {
     let Some(variable) = &oauth.client_secret_env else { return Ok(None) };
-    let secret = std::env::var(variable).ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
-        format!("[upstreams.oauth] of `{name}`: client_secret_env names {variable}, which is not set")
-    })?;
-    logging::register_secret(&secret);
-    Ok(Some((variable.clone(), secret)))
+    logging::secret_from_env(variable).map(Some).ok_or_else(|| {
+        format!(
+            "[upstreams.oauth] of `{name}`: client_secret_env names {variable}, which is not set"
+        )
+    })
 }
 
 fn next_call_id() -> String {

@@ -27,6 +27,14 @@ pub fn register_secret(secret: &str) {
     register_credential(secret, None);
 }
 
+/// The secret in environment variable `variable` — unset or blank is none — registered
+/// ([`register_secret`]) before anyone sees it.
+pub fn secret_from_env(variable: &str) -> Option<String> {
+    let secret = std::env::var(variable).ok().filter(|s| !s.trim().is_empty())?;
+    register_secret(&secret);
+    Some(secret)
+}
+
 /// [`register_secret`] for a credential sent with Basic auth: `base64(user:secret)` is masked
 /// too.
 pub fn register_credential(secret: &str, user: Option<&str>) {

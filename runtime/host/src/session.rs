@@ -930,10 +930,7 @@ impl Session {
                     .is_some();
                 // Fresh in the cache or already on its way: nothing to fetch.
                 if in_flight
-                    || state
-                        .cache_get(&scope, &key, ttl_of(&candidate.model))
-                        .await
-                        .is_some()
+                    || state.cache_get(&scope, &key, ttl_of(&candidate.model)).await.is_some()
                 {
                     continue;
                 }

@@ -1196,11 +1196,9 @@ impl Upstream {
         if let Some(token) = caller {
             config = config.auth_header(token.to_owned());
         } else if let Some(var) = &self.config.bearer_env {
-            let token =
-                std::env::var(var).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-                    format!("set {var} (the variable [[upstreams]] `{name}` names in bearer_env)")
-                })?;
-            logging::register_secret(&token);
+            let token = logging::secret_from_env(var).ok_or_else(|| {
+                format!("set {var} (the variable [[upstreams]] `{name}` names in bearer_env)")
+            })?;
             config = config.auth_header(token);
         }
         let mut headers = HashMap::new();
@@ -1777,13 +1775,9 @@ impl Upstream {
             form.push(("scope", scope.clone()));
         }
         if let Some(variable) = &exchange.client_secret_env {
-            let secret =
-                std::env::var(variable).ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
-                    format!(
-                        "[upstreams.exchange] client_secret_env names {variable}, which is not set"
-                    )
-                })?;
-            logging::register_secret(&secret);
+            let secret = logging::secret_from_env(variable).ok_or_else(|| {
+                format!("[upstreams.exchange] client_secret_env names {variable}, which is not set")
+            })?;
             form.push(("client_secret", secret));
         }
         let http = reqwest::Client::builder()
