@@ -450,8 +450,7 @@ pub struct Accounts {
     state: Arc<dyn StateStore>,
     /// Accounts in files (no Redis) or in the state backend.
     in_state: bool,
-    /// No redirects: a token endpoint must answer itself, and a redirect could carry a code
-    /// or a token elsewhere.
+    /// [`crate::mcp_auth::client`]: no redirects.
     http: reqwest::Client,
     /// The base URL `/connect/…` is reached by (a server's public URL); none outside a server.
     public_base: Mutex<Option<String>>,
@@ -488,12 +487,7 @@ impl Accounts {
                 }
             }
         }
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(20))
-            .user_agent(concat!("quiver/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+        let http = crate::mcp_auth::client();
         Self {
             apps: std::sync::RwLock::new(resolved),
             problems,

@@ -45,7 +45,9 @@ pub struct Discovered {
     pub scopes: Vec<String>,
 }
 
-/// An HTTP client for discovery and registration: no redirects, bounded time.
+/// An HTTP client for the OAuth requests quiver makes (discovery, registration, tokens, token
+/// exchange): no redirects — an endpoint must answer itself, and a redirect could carry a code
+/// or a token elsewhere — and bounded time.
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -1780,12 +1780,7 @@ impl Upstream {
             })?;
             form.push(("client_secret", secret));
         }
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(20))
-            .build()
-            .map_err(|e| e.to_string())?;
-        let response = http
+        let response = crate::mcp_auth::client()
             .post(&exchange.token_url)
             .header("accept", "application/json")
             .form(&form)
