@@ -1101,22 +1101,15 @@ impl Upstream {
     /// Starts the process (or reaches the URL), negotiates the protocol and lists the tools.
     async fn connect(self: &Arc<Self>) -> Result<Client, String> {
         use rmcp::transport::IntoTransport;
-        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
-        let upstream = Arc::downgrade(self);
         let client = match &self.config.url {
             Some(url) => {
                 let operator = self.operator_token().await?;
-                let transport = IntoTransport::<RoleClient, _, _>::into_transport(
-                    self.http_transport(url, operator.as_deref())?,
-                );
-                let transport = ProgressInOrder { inner: transport, upstream };
-                handler.serve_with_lifecycle(transport, lifecycle()).await
+                let transport = self.http_transport(url, operator.as_deref())?;
+                self.handshake(IntoTransport::<RoleClient, _, _>::into_transport(transport)).await
             }
             None => {
-                let transport =
-                    IntoTransport::<RoleClient, _, _>::into_transport(self.spawn_child()?);
-                let transport = ProgressInOrder { inner: transport, upstream };
-                handler.serve_with_lifecycle(transport, lifecycle()).await
+                let transport = self.spawn_child()?;
+                self.handshake(IntoTransport::<RoleClient, _, _>::into_transport(transport)).await
             }
         }
         .map_err(|e| self.handshake_error(&e.to_string()))?;
@@ -1152,6 +1145,21 @@ impl Upstream {
                  `quiver upstreams connect {name}`"
             )),
         }
+    }
+
+    /// The MCP handshake over `transport`, as this upstream's client: its progress kept in
+    /// order, its requests to the client handled ([`UpstreamHandler`]).
+    async fn handshake<T>(
+        self: &Arc<Self>,
+        transport: T,
+    ) -> Result<Client, rmcp::service::ClientInitializeError>
+    where
+        T: rmcp::transport::Transport<RoleClient> + Send + 'static,
+        T::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let transport = ProgressInOrder { inner: transport, upstream: Arc::downgrade(self) };
+        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
+        handler.serve_with_lifecycle(transport, lifecycle()).await
     }
 
     /// Why the handshake failed, in words a user can act on: rmcp's message without the
@@ -1715,12 +1723,9 @@ impl Upstream {
             format!("upstream `{name}` is not an HTTP server; it cannot take a caller's token")
         })?;
         logging::register_secret(bearer);
-        let transport = IntoTransport::<RoleClient, _, _>::into_transport(
-            self.http_transport(url, Some(bearer))?,
-        );
-        let transport = ProgressInOrder { inner: transport, upstream: Arc::downgrade(self) };
-        let handler = UpstreamHandler { upstream: Arc::downgrade(self) };
-        let client = handler.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| {
+        let transport = self.http_transport(url, Some(bearer))?;
+        let transport = IntoTransport::<RoleClient, _, _>::into_transport(transport);
+        let client = self.handshake(transport).await.map_err(|e| {
             let raw = logging::scrub(&e.to_string());
             if raw.contains("Auth required") || raw.contains("401") {
                 format!("upstream `{name}` ({url}) refused your token (401 Unauthorized)")
