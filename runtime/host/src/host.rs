@@ -373,27 +373,35 @@ impl Host {
     /// from then on. Needs a tokio runtime; a second call does nothing.
     pub async fn start_upstreams(&self) {
         // `auth = "oauth"` upstreams connect with the operator's signed-in account.
-        let accounts = Arc::clone(self.accounts());
         let configs: std::collections::HashMap<String, crate::upstream::UpstreamConfig> = self
             .upstreams
             .all()
             .iter()
+            .filter(|u| u.config().auth == crate::upstream::UpstreamAuth::Oauth)
             .map(|u| (u.name().to_owned(), u.config().clone()))
             .collect();
-        self.upstreams.set_operator_tokens(Arc::new(move |name: String| {
-            let accounts = Arc::clone(&accounts);
-            let config = configs.get(&name).cloned();
-            Box::pin(async move {
-                let config = config.ok_or_else(|| format!("no upstream `{name}`"))?;
-                let app = match accounts.app(&name) {
-                    Some(app) => app,
-                    // Refreshing needs only the endpoints: the grant names its own client.
-                    None => Arc::new(upstream_app_without_client(&config).await?),
-                };
-                let token = accounts.credential_with(&app, crate::accounts::OPERATOR, None).await?;
-                Ok(token.map(|t| t.token))
-            })
-        }));
+        if !configs.is_empty() {
+            let accounts = Arc::clone(self.accounts());
+            self.upstreams.set_operator_tokens(Arc::new(move |name: String| {
+                let accounts = Arc::clone(&accounts);
+                let config = configs.get(&name).cloned();
+                Box::pin(async move {
+                    let config = config.ok_or_else(|| format!("no upstream `{name}`"))?;
+                    let app = match accounts.app(&name) {
+                        Some(app) => app,
+                        // Refreshing needs only the endpoints: the grant names its own client.
+                        None => {
+                            let discovered =
+                                discover_upstream(&config, &crate::mcp_auth::client()).await?;
+                            Arc::new(upstream_app_of(&config, &discovered, None)?)
+                        }
+                    };
+                    let operator = crate::accounts::OPERATOR;
+                    let token = accounts.credential_with(&app, operator, None).await?;
+                    Ok(token.map(|t| t.token))
+                })
+            }));
+        }
         self.upstreams.start().await;
     }
 
@@ -416,54 +424,29 @@ impl Host {
         }
         let upstream = self.upstreams.get(name).ok_or_else(|| format!("no upstream `{name}`"))?;
         let config = upstream.config();
-        let url = config.url.as_deref().ok_or_else(|| format!("upstream `{name}` has no url"))?;
         let http = crate::mcp_auth::client();
-        let discovered = crate::mcp_auth::discover(&http, url).await?;
-        let oauth = config.oauth.clone().unwrap_or_default();
-        let scopes = oauth.scopes.clone().unwrap_or_else(|| discovered.scopes.clone());
-        let app = match &oauth.client_id {
-            Some(client_id) => {
-                let secret = configured_secret(name, &oauth)?;
-                crate::accounts::OAuthApp::for_upstream(
-                    name,
-                    &discovered,
-                    client_id.clone(),
-                    secret,
-                    scopes,
-                    false,
+        let discovered = discover_upstream(config, &http).await?;
+        // A client registered by hand, else the one registered for this redirect, else one
+        // registered now (RFC 7591) and kept.
+        let configured = config.oauth.as_ref().is_some_and(|o| o.client_id.is_some());
+        let registered = if configured {
+            None
+        } else if let Some(client) = accounts.registered_client(name, redirect).await? {
+            Some(client)
+        } else {
+            let registration = discovered.registration_url.as_deref().ok_or_else(|| {
+                format!(
+                    "upstream `{name}`'s authorization server offers no dynamic registration; \
+                     register quiver there (redirect {redirect}) and set [upstreams.oauth] \
+                     client_id"
                 )
-            }
-            None => {
-                let client = match accounts.registered_client(name, redirect).await? {
-                    Some(client) => client,
-                    None => {
-                        let registration =
-                            discovered.registration_url.as_deref().ok_or_else(|| {
-                                format!(
-                                    "upstream `{name}`'s authorization server offers no dynamic \
-                                 registration; register quiver there (redirect {redirect}) and \
-                                 set [upstreams.oauth] client_id"
-                                )
-                            })?;
-                        let client =
-                            crate::mcp_auth::register(&http, registration, redirect, &scopes)
-                                .await?;
-                        accounts.remember_client(name, redirect, &client).await?;
-                        client
-                    }
-                };
-                let secret = client.1;
-                crate::accounts::OAuthApp::for_upstream(
-                    name,
-                    &discovered,
-                    client.0,
-                    secret,
-                    scopes,
-                    true,
-                )
-            }
+            })?;
+            let scopes = upstream_scopes(config, &discovered);
+            let client = crate::mcp_auth::register(&http, registration, redirect, &scopes).await?;
+            accounts.remember_client(name, redirect, &client).await?;
+            Some(client)
         };
-        accounts.add_app(app);
+        accounts.add_app(upstream_app_of(config, &discovered, registered)?);
         accounts.app(name).ok_or_else(|| format!("upstream `{name}`'s sign-in was not kept"))
     }
 
@@ -671,7 +654,7 @@ impl Host {
         provider: &str,
         credential: &Credential,
     ) -> Result<Arc<ProviderHandle>, String> {
-        let (key, token) = match credential {
+        let (key, digest) = match credential {
             Credential::Variable(variable) => {
                 if std::env::var(variable).map_or(true, |v| v.trim().is_empty()) {
                     return Err(format!(
@@ -679,15 +662,13 @@ impl Host {
                          ask whoever runs it to set it"
                     ));
                 }
-                (format!("variable:{variable}"), None)
+                (format!("variable:{variable}"), String::new())
             }
             Credential::Account(account) => {
-                (format!("account:{}", account.grant), Some(account.token.as_str()))
+                let digest = <sha2::Sha256 as sha2::Digest>::digest(account.token.as_bytes());
+                (format!("account:{}", account.grant), hex::encode(&digest[..8]))
             }
         };
-        let digest = token
-            .map(|t| hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes())[..8]))
-            .unwrap_or_default();
         let key = (provider.to_owned(), key);
         if let Some((made_with, handle)) =
             self.per_credential.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
@@ -703,12 +684,12 @@ impl Host {
         let mut section = self.running_settings(&self.config(), provider, *accepts_ca_file);
         // The caller's token, never one written in the shared config.
         section.settings.remove("token");
-        let instance = match (credential, token) {
-            (Credential::Variable(variable), _) => {
+        let instance = match credential {
+            Credential::Variable(variable) => {
                 section.token_env = Some(variable.clone());
                 instantiate(*module, provider, &section, None)?
             }
-            (Credential::Account(_), Some(token)) => {
+            Credential::Account(account) => {
                 let app_settings = self
                     .accounts()
                     .app(provider)
@@ -719,9 +700,8 @@ impl Host {
                         section.settings.insert(name, value);
                     }
                 }
-                instantiate(*module, provider, &section, Some(token))?
+                instantiate(*module, provider, &section, Some(&account.token))?
             }
-            (Credential::Account(_), None) => unreachable!("an account always has a token"),
         };
         let handle = Arc::new(ProviderHandle::new(provider.to_owned(), path.clone(), instance));
         self.per_credential
@@ -1961,26 +1941,48 @@ fn provider_config_json(
     Value::Object(json)
 }
 
-/// An `auth = "oauth"` upstream's app from its metadata alone, for refreshing grants that name
-/// their own client (the configured client, when there is one).
-async fn upstream_app_without_client(
+/// How to sign in to `auth = "oauth"` upstream `config`, as its metadata says.
+async fn discover_upstream(
     config: &crate::upstream::UpstreamConfig,
-) -> Result<crate::accounts::OAuthApp, String> {
+    http: &reqwest::Client,
+) -> Result<crate::mcp_auth::Discovered, String> {
     let name = &config.name;
     let url = config.url.as_deref().ok_or_else(|| format!("upstream `{name}` has no url"))?;
-    let discovered = crate::mcp_auth::discover(&crate::mcp_auth::client(), url).await?;
+    crate::mcp_auth::discover(http, url).await
+}
+
+/// The scopes quiver asks an upstream for: the configured ones, else those its metadata names.
+fn upstream_scopes(
+    config: &crate::upstream::UpstreamConfig,
+    discovered: &crate::mcp_auth::Discovered,
+) -> Vec<String> {
+    config
+        .oauth
+        .as_ref()
+        .and_then(|o| o.scopes.clone())
+        .unwrap_or_else(|| discovered.scopes.clone())
+}
+
+/// An `auth = "oauth"` upstream's app from what its metadata said: its client the one
+/// `registered` (dynamically), else the configured one — or none, which serves for refreshing
+/// grants, as each names the client it was issued to.
+fn upstream_app_of(
+    config: &crate::upstream::UpstreamConfig,
+    discovered: &crate::mcp_auth::Discovered,
+    registered: Option<(String, Option<String>)>,
+) -> Result<crate::accounts::OAuthApp, String> {
+    let name = &config.name;
     let oauth = config.oauth.clone().unwrap_or_default();
-    let scopes = oauth.scopes.clone().unwrap_or_else(|| discovered.scopes.clone());
-    let client_id = oauth.client_id.clone().unwrap_or_default();
-    let secret = configured_secret(name, &oauth)?;
-    let dynamic = oauth.client_id.is_none();
+    let (client_id, secret, dynamic) = match registered {
+        Some((client_id, secret)) => (client_id, secret, true),
+        None => {
+            let secret = configured_secret(name, &oauth)?;
+            (oauth.client_id.clone().unwrap_or_default(), secret, oauth.client_id.is_none())
+        }
+    };
+    let scopes = upstream_scopes(config, discovered);
     Ok(crate::accounts::OAuthApp::for_upstream(
-        name,
-        &discovered,
-        client_id,
-        secret,
-        scopes,
-        dynamic,
+        name, discovered, client_id, secret, scopes, dynamic,
     ))
 }
 
