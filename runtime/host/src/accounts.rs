@@ -964,28 +964,28 @@ impl Accounts {
         let _one_here = local.lock().await;
         let claim = format!("refresh:{lock_name}");
         let started = std::time::Instant::now();
+        // The account as kept now, and whether it still needs this call's refresh: not when it
+        // is fresh or when whoever held the claim refreshed it (a service may hand out tokens
+        // shorter-lived than the margin: those are used, not refreshed again at once).
+        let latest = || async {
+            let grants = self.grants(user, provider).await?;
+            Ok::<_, String>(grants.into_iter().find(|g| g.account == grant.account).map(|g| {
+                let stale = g.expires_within(margin) && g.access_token == grant.access_token;
+                (g, stale)
+            }))
+        };
         loop {
-            // Whoever refreshed while this call waited has kept the new token.
-            let current = self.grants(user, provider).await?;
-            let Some(current) = current.into_iter().find(|g| g.account == grant.account) else {
-                return Ok(None);
-            };
-            // Fresh, or refreshed by whoever held the claim (a service may hand out tokens
-            // shorter-lived than the margin: those are used, not refreshed again at once).
-            if !current.expires_within(margin) || current.access_token != grant.access_token {
-                return Ok(Some(current));
+            match latest().await? {
+                None => return Ok(None),
+                Some((current, false)) => return Ok(Some(current)),
+                Some((_, true)) => {}
             }
             if self.state.claim(&claim, REFRESH_CLAIM).await? {
                 // Read again under the claim: another replica may have refreshed (and let go)
                 // since the read above, and its refresh token is used up.
-                let outcome = match self.grants(user, provider).await {
-                    Ok(grants) => match grants.into_iter().find(|g| g.account == grant.account) {
-                        Some(latest) if latest.access_token != grant.access_token => {
-                            Ok(Some(latest))
-                        }
-                        Some(latest) => self.refresh_now(app, user, latest).await,
-                        None => Ok(None),
-                    },
+                let outcome = match latest().await {
+                    Ok(Some((current, true))) => self.refresh_now(app, user, current).await,
+                    Ok(current) => Ok(current.map(|(current, _)| current)),
                     Err(e) => Err(e),
                 };
                 let _ = self.state.record_delete(&claim).await;
@@ -1058,27 +1058,38 @@ impl Accounts {
         provider: &str,
         grant: &str,
     ) -> Result<bool, String> {
-        let mut grants = self.grants(user, provider).await?;
-        let before = grants.len();
-        grants.retain(|g| g.id != grant);
-        if grants.len() == before {
-            return Ok(false);
+        let forgotten = self.forget_where(user, provider, |g| g.id == grant).await?;
+        if forgotten {
+            tracing::warn!(
+                user,
+                provider,
+                "the service refused a signed-in token (401): the account is forgotten and the \
+                 user asked to sign in again"
+            );
         }
-        tracing::warn!(
-            user,
-            provider,
-            "the service refused a signed-in token (401): the account is forgotten and the user \
-             asked to sign in again"
-        );
-        self.store(user, provider, &grants).await?;
-        Ok(true)
+        Ok(forgotten)
     }
 
     /// Forgets `user`'s `account` at `provider`.
     async fn forget(&self, user: &str, provider: &str, account: &str) -> Result<(), String> {
+        self.forget_where(user, provider, |g| g.account == account).await.map(|_| ())
+    }
+
+    /// Forgets `user`'s accounts at `provider` that `gone` picks: whether there was one.
+    async fn forget_where(
+        &self,
+        user: &str,
+        provider: &str,
+        gone: impl Fn(&Grant) -> bool,
+    ) -> Result<bool, String> {
         let mut grants = self.grants(user, provider).await?;
-        grants.retain(|g| g.account != account);
-        self.store(user, provider, &grants).await
+        let before = grants.len();
+        grants.retain(|g| !gone(g));
+        if grants.len() == before {
+            return Ok(false);
+        }
+        self.store(user, provider, &grants).await?;
+        Ok(true)
     }
 
     /// Disconnects `user` from `provider` (every provider when `None`): their tokens are
