@@ -941,14 +941,16 @@ impl QuiverServer {
         // so a 2026-07-28 client answers each question once.
         let provider = tool.qualified.split('.').next().unwrap_or_default();
         let mut account = None;
-        let upstream_auth = tool_is_upstream(&self.inner.host, &tool.qualified)
-            .then(|| self.inner.host.upstreams().get(provider).map(|u| u.config().auth))
-            .flatten();
+        let registered = self.inner.host.tool(&tool.qualified);
+        let plugin = registered.as_ref().is_some_and(|t| t.plugin().is_some());
+        let upstream = registered
+            .as_ref()
+            .filter(|t| t.plugin().is_none())
+            .and_then(|_| self.inner.host.upstreams().get(provider));
+        let upstream_auth = upstream.map(|u| u.config().auth);
         if let Some(user) = view.user.as_ref() {
             let accounts = self.inner.host.accounts();
             let own_variable = user.tokens.contains_key(provider);
-            let plugin =
-                self.inner.host.tool(&tool.qualified).is_some_and(|t| t.plugin().is_some());
             // An upstream that signs each user in (the MCP authorization flow): its app is
             // discovered, and quiver registered, on first need.
             let upstream_oauth =
@@ -989,7 +991,7 @@ impl QuiverServer {
         }
         // An upstream that takes each caller's identity gets their token (or one exchanged
         // for it), never the operator's, and never a quiver API key.
-        if let Some(upstream) = self.inner.host.upstreams().get(provider) {
+        if let Some(upstream) = upstream {
             let caller_token = matches!(
                 upstream_auth,
                 Some(
@@ -1105,9 +1107,7 @@ impl QuiverServer {
                     |kind| name(serde_json::to_value(kind).unwrap_or_default()),
                 )
             });
-            let registered = self.inner.host.tool(&tool.qualified);
             let request_ids = result.request_ids();
-            let provider = tool.qualified.split('.').next().unwrap_or_default();
             let user = view.user.as_ref();
             let whose = match &account {
                 Some(token) => Some(format!("{provider} account {}", token.account)),
@@ -1817,11 +1817,6 @@ pub async fn serve_stdio(host: Arc<Host>, options: ServeOptions) -> anyhow::Resu
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), written).await;
     ended?;
     Ok(())
-}
-
-/// Whether `qualified` is an upstream's tool (not a plugin's).
-fn tool_is_upstream(host: &Host, qualified: &str) -> bool {
-    host.tool(qualified).is_some_and(|t| t.plugin().is_none())
 }
 
 /// What a call to `upstream` (which takes each caller's identity) carries: the caller's OAuth
