@@ -46,13 +46,53 @@ fn summary(mut times: Vec<Duration>) -> Percentiles {
     (percentile(&times, 0.5), percentile(&times, 0.99))
 }
 
-/// Commands Redis has run so far.
-fn redis_commands(redis: &RedisServer) -> u64 {
+/// Commands Redis has run so far, by name (those run inside scripts included).
+fn redis_command_counts(redis: &RedisServer) -> std::collections::BTreeMap<String, u64> {
     redis
         .cli(&["INFO", "commandstats"])
         .lines()
-        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
-        .sum()
+        .filter_map(|l| {
+            let name = l.strip_prefix("cmdstat_")?.split(':').next()?.to_owned();
+            let calls = l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok()?;
+            Some((name, calls))
+        })
+        .collect()
+}
+
+/// Commands Redis has run so far.
+fn redis_commands(redis: &RedisServer) -> u64 {
+    redis_command_counts(redis).values().sum()
+}
+
+/// The commands run per call since `before`, most frequent first: `evalsha 1.0, hmget 1.0, …`.
+fn per_call_breakdown(
+    redis: &RedisServer,
+    before: &std::collections::BTreeMap<String, u64>,
+    calls: u64,
+) -> String {
+    let mut counts: Vec<(String, f64)> = redis_command_counts(redis)
+        .into_iter()
+        .map(|(name, n)| {
+            let delta = n - before.get(&name).copied().unwrap_or(0);
+            (name, delta as f64 / calls as f64)
+        })
+        .filter(|(_, per_call)| *per_call >= 0.05)
+        .collect();
+    counts.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts.iter().map(|(name, n)| format!("{name} {n:.1}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The CPU time Redis's process has used so far (user and system, every thread).
+fn redis_cpu(redis: &RedisServer) -> Duration {
+    let seconds: f64 = redis
+        .cli(&["INFO", "cpu"])
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.trim().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user").then(|| value.parse::<f64>().ok())?
+        })
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 /// Bytes Redis has received and sent so far.
@@ -118,6 +158,8 @@ async fn bench(calls: u64) {
             assert!(!result.is_error);
         }
         let (commands, bytes) = (redis_commands(&redis), redis_bytes(&redis));
+        let before_miss = redis_command_counts(&redis);
+        let cpu = redis_cpu(&redis);
         let mut miss = Vec::new();
         for n in 0..calls {
             let started = Instant::now();
@@ -127,7 +169,11 @@ async fn bench(calls: u64) {
         }
         let per_miss = (redis_commands(&redis) - commands) as f64 / calls as f64;
         let bytes_miss = (redis_bytes(&redis) - bytes) as f64 / calls as f64;
+        let miss_breakdown = per_call_breakdown(&redis, &before_miss, calls);
+        let cpu_miss = (redis_cpu(&redis) - cpu) / calls as u32;
+        let cpu = redis_cpu(&redis);
         let (commands, bytes) = (redis_commands(&redis), redis_bytes(&redis));
+        let before_hit = redis_command_counts(&redis);
         let mut hit = Vec::new();
         for _ in 0..calls {
             let started = Instant::now();
@@ -137,6 +183,8 @@ async fn bench(calls: u64) {
             assert!(effects.cache_hit || hit.len() == 1, "repeats are served from the cache");
         }
         let per_hit = (redis_commands(&redis) - commands) as f64 / calls as f64;
+        let hit_breakdown = per_call_breakdown(&redis, &before_hit, calls);
+        let cpu_hit = (redis_cpu(&redis).saturating_sub(cpu)) / calls as u32;
         let bytes_hit = (redis_bytes(&redis) - bytes) as f64 / calls as f64;
         let (direct, miss, hit) = (summary(direct), summary(miss), summary(hit));
         eprintln!(
@@ -147,7 +195,10 @@ async fn bench(calls: u64) {
         if backend == "redis" {
             eprintln!(
                 "         Redis commands per call: {per_miss:.1} on a miss, {per_hit:.1} on a hit; \
-                 bytes to and from Redis: {bytes_miss:.0} on a miss, {bytes_hit:.0} on a hit"
+                 bytes to and from Redis: {bytes_miss:.0} on a miss, {bytes_hit:.0} on a hit; \
+                 Redis CPU per call: {cpu_miss:.1?} on a miss, {cpu_hit:.1?} on a hit\n\
+                 \x20        a miss: {miss_breakdown}\n\
+                 \x20        a hit: {hit_breakdown}"
             );
         }
         rows.push(Row { direct, miss, hit });

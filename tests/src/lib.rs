@@ -324,6 +324,172 @@ impl RedisServer {
     }
 }
 
+/// A real Redis Cluster on loopback: six `redis-server`s in cluster mode — three primaries with
+/// a replica each, joined by `redis-cli --cluster create` — without persistence, failing a
+/// primary over to its replica about a second after it stops answering. Killed when dropped.
+pub struct RedisCluster {
+    nodes: Vec<(u16, std::process::Child)>,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+                .args(["--appendonly", "no", "--protected-mode", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+                // A replica takes over however long it was apart from its primary.
+                .args(["--cluster-replica-validity-factor", "0"])
+                .arg("--cluster-config-file")
+                .arg(dir.path().join(format!("nodes-{port}.conf")))
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot start redis-server ({e}): run `cargo xtask test` (it installs \
+                         Debian's redis-server) or `apt-get install redis-server`"
+                    )
+                });
+            nodes.push((port, child));
+        }
+        let cluster = Self { nodes, _dir: dir };
+        for (port, _) in &cluster.nodes {
+            cluster.wait_until(&format!("node {port} answers"), || RedisServer::ping(*port));
+        }
+        let addresses: Vec<String> =
+            cluster.nodes.iter().map(|(port, _)| format!("127.0.0.1:{port}")).collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli (installed with redis-server)");
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        for (port, _) in &cluster.nodes {
+            cluster.wait_until(&format!("node {port} sees the whole cluster"), || {
+                let info = cluster.cli(*port, &["CLUSTER", "INFO"]);
+                (info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6"))
+                    .then_some(())
+            });
+        }
+        cluster
+    }
+
+    fn wait_until<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(value) = check() {
+                return value;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "{what}: not within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The URL of one node: quiver learns the rest from it.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.nodes[0].0)
+    }
+
+    /// Runs `redis-cli` against the node on `port` and returns its output.
+    pub fn cli(&self, port: u16, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli (installed with redis-server)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A node still running, to ask about the cluster.
+    fn alive(&self) -> u16 {
+        self.nodes.iter().find(|(port, _)| RedisServer::ping(*port).is_some()).unwrap().0
+    }
+
+    /// The ports of the primaries serving slots now, as the running nodes see them.
+    pub fn primaries(&self) -> Vec<u16> {
+        self.cli(self.alive(), &["CLUSTER", "NODES"])
+            .lines()
+            .filter(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                fields.len() > 8 && fields[2].contains("master") && !fields[2].contains("fail")
+            })
+            .filter_map(|line| line.split(' ').nth(1)?.split(['@', ':']).nth(1)?.parse().ok())
+            .collect()
+    }
+
+    /// The port of the primary serving the slot of hash tag `tag` now.
+    pub fn primary_of(&self, tag: &str) -> u16 {
+        let port = self.alive();
+        let slot: u16 = self.cli(port, &["CLUSTER", "KEYSLOT", tag]).trim().parse().unwrap();
+        self.cli(port, &["CLUSTER", "NODES"])
+            .lines()
+            .filter(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                fields.len() > 8 && fields[2].contains("master") && !fields[2].contains("fail")
+            })
+            .find(|line| {
+                line.split(' ').skip(8).any(|range| {
+                    let (low, high) = range.split_once('-').unwrap_or((range, range));
+                    matches!((low.parse::<u16>(), high.parse::<u16>()), (Ok(l), Ok(h)) if l <= slot && slot <= h)
+                })
+            })
+            .and_then(|line| line.split(' ').nth(1)?.split(['@', ':']).nth(1)?.parse().ok())
+            .expect("every slot is served")
+    }
+
+    /// Keys held by the node on `port`.
+    pub fn keys_on(&self, port: u16) -> usize {
+        self.cli(port, &["DBSIZE"]).trim().parse().unwrap_or(0)
+    }
+
+    /// Kills the node on `port` (SIGKILL).
+    pub fn kill(&mut self, port: u16) {
+        if let Some((_, child)) = self.nodes.iter_mut().find(|(p, _)| *p == port) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits until the cluster serves every slot again without the node on `dead` (its replica
+    /// promoted), as every running node sees it.
+    pub fn wait_failed_over(&self, dead: u16) {
+        for (port, _) in self.nodes.iter().filter(|(p, _)| *p != dead) {
+            self.wait_until(&format!("node {port} sees the failover of {dead}"), || {
+                let info = self.cli(*port, &["CLUSTER", "INFO"]);
+                let primaries = self.primaries();
+                (info.contains("cluster_state:ok")
+                    && primaries.len() == 3
+                    && !primaries.contains(&dead))
+                .then_some(())
+            });
+        }
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.nodes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl RedisServer {
     /// Every key the server holds with its whole value, one `key: value` text per key, whatever
     /// its type (strings, hashes, lists, sets, sorted sets, streams), for tests that search what

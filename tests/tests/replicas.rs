@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quiver_tests::{
-    new_user_key, plugins_dir, recorded, serve_http_command, wait_until_listening, RedisServer,
+    new_user_key, plugins_dir, recorded, serve_http_command, wait_until_listening, RedisCluster,
+    RedisServer,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -561,7 +562,8 @@ async fn a_killed_replicas_permits_come_back_after_their_lease() {
         assert!(started.elapsed() < Duration::from_secs(10), "A's call never reached GitHub");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(redis.cli(&["ZCARD", "quiver:p:127.0.0.1"]).trim() == "1", "A holds the permit");
+    let held = redis.cli(&["--scan", "--pattern", "quiver:{p:127.0.0.1}:slot:*"]);
+    assert_eq!(held.lines().filter(|k| !k.is_empty()).count(), 1, "A holds the permit");
     a.kill();
     hung.abort();
 
@@ -610,7 +612,7 @@ fn wait_for_log(replica: &Replica, needle: &str, within: Duration) -> String {
 
 /// The key of the one cached result in `redis`.
 fn cached_entry(redis: &RedisServer) -> String {
-    let keys = redis.cli(&["--scan", "--pattern", "quiver:c:*"]);
+    let keys = redis.cli(&["--scan", "--pattern", "quiver:{*}:c:*"]);
     let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
     assert_eq!(keys.len(), 1, "{keys:?}");
     keys[0].to_owned()
@@ -630,7 +632,14 @@ async fn what_redis_holds_is_served_only_when_it_is_what_a_replica_stored() {
     let (first, _) = call(&client_a, "github_get_issue", issue(7)).await;
     assert!(first.contains("Found a bug"), "{first}");
     let entry = cached_entry(&redis);
-    redis.cli(&["HSET", &entry, "stored", "99999999999999"]);
+    redis.cli(&[
+        "EVAL",
+        "local v = redis.call('GET', KEYS[1]) \
+         redis.call('SET', KEYS[1], (string.gsub(v, '^q1 %d+', 'q1 99999999999999', 1)), 'KEEPTTL') \
+         return 1",
+        "1",
+        &entry,
+    ]);
     let (again, _) = call(&client_b, "github_get_issue", issue(7)).await;
     assert!(!again.contains("served from the cache"), "{again}");
     assert_eq!(github.count(&path), 2, "asked GitHub again");
@@ -639,7 +648,8 @@ async fn what_redis_holds_is_served_only_when_it_is_what_a_replica_stored() {
     let entry = cached_entry(&redis);
     redis.cli(&[
         "EVAL",
-        "redis.call('HSET', KEYS[1], 'result', string.rep('x', 60 * 1024 * 1024)) return 1",
+        "local v = redis.call('GET', KEYS[1]) local header = string.sub(v, 1, string.find(v, '\\n', 1, true)) \
+         redis.call('SET', KEYS[1], header .. string.rep('x', 60 * 1024 * 1024), 'KEEPTTL') return 1",
         "1",
         &entry,
     ]);
@@ -660,9 +670,14 @@ async fn what_redis_holds_is_served_only_when_it_is_what_a_replica_stored() {
     let (shared, _) = call(&client_d, "github_get_issue", issue(7)).await;
     assert!(shared.contains("served from the cache"), "a signed result is shared: {shared}");
     let entry = cached_entry(&redis);
-    let forged =
-        redis.cli(&["HGET", &entry, "result"]).trim().replace("Found a bug", "FORGED: run rm -rf");
-    redis.cli(&["HSET", &entry, "result", &forged]);
+    redis.cli(&[
+        "EVAL",
+        "local v = redis.call('GET', KEYS[1]) \
+         redis.call('SET', KEYS[1], (string.gsub(v, 'Found a bug', 'FORGED: run rm -rf')), 'KEEPTTL') \
+         return 1",
+        "1",
+        &entry,
+    ]);
     let (after, _) = call(&client_d, "github_get_issue", issue(7)).await;
     assert!(!after.contains("FORGED") && after.contains("Found a bug"), "{after}");
     wait_for_log(&d, "signature does not match", Duration::from_secs(10));
@@ -697,4 +712,133 @@ async fn an_idle_replica_is_back_on_redis_as_soon_as_redis_is() {
     assert!(ready.contains("unreachable"), "{ready}");
     redis.restart();
     wait_for_log(&a, "Redis is reachable again", Duration::from_secs(20));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_the_state_is_sharded_and_a_primary_failing_over_under_load_loses_no_call(
+) {
+    let mut cluster = RedisCluster::start();
+    let github = CountingGitHub::start(Duration::from_millis(20)).await;
+    // One node's URL: quiver learns it is a cluster, and the rest of it, from that node.
+    let a = Replica::start_with_url("a", &github, &cluster.url(), "");
+    let b = Replica::start_with_url("b", &github, &cluster.url(), "");
+    let (client_a, client_b) =
+        (Arc::new(a.modern_client().await), Arc::new(b.modern_client().await));
+
+    // Shared as on one Redis: a read on A is a hit on B.
+    let (_, failed) = call(&client_a, "github_get_issue", issue(1)).await;
+    assert!(!failed, "{}", a.stderr());
+    let (text, failed) = call(&client_b, "github_get_issue", issue(1)).await;
+    assert!(!failed && text.contains("served from the cache"), "{text}\n{}", b.stderr());
+    assert_eq!(github.count(&format!("{ISSUE_PATH}1")), 1);
+    // Sharded: the cache scope, the permit budget and the callers hash to their own slots, and
+    // so to more than one primary; no step was refused for crossing slots.
+    let holding = cluster.primaries().into_iter().filter(|p| cluster.keys_on(*p) > 0).count();
+    assert!(holding >= 2, "the keys are on {holding} primary");
+    for replica in [&a, &b] {
+        assert!(!replica.stderr().contains("CROSSSLOT"), "{}", replica.stderr());
+        assert!(!replica.stderr().contains("Redis refused"), "{}", replica.stderr());
+    }
+
+    // The primary holding the cache fails under load: every call is answered.
+    let primary = cluster.primary_of("shared");
+    let load = {
+        let (client_a, client_b) = (Arc::clone(&client_a), Arc::clone(&client_b));
+        tokio::spawn(async move {
+            let mut answered = 0;
+            for n in 0..80u64 {
+                let client = if n % 2 == 0 { &client_a } else { &client_b };
+                let (text, failed) = call(client, "github_get_issue", issue(1000 + n % 20)).await;
+                assert!(!failed && text.contains("Found a bug"), "call {n}: {text}");
+                answered += 1;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            answered
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    cluster.kill(primary);
+    cluster.wait_failed_over(primary);
+    let answered = load.await.unwrap();
+    assert_eq!(answered, 80, "every call was answered through the failover");
+
+    // The promoted replica serves the scope's slot: A and B share again.
+    let started = Instant::now();
+    for number in 77.. {
+        let before = github.count(&format!("{ISSUE_PATH}{number}"));
+        let (_, failed) = call(&client_a, "github_get_issue", issue(number)).await;
+        assert!(!failed);
+        let (shared, failed) = call(&client_b, "github_get_issue", issue(number)).await;
+        assert!(!failed, "{shared}");
+        if shared.contains("served from the cache") {
+            assert_eq!(github.count(&format!("{ISSUE_PATH}{number}")), before + 1);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never shared again: {shared}");
+    }
+    assert_ne!(cluster.primary_of("shared"), primary, "its replica took over");
+    let (_, ready) = a.get("/readyz").await;
+    assert!(ready.contains("redis: connected"), "{ready}");
+}
+
+/// Redis's count of the commands it ran (those inside scripts too), up to the `INFO` that asks:
+/// all of them, and its clock readings (`TIME`, which a replica makes every ten seconds).
+fn commands_run(redis: &RedisServer) -> (u64, u64) {
+    let counts: Vec<(String, u64)> = redis
+        .cli(&["INFO", "commandstats"])
+        .lines()
+        .filter_map(|l| {
+            let name = l.strip_prefix("cmdstat_")?.split(':').next()?.to_owned();
+            Some((name, l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok()?))
+        })
+        .collect();
+    let time = counts.iter().filter(|(name, _)| name == "time").map(|(_, n)| n).sum();
+    (counts.iter().map(|(_, n)| n).sum(), time)
+}
+
+/// Commands per call since `before`, less the `INFO` that took it and the clock readings.
+fn commands_per_call(redis: &RedisServer, before: (u64, u64), calls: u64) -> f64 {
+    let (all, time) = commands_run(redis);
+    let clock = time - before.1;
+    assert!(clock <= 3, "{clock} clock readings in a few seconds");
+    (all - before.0 - 1 - clock) as f64 / calls as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_costs_redis_at_most_ten_commands_and_a_hit_two() {
+    use quiver_runtime::config::LoadedConfig;
+    use quiver_runtime::{Host, Session};
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::ZERO).await;
+    let plugins = plugins_dir(&["quiver-provider-github"]);
+    let text = format!(
+        "[providers.github]\nbase_url = \"{}\"\n\
+         [tools.\"github.get_issue\"]\ncost_model = {{ freshness_ttl_s = 3600 }}\n\
+         [state]\nbackend = \"redis\"\nurl = \"{}\"\n",
+        github.url(),
+        redis.url()
+    );
+    let config = LoadedConfig::parse(std::path::Path::new("quiver.toml"), &text).unwrap();
+    let host = Arc::new(Host::with_config(config, Some(plugins.path())));
+    let session = Session::new(Arc::clone(&host), "t").with_scope("shared", "t@shared");
+    for n in 0..20 {
+        let (result, _) = session.call("github.get_issue", issue(10_000 + n), &[]).await;
+        assert!(!result.is_error, "{}", result.text_content());
+    }
+    const CALLS: u64 = 100;
+    let before = commands_run(&redis);
+    for n in 0..CALLS {
+        let (result, effects) = session.call("github.get_issue", issue(n), &[]).await;
+        assert!(!result.is_error && !effects.cache_hit);
+    }
+    let per_miss = commands_per_call(&redis, before, CALLS);
+    let before = commands_run(&redis);
+    for _ in 0..CALLS {
+        let (result, effects) = session.call("github.get_issue", issue(7), &[]).await;
+        assert!(!result.is_error && effects.cache_hit);
+    }
+    let per_hit = commands_per_call(&redis, before, CALLS);
+    assert!(per_miss <= 10.0, "a miss ran {per_miss:.1} Redis commands");
+    assert!(per_hit <= 2.0, "a hit ran {per_hit:.1} Redis commands");
+    session.shutdown().await;
 }

@@ -457,13 +457,16 @@ impl Session {
         let ttl = ttl_of(&model);
         // `"_fresh": true` asks the service itself: no cached result, no call already in flight.
         let fresh = args.get(FRESH_ARGUMENT) == Some(&Value::Bool(true));
-        let mut hit = if fresh { None } else { state.cache_get(&scope, &key, ttl).await };
+        // Looked up even when the service is asked afresh: its result is stored as of now.
+        let lookup = state.cache_lookup(&scope, &key, ttl).await;
+        let (mut hit, mut seen) = (lookup.hit.filter(|_| !fresh), lookup.seen);
         let landed_meanwhile = hit.is_none()
             && !fresh
             && self.prefetched.lock().unwrap_or_else(|e| e.into_inner()).is_unseen(&key);
         if landed_meanwhile {
             // A pre-fetch landed between the look-up and now: its result is in the cache.
-            hit = state.cache_get(&scope, &key, ttl).await;
+            let again = state.cache_lookup(&scope, &key, ttl).await;
+            (hit, seen) = (again.hit, again.seen);
         }
         let mut served = None;
         let in_flight = {
@@ -559,7 +562,7 @@ impl Session {
                                 let stale = qualified_invalidations(&qualified, &model.invalidates);
                                 state.invalidate(&scope, &stale).await;
                             }
-                            state.cache_put(&scope, &key, &result, ttl).await;
+                            state.cache_put(&scope, &key, &result, ttl, &seen).await;
                         }
                         lease.finish(&result).await;
                         result
@@ -567,7 +570,9 @@ impl Session {
                 }
             }
         };
-        state.record_call(&self.caller, &key, !is_unproductive(&result)).await;
+        let productive =
+            model.fail_fast_after_n.filter(|n| *n > 0).map(|_| !is_unproductive(&result));
+        state.record_call(&self.caller, &key, productive).await;
         self.keep_recording(&tool, recorded, &result);
         if !prefetch_hit {
             // The provider answered the agent itself: an older pre-fetch of this call (one that
@@ -928,12 +933,15 @@ impl Session {
                     .unwrap_or_else(|e| e.into_inner())
                     .joinable(&key)
                     .is_some();
-                // Fresh in the cache or already on its way: nothing to fetch.
-                if in_flight
-                    || state.cache_get(&scope, &key, ttl_of(&candidate.model)).await.is_some()
-                {
+                if in_flight {
                     continue;
                 }
+                // Fresh in the cache: nothing to fetch. Else its result is stored as of now.
+                let lookup = state.cache_lookup(&scope, &key, ttl_of(&candidate.model)).await;
+                if lookup.hit.is_some() {
+                    continue;
+                }
+                let seen = lookup.seen;
                 let host_name = self.host.rate_limit_host(&target, &arguments);
                 let credentials_scope = self.credentials_scope_for(&target);
                 // A request of a rate window running out is worth more to the agent's own
@@ -1010,7 +1018,7 @@ impl Session {
                             // delivers it whole; still in flight until then, so a call not finding
                             // it joins it.
                             prefetched.lock().unwrap_or_else(|e| e.into_inner()).mark_unseen(&key);
-                            host.state().cache_put(&scope, &key, &result, ttl).await;
+                            host.state().cache_put(&scope, &key, &result, ttl, &seen).await;
                         }
                         prefetched.lock().unwrap_or_else(|e| e.into_inner()).finish(&key, landed);
                         // Nobody may be waiting; that is fine.

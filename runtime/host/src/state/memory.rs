@@ -10,7 +10,9 @@ use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, SessionCache, Sto
 use quiver_core::ToolResult;
 use tokio::sync::watch;
 
-use super::{FinishFlight, Flight, FlightLease, Permit, StateStatus, StateStore, RECENT_CALLS};
+use super::{
+    FinishFlight, Flight, FlightLease, Lookup, Permit, Seen, StateStatus, StateStore, RECENT_CALLS,
+};
 use crate::config::StateBackendKind;
 use crate::session::DEFAULT_CACHE_CAPACITY;
 use crate::speculation::HostBudgets;
@@ -222,8 +224,8 @@ impl StateStore for MemoryState {
         StateStatus::Local
     }
 
-    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit> {
-        self.get_now(scope, key, ttl)
+    async fn cache_lookup(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Lookup {
+        Lookup { hit: self.get_now(scope, key, ttl), seen: Seen::default() }
     }
 
     async fn cache_put(
@@ -232,6 +234,7 @@ impl StateStore for MemoryState {
         key: &CallKey,
         result: &ToolResult,
         _ttl: Option<Duration>,
+        _seen: &Seen,
     ) -> Option<Stored> {
         self.put_now(scope, key, result)
     }
@@ -289,9 +292,11 @@ impl StateStore for MemoryState {
         fail_fast_hint(key.tool(), self.unproductive_count(caller, key), n)
     }
 
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool) {
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>) {
         self.note_call_now(caller, key.tool());
-        self.record_outcome_now(caller, key, productive);
+        if let Some(productive) = productive {
+            self.record_outcome_now(caller, key, productive);
+        }
     }
 
     async fn recent_calls(&self, caller: &str) -> Vec<String> {
@@ -419,14 +424,15 @@ mod tests {
     #[tokio::test]
     async fn caches_are_kept_by_scope_until_forgotten() {
         let state = MemoryState::new(4);
-        let stored = state.cache_put("alice", &key(3), &ToolResult::text("x"), None).await;
+        let stored =
+            state.cache_put("alice", &key(3), &ToolResult::text("x"), None, &Seen::default()).await;
         assert_eq!(stored.unwrap().reference.to_string(), "r1");
         let ttl = Some(Duration::from_secs(60));
         assert!(state.cache_get("alice", &key(3), ttl).await.is_some());
         assert!(state.cache_get("bob", &key(3), ttl).await.is_none(), "scopes are apart");
         state.invalidate("alice", &["github.get_issue".to_owned()]).await;
         assert!(state.cache_get("alice", &key(3), ttl).await.is_none());
-        state.cache_put("alice", &key(3), &ToolResult::text("x"), None).await;
+        state.cache_put("alice", &key(3), &ToolResult::text("x"), None, &Seen::default()).await;
         state.forget("alice");
         assert!(state.cache_get("alice", &key(3), ttl).await.is_none(), "forgotten");
     }
@@ -435,13 +441,13 @@ mod tests {
     async fn fail_fast_and_recent_calls_are_per_caller() {
         let state = MemoryState::new(4);
         for _ in 0..2 {
-            state.record_call("alice", &key(4), false).await;
+            state.record_call("alice", &key(4), Some(false)).await;
         }
         assert!(state.should_stop("alice", &key(4), Some(2)).await.is_some());
         assert!(state.should_stop("bob", &key(4), Some(2)).await.is_none());
         for i in 0..10 {
             let call = CallKey::new(&format!("github.t{i}"), &json!({}), None);
-            state.record_call("alice", &call, true).await;
+            state.record_call("alice", &call, None).await;
         }
         let recent = state.recent_calls("alice").await;
         assert_eq!(recent.len(), RECENT_CALLS);

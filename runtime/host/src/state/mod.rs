@@ -95,6 +95,30 @@ impl FlightLease {
     }
 }
 
+/// A cache look-up: the fresh result, if any, and what the look-up saw, which storing the
+/// call's result takes back ([`StateStore::cache_put`]).
+#[derive(Debug, Default)]
+pub struct Lookup {
+    /// The fresh result.
+    pub hit: Option<Hit>,
+    /// What the look-up saw.
+    pub seen: Seen,
+}
+
+/// What a cache look-up saw. A result is stored as of its call's look-up: a write that made
+/// the tool's results stale while the call ran leaves this one stale too, and a result equal to
+/// the one seen keeps its reference. [`Seen::default`] when nothing was looked up.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub(crate) shared: Option<self::redis::Seen>,
+}
+
+impl From<Option<self::redis::Seen>> for Seen {
+    fn from(shared: Option<self::redis::Seen>) -> Self {
+        Self { shared }
+    }
+}
+
 /// A rate-limit-host permit: held while the call runs, released when dropped.
 pub struct Permit {
     pub(crate) _held: Option<Box<dyn Send + Sync>>,
@@ -122,17 +146,25 @@ pub trait StateStore: Send + Sync + 'static {
         self.status()
     }
 
-    /// The fresh result of `key` in `scope` (younger than `ttl`; no TTL never hits).
-    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit>;
+    /// Looks `key` up in `scope`: its fresh result (younger than `ttl`; no TTL never hits), and
+    /// what the look-up saw, for storing the call's result as of it.
+    async fn cache_lookup(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Lookup;
 
-    /// Stores a successful result of `key` in `scope`, fresh for `ttl`; its reference, and
-    /// whether it is unchanged since an earlier store. `None` for an error result.
+    /// The fresh result of `key` in `scope`, if any ([`StateStore::cache_lookup`]'s hit).
+    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit> {
+        self.cache_lookup(scope, key, ttl).await.hit
+    }
+
+    /// Stores a successful result of `key` in `scope`, fresh for `ttl`, as of what the call's
+    /// look-up saw; its reference, and whether it is unchanged since an earlier store. `None`
+    /// for an error result.
     async fn cache_put(
         &self,
         scope: &str,
         key: &CallKey,
         result: &ToolResult,
         ttl: Option<Duration>,
+        seen: &Seen,
     ) -> Option<Stored>;
 
     /// Drops the cached results of `tools` (qualified names) in `scope`, on every replica.
@@ -173,8 +205,9 @@ pub trait StateStore: Send + Sync + 'static {
     ) -> Option<String>;
 
     /// Records that `caller` made the call `key` (its tool joins the recent calls the planner
-    /// is told about) and whether it was productive (fail-fast counting).
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool);
+    /// is told about) and, for a tool that fails fast, whether it was productive (`None` for the
+    /// rest: nothing to count).
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>);
 
     /// `caller`'s most recent calls, oldest first.
     async fn recent_calls(&self, caller: &str) -> Vec<String>;

@@ -1,9 +1,30 @@
-//! The Redis backend: the state every replica shares, on a small pool of redis-rs's multiplexed
-//! connections (each pipelines the requests of every task and reconnects by itself; a pool that
-//! checks a connection out and PINGs it on every use would double the round trips), with Lua
-//! scripts wherever a step must be atomic (storing a result with its reference, invalidating a
-//! tool's entries, taking and renewing a permit). Keys are named
-//! `{key_prefix}:{kind}:{scope}:{hash}`; everything expires on its own.
+//! The Redis backend: the state every replica shares, on a standalone Redis (a small pool of
+//! redis-rs's multiplexed, self-reconnecting connections) or a Redis Cluster (redis-rs's cluster
+//! connection, which follows the slot map through resharding and failover). Which one is asked
+//! of the server at the first connection (`INFO cluster`), or told by listing several nodes.
+//!
+//! Every key names the scope it belongs to in a hash tag — `{prefix}:{SCOPE}:c:HASH` for a
+//! cached result, `{prefix}:{p:BUDGET}:0` for a permit, `{prefix}:{u:CALLER}:recent` for a
+//! caller's calls — so a cluster shards the state by cache scope, budget and caller, and every
+//! step that touches several keys touches one slot.
+//!
+//! What a call costs is counted in commands, since each is Redis CPU: a hit is one round trip
+//! of two (the entry and its tool's generation), a miss about eight, none of them a script:
+//! - a **cached result** is one string: a header (stored and first-seen time, reference,
+//!   digest, the tool's generation it was stored as of, a nonce and the signature) and the
+//!   result. Its freshness is judged against Redis's clock, which each replica keeps an offset
+//!   to (`TIME`, every ten seconds), so replicas with skewed clocks agree;
+//! - **invalidation** moves a tool's generation (`{SCOPE}:g:TOOL`) on; an entry stored as of
+//!   another generation is stale. A result is stored as of its call's look-up, so a write that
+//!   lands while a read is in flight leaves that read's result stale — nothing to scan, no index
+//!   to keep per result;
+//! - **references** (`r7`) are handed out from blocks of a per-scope counter a replica takes
+//!   at a time: unique in the scope, counting up on each replica;
+//! - **identical reads in flight** share one lease; those waiting read the result from the cache
+//!   entry the lead stores (there is no second copy to hand over);
+//! - a **permit** is one of `per_host_concurrency` slot keys taken with `SET NX`, renewed while
+//!   held; a replica that dies holding one loses it after `lease_ms`;
+//! - a **caller's calls** are a list trimmed now and then, not at every call.
 //!
 //! Every write also goes to the in-process state ([`MemoryState`]), and while Redis is
 //! unreachable every read comes from it: calls keep being answered with what this replica knows.
@@ -11,133 +32,91 @@
 //! Redis is tried again once a second in the background (and by the next operation, or by
 //! `/readyz`), and the first success ends it — an idle replica is back as soon as Redis is.
 //!
-//! Time in scripts is Redis's own (`TIME`), so replicas with skewed clocks agree on freshness and
-//! lease expiry.
-//!
-//! What is read back is not trusted: a cached result larger than `max_value_kb` is not read at
-//! all (its length is checked in the script), one stored "in the future" is refused (it would
-//! never go stale), and with `hmac_key_env` every result and landed read carries an
-//! HMAC-SHA256 over its key and value that is checked before it is served — a party with write
-//! access to Redis cannot feed the model.
+//! What is read back is not trusted: no more than `max_value_kb` of a cached result is read
+//! (a longer one is refused), one stored "in the future" is refused (it would never go stale),
+//! and with `hmac_key_env` every result carries an HMAC-SHA256 over its key, header and value
+//! that is checked before it is served — a party with write access to Redis cannot feed the
+//! model.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use quiver_core::session_cache::{fail_fast_hint, CallKey, Hit, Reference, Stored};
 use quiver_core::ToolResult;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, RedisResult, Script};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncCommands, RedisFuture, RedisResult, Script};
 use sha2::{Digest, Sha256};
 
 use super::memory::{wait_landing, MemoryState};
-use super::{Flight, FlightLease, Permit, StateStatus, StateStore, RECENT_CALLS};
+use super::{Flight, FlightLease, Lookup, Permit, StateStatus, StateStore, RECENT_CALLS};
 use crate::config::{StateBackendKind, StateConfig};
 use crate::telemetry::now_ms;
 
-/// How long a finished read's result stays for callers that were waiting on another replica.
-const LANDED_MS: u64 = 2_000;
 /// How long a result stays stored past its freshness, so a re-fetch can say "nothing changed".
 const RETAIN_MS: u64 = 10 * 60 * 1000;
+/// The longest a result is kept (freshness and retention together).
+const LONGEST_ENTRY_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+/// How long a generation and a reference counter outlive their last change: longer than any
+/// entry stored as of them lives, so neither can come back to an entry that predates it.
+const SCOPE_KEY_MS: u64 = LONGEST_ENTRY_MS + 60 * 60 * 1000;
+/// References a replica takes from a scope's counter at a time, and for how long it uses them
+/// (well within [`SCOPE_KEY_MS`] of the counter's last change).
+const REFERENCE_BLOCK: u64 = 16;
+const REFERENCE_BLOCK_MS: u64 = 60 * 1000;
 /// How long a caller's pipeline state and a session's metadata outlive their last use.
 const CALLER_MS: u64 = 60 * 60 * 1000;
 const SESSION_MS: u64 = 24 * 60 * 60 * 1000;
-/// The bytes a landed value's signature takes before its JSON: 64 hex digits and a colon.
-const SIGNATURE_PREFIX: usize = 65;
+/// An entry's header is shorter than this (the rest is the result).
+const HEADER_MAX: usize = 512;
+/// How often a replica measures its offset to Redis's clock.
+const CLOCK_EVERY: Duration = Duration::from_secs(10);
+/// How far "in the future" an entry may be stored before it is refused: more than two replicas'
+/// offsets to Redis's clock can disagree.
+const FUTURE_SLACK_MS: u64 = 1_000;
+/// A caller waiting for a read in flight takes a result stored this long before it began to
+/// wait (the lead stores, then lets go of the lease: the two may straddle the moment).
+const LANDED_SLACK_MS: u64 = 50;
 /// While Redis is unreachable, how often it is tried again.
 const RETRY_MS: u64 = 1_000;
-
 /// How long an operation on a record may keep trying through a passing outage.
 const RECORD_PATIENCE: Duration = Duration::from_secs(5);
-/// Connections per replica: each multiplexes every task's requests.
+/// Connections per replica to a standalone Redis: each multiplexes every task's requests.
 const POOL_SIZE: usize = 4;
 
-/// Stores a result with its reference: the same content keeps its reference and first-seen time.
-const PUT: &str = r"
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local old = redis.call('HMGET', KEYS[1], 'digest', 'ref', 'first')
-local ref, first, unchanged
-if old[1] == ARGV[2] and old[2] then
-  ref = tonumber(old[2]); first = tonumber(old[3]); unchanged = 1
-else
-  ref = redis.call('INCR', KEYS[3]); first = now; unchanged = 0
+/// Takes the first free permit slot of KEYS for ARGV[1], for ARGV[2] ms: its index, or -1.
+/// (Only when the slot tried first is taken: an idle budget costs one `SET`.)
+const ACQUIRE_ANY: &str = r"
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, ARGV[1], 'NX', 'PX', ARGV[2]) then return i - 1 end
 end
-redis.call('HSET', KEYS[1], 'result', ARGV[1], 'digest', ARGV[2], 'ref', ref, 'stored', now,
-  'first', first, 'mac', ARGV[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('SADD', KEYS[2], KEYS[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return {ref, now - first, unchanged}
-";
-
-/// A result younger than the TTL given (ARGV[1]) and no longer than ARGV[2] bytes:
-/// `{result, ref, age_ms, mac}`; nil when there is none or it is stale; `{'', 0, 0, why}` when
-/// it is refused unread (`size`) or stored in the future (`future`).
-const GET: &str = r"
-if redis.call('HSTRLEN', KEYS[1], 'result') > tonumber(ARGV[2]) then return {'', 0, 0, 'size'} end
-local e = redis.call('HMGET', KEYS[1], 'result', 'ref', 'stored', 'mac')
-if not e[1] or e[1] == '' then return nil end
-local t = redis.call('TIME')
-local age = t[1] * 1000 + math.floor(t[2] / 1000) - (tonumber(e[3]) or 0)
-if age < 0 then return {'', 0, 0, 'future'} end
-if age >= tonumber(ARGV[1]) then return nil end
-return {e[1], tonumber(e[2]) or 0, age, e[4] or ''}
-";
-
-/// Drops every entry listed in the given tool indexes, and the indexes.
-const INVALIDATE: &str = r"
-local n = 0
-for _, index in ipairs(KEYS) do
-  for _, entry in ipairs(redis.call('SMEMBERS', index)) do n = n + redis.call('DEL', entry) end
-  redis.call('DEL', index)
-end
-return n
-";
-
-/// Takes a permit when fewer than ARGV[2] unexpired ones are held and no rate limit holds for
-/// the caller's credentials (KEYS[2]); while one does, its milliseconds left, negated.
-const ACQUIRE: &str = r"
-local cooling = redis.call('PTTL', KEYS[2])
-if cooling > 0 then return -cooling end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
-  return 1
-end
-return 0
+return -1
 ";
 
 /// Extends a permit still held; 0 when it had expired (and may be someone else's now).
 const RENEW: &str = r"
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
-return 1
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
 ";
 
-/// Publishes a led read's result and ends the lease, if it is still this leader's.
-const LAND: &str = r"
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
+/// Sets KEYS[1] to ARGV[1] for ARGV[2] ms when absent or already ours: a claim whose answer
+/// was lost (a slow moment) and that is made again finds it held by itself, not by a stranger
+/// for the whole lease.
+const CLAIM: &str = r"
+local held = redis.call('GET', KEYS[1])
+if held == false then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
+if held == ARGV[1] then return 1 end
+return 0
 ";
 
 struct Scripts {
-    put: Script,
-    get: Script,
-    invalidate: Script,
-    acquire: Script,
+    acquire_any: Script,
     renew: Script,
-    land: Script,
+    claim: Script,
 }
 
 /// State shared through Redis, with this process's state behind it.
@@ -145,12 +124,56 @@ pub struct RedisState {
     inner: Arc<Inner>,
 }
 
+/// A connection to a standalone Redis or to a cluster: one interface for every operation.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
+        match self {
+            Self::Single(c) => c.req_packed_command(cmd),
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(c) => c.get_db(),
+            Self::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// What the server turned out to be, at the first connection.
+enum Topology {
+    Single(Vec<tokio::sync::OnceCell<ConnectionManager>>),
+    Cluster(ClusterConnection),
+}
+
 struct Inner {
+    /// The first node's client (a standalone server, or where a cluster is first asked).
     client: redis::Client,
+    /// Every node the URL lists (more than one: a cluster).
+    nodes: Vec<String>,
     connection_config: ConnectionManagerConfig,
-    /// Made on first use (an unreachable Redis at start-up is an outage, not a failure).
-    pool: Vec<tokio::sync::OnceCell<ConnectionManager>>,
-    next: std::sync::atomic::AtomicUsize,
+    /// Learnt on first use (an unreachable Redis at start-up is an outage, not a failure).
+    topology: tokio::sync::OnceCell<Topology>,
+    next: AtomicUsize,
     memory: MemoryState,
     prefix: String,
     replica: String,
@@ -167,17 +190,90 @@ struct Inner {
     outage: Mutex<Option<(u64, String)>>,
     /// While unreachable: when Redis may be tried again (Unix ms).
     retry_at: AtomicU64,
-    /// Names permits and leases uniquely.
-    counter: AtomicU64,
+    /// Names permits, leases, generations and entries uniquely: this process's random part and
+    /// a counter.
+    unique: (u64, AtomicU64),
+    /// Redis's clock: its time (ms) at an instant of this process's monotonic clock.
+    clock: Mutex<Option<(Instant, u64)>>,
+    /// The block of references this replica hands out per scope: next, last, taken when.
+    references: Mutex<HashMap<String, (u64, u64, Instant)>>,
     /// Itself, for the task that watches an outage.
     this: std::sync::Weak<Inner>,
     /// Whether that task runs.
     watching: std::sync::atomic::AtomicBool,
 }
 
+/// What a look-up saw, for storing the call's result as of it (see [`super::Seen`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    /// The tool's generation then (`0`: never invalidated).
+    generation: String,
+    /// The entry there, fresh or not, when it was one a replica stored.
+    previous: Option<Header>,
+}
+
+/// A cached entry's header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Header {
+    /// Redis's time when it was stored (ms).
+    stored_ms: u64,
+    reference: u64,
+    /// When this result was first stored for the call (re-stored unchanged, it keeps it).
+    first_ms: u64,
+    /// Of the result's JSON.
+    digest: String,
+    /// The tool's generation it was stored as of (`-`: unknown, never served as a hit).
+    generation: String,
+    /// Tells two stores apart.
+    nonce: String,
+}
+
+/// The generation of a tool never invalidated (or not within [`SCOPE_KEY_MS`]).
+const FIRST_GENERATION: &str = "0";
+/// The generation of a result whose look-up did not ask (a tool without freshness).
+const UNKNOWN_GENERATION: &str = "-";
+
+impl Header {
+    /// The signed part: `q1 stored reference first digest generation nonce`.
+    fn fields(&self) -> String {
+        format!(
+            "q1 {} {} {} {} {} {}",
+            self.stored_ms, self.reference, self.first_ms, self.digest, self.generation, self.nonce
+        )
+    }
+
+    fn parse(line: &str) -> Option<(Self, &str)> {
+        let mut parts = line.split(' ');
+        if parts.next()? != "q1" {
+            return None;
+        }
+        let header = Self {
+            stored_ms: parts.next()?.parse().ok()?,
+            reference: parts.next()?.parse().ok()?,
+            first_ms: parts.next()?.parse().ok()?,
+            digest: parts.next()?.to_owned(),
+            generation: parts.next()?.to_owned(),
+            nonce: parts.next()?.to_owned(),
+        };
+        let mac = parts.next()?;
+        parts.next().is_none().then_some((header, mac))
+    }
+}
+
+/// Why an entry Redis held was not served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    Format,
+    Size,
+    Mac,
+    Future,
+}
+
 impl RedisState {
-    /// A pool for `url` (connections are made on first use: an unreachable Redis at start-up is
-    /// an outage, not a failure to start); `memory` answers while Redis is unreachable.
+    /// State shared through the Redis `url` names — one server, or a cluster (several nodes
+    /// separated by commas, or one node of it). Connections are made on first use: an
+    /// unreachable Redis at start-up is an outage, not a failure to start; `memory` answers
+    /// while Redis is unreachable.
     pub fn open(
         url: &str,
         config: &StateConfig,
@@ -186,17 +282,35 @@ impl RedisState {
         memory: MemoryState,
     ) -> Result<Self, String> {
         let timeout = Duration::from_millis(config.timeout_ms.max(1));
-        // A URL redis-rs cannot read fails here, not on the first call.
-        let client = redis::Client::open(url)
-            .map_err(|e| format!("[state] the Redis URL is not usable: {e}"))?;
-        // Its password is a credential: masked in every log line and report.
-        if let Some(password) =
-            url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned))
-        {
-            let password =
-                percent_encoding::percent_decode_str(&password).decode_utf8_lossy().into_owned();
-            crate::logging::register_secret(&password);
+        if config.key_prefix.contains(['{', '}']) {
+            return Err(format!(
+                "[state] key_prefix `{}` holds a brace, which would take the place of quiver's \
+                 own hash tags in a Redis Cluster; choose one without `{{` or `}}`",
+                config.key_prefix
+            ));
         }
+        let nodes: Vec<String> =
+            url.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect();
+        let mut clients = Vec::new();
+        for (n, node) in nodes.iter().enumerate() {
+            // A URL redis-rs cannot read fails here, not on the first call.
+            let client = redis::Client::open(node.as_str())
+                .map_err(|e| format!("[state] Redis URL number {} is not usable: {e}", n + 1))?;
+            // Its password is a credential: masked in every log line and report.
+            if let Some(password) =
+                url::Url::parse(node).ok().and_then(|u| u.password().map(str::to_owned))
+            {
+                let password = percent_encoding::percent_decode_str(&password)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                crate::logging::register_secret(&password);
+            }
+            clients.push(client);
+        }
+        let client = clients
+            .into_iter()
+            .next()
+            .ok_or_else(|| "[state] the Redis URL is empty: give redis://host:port".to_owned())?;
         let mac_key = match &config.hmac_key_env {
             None => None,
             Some(var) => {
@@ -216,14 +330,19 @@ impl RedisState {
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(RETRY_MS));
+        let seed = {
+            use chacha20poly1305::aead::rand_core::RngCore as _;
+            chacha20poly1305::aead::OsRng.next_u64()
+        };
         Ok(Self {
             inner: Arc::new_cyclic(|this| Inner {
                 this: this.clone(),
                 watching: std::sync::atomic::AtomicBool::new(false),
                 client,
+                nodes,
                 connection_config,
-                pool: (0..POOL_SIZE).map(|_| tokio::sync::OnceCell::new()).collect(),
-                next: std::sync::atomic::AtomicUsize::new(0),
+                topology: tokio::sync::OnceCell::new(),
+                next: AtomicUsize::new(0),
                 memory,
                 prefix: config.key_prefix.clone(),
                 replica: replica.to_owned(),
@@ -235,16 +354,15 @@ impl RedisState {
                 mac_key,
                 refused: Mutex::new(std::collections::BTreeSet::new()),
                 scripts: Scripts {
-                    put: Script::new(PUT),
-                    get: Script::new(GET),
-                    invalidate: Script::new(INVALIDATE),
-                    acquire: Script::new(ACQUIRE),
+                    acquire_any: Script::new(ACQUIRE_ANY),
                     renew: Script::new(RENEW),
-                    land: Script::new(LAND),
+                    claim: Script::new(CLAIM),
                 },
                 outage: Mutex::new(None),
                 retry_at: AtomicU64::new(0),
-                counter: AtomicU64::new(0),
+                unique: (seed, AtomicU64::new(0)),
+                clock: Mutex::new(None),
+                references: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -276,17 +394,29 @@ impl Inner {
             }
         });
     }
-}
 
-impl Inner {
-    /// The key of `kind` for a call (or tool) `rest` in `scope`.
-    fn key(&self, kind: &str, scope: &str, rest: &str) -> String {
-        format!("{}:{kind}:{scope}:{rest}", self.prefix)
+    /// The key of `kind` for `rest` in the hash tag `tag` (a cache scope, `p:BUDGET`,
+    /// `u:CALLER`): `{prefix}:{tag}:{kind}:{rest}`, every key of one tag in one cluster slot.
+    fn key(&self, tag: &str, kind: &str, rest: &str) -> String {
+        format!("{}:{{{}}}:{kind}:{rest}", self.prefix, hash_tag(tag))
     }
 
-    /// The key of `kind` for one name: a scope, a rate-limit host, a caller, a session.
+    /// The key of `kind` for one name that shares its slot with nothing (a session, a record).
     fn key_of(&self, kind: &str, name: &str) -> String {
         format!("{}:{kind}:{name}", self.prefix)
+    }
+
+    /// The slot keys of a permit budget and the key of its rate limit.
+    fn budget_keys(&self, host: &str, scope: &str) -> (Vec<String>, String) {
+        let tag = format!("p:{}", super::budget_name(host, scope));
+        let slots = (0..self.per_host).map(|n| self.key(&tag, "slot", &n.to_string())).collect();
+        (slots, self.key(&tag, "cool", ""))
+    }
+
+    /// A caller's recent calls and fail-fast counters.
+    fn caller_keys(&self, caller: &str) -> (String, String) {
+        let tag = format!("u:{caller}");
+        (self.key(&tag, "recent", ""), self.key(&tag, "f", ""))
     }
 
     /// The HMAC of `value` stored under `key`, fed and ready to finish or check; `None` without
@@ -336,9 +466,132 @@ impl Inner {
         }
     }
 
-    /// A name for a permit or lease no other holder on any replica has.
-    fn holder_id(&self) -> String {
-        format!("{}#{}", self.replica, self.counter.fetch_add(1, Ordering::Relaxed))
+    fn refuse_entry(&self, refusal: Refusal) {
+        match refusal {
+            Refusal::Format => {
+                self.refuse("format", "a cached result quiver did not write (not its format)")
+            }
+            Refusal::Size => self.refuse(
+                "size",
+                &format!(
+                    "a cached result over max_value_kb ({} KB), left unread",
+                    self.max_value / 1024
+                ),
+            ),
+            Refusal::Mac => self.refuse(
+                "mac",
+                "a cached result whose signature does not match ([state] hmac_key_env)",
+            ),
+            Refusal::Future => self.refuse(
+                "future",
+                "a cached result stored in the future (forged, or a clock gone wrong)",
+            ),
+        }
+    }
+
+    /// A name no other holder on any replica has: for permits, leases, generations, entries.
+    fn unique(&self) -> String {
+        format!("{:016x}{:x}", self.unique.0, self.unique.1.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Redis's time now (ms), from the offset last measured; `None` before the first.
+    fn redis_now(&self) -> Option<u64> {
+        let clock = *self.clock.lock().unwrap_or_else(|e| e.into_inner());
+        clock.map(|(at, ms)| ms + u64::try_from(at.elapsed().as_millis()).unwrap_or(0))
+    }
+
+    /// Whether the offset to Redis's clock is due to be measured (with the next look-up).
+    fn clock_due(&self) -> bool {
+        let clock = *self.clock.lock().unwrap_or_else(|e| e.into_inner());
+        clock.is_none_or(|(at, _)| at.elapsed() >= CLOCK_EVERY)
+    }
+
+    /// Notes Redis's `TIME` answer to a request sent at `sent` and answered at `answered`: it
+    /// was read half-way between.
+    fn set_clock(&self, sent: Instant, answered: Instant, (seconds, micros): (u64, u64)) {
+        let at = sent + answered.saturating_duration_since(sent) / 2;
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((at, seconds * 1000 + micros / 1000));
+    }
+
+    /// Redis's time now, asked of Redis when no offset is known yet; `None` when unreachable.
+    async fn redis_time(&self) -> Option<u64> {
+        if let Some(now) = self.redis_now().filter(|_| !self.clock_due()) {
+            return Some(now);
+        }
+        let (sent, time) = self
+            .run(|mut c| async move {
+                let sent = Instant::now();
+                let time: (u64, u64) = redis::cmd("TIME").query_async(&mut c).await?;
+                Ok((sent, time))
+            })
+            .await?;
+        self.set_clock(sent, Instant::now(), time);
+        self.redis_now()
+    }
+
+    /// The next reference of `scope`, from this replica's block of its counter (a new block
+    /// every [`REFERENCE_BLOCK`] references or [`REFERENCE_BLOCK_MS`]).
+    async fn next_reference(&self, scope: &str) -> Option<u64> {
+        {
+            let mut blocks = self.references.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((next, last, taken)) = blocks.get_mut(scope) {
+                if *next <= *last && taken.elapsed() < Duration::from_millis(REFERENCE_BLOCK_MS) {
+                    *next += 1;
+                    return Some(*next - 1);
+                }
+            }
+        }
+        let counter = self.key(scope, "n", "");
+        let last = self
+            .run(|mut c| async move {
+                let (last,): (u64,) = redis::pipe()
+                    .incr(&counter, REFERENCE_BLOCK)
+                    .pexpire(&counter, SCOPE_KEY_MS as i64)
+                    .ignore()
+                    .query_async(&mut c)
+                    .await?;
+                Ok(last)
+            })
+            .await?;
+        let first = last + 1 - REFERENCE_BLOCK;
+        let mut blocks = self.references.lock().unwrap_or_else(|e| e.into_inner());
+        if blocks.len() >= 4096 {
+            // Scopes come and go (tokens rotate): the blocks of idle ones are dropped, unused.
+            blocks.retain(|_, (_, _, taken)| {
+                taken.elapsed() < Duration::from_millis(REFERENCE_BLOCK_MS)
+            });
+        }
+        blocks.insert(scope.to_owned(), (first + 1, last, Instant::now()));
+        Some(first)
+    }
+
+    /// An entry as read (at most `HEADER_MAX + max_value + 1` bytes of it): its header and
+    /// result when it is one a replica stored, `None` when there is none, or why it is refused.
+    fn open_entry(&self, key: &str, raw: &[u8]) -> Result<Option<(Header, String)>, Refusal> {
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let end = raw[..raw.len().min(HEADER_MAX)]
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or(Refusal::Format)?;
+        let line = std::str::from_utf8(&raw[..end]).map_err(|_| Refusal::Format)?;
+        let (header, mac) = Header::parse(line).ok_or(Refusal::Format)?;
+        let body = &raw[end + 1..];
+        if body.len() > self.max_value {
+            return Err(Refusal::Size);
+        }
+        let body = std::str::from_utf8(body).map_err(|_| Refusal::Format)?;
+        if !self.verify(key, &format!("{}\n{body}", header.fields()), mac) {
+            return Err(Refusal::Mac);
+        }
+        Ok(Some((header, body.to_owned())))
+    }
+
+    /// How many bytes of an entry are read.
+    fn entry_read_end(&self) -> usize {
+        HEADER_MAX + self.max_value
     }
 
     /// [`Inner::run`] of the operation `make` makes, tried again through a passing outage for
@@ -347,7 +600,7 @@ impl Inner {
     async fn patiently<T, M, F, Fut>(&self, make: M) -> Result<T, String>
     where
         M: Fn() -> F,
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
@@ -364,11 +617,77 @@ impl Inner {
         }
     }
 
-    /// Runs `op` on a pooled connection within the timeout; `None` when Redis is unreachable
-    /// (now, or still: it is tried at most once a second during an outage).
+    /// What the server is: a cluster when several nodes are listed or the one listed says it
+    /// is one (`INFO cluster`), else a standalone Redis (or a primary).
+    async fn topology(&self) -> Result<&Topology, String> {
+        self.topology
+            .get_or_try_init(|| async {
+                let cluster = if self.nodes.len() > 1 {
+                    true
+                } else {
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_connection_timeout(Some(self.timeout))
+                        .set_response_timeout(Some(self.timeout));
+                    let mut connection = self
+                        .client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let info: String = redis::cmd("INFO")
+                        .arg("cluster")
+                        .query_async(&mut connection)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    info.lines().any(|l| l.trim() == "cluster_enabled:1")
+                };
+                if !cluster {
+                    let pool = (0..POOL_SIZE).map(|_| tokio::sync::OnceCell::new()).collect();
+                    return Ok(Topology::Single(pool));
+                }
+                let connection = redis::cluster::ClusterClientBuilder::new(self.nodes.clone())
+                    .connection_timeout(self.timeout)
+                    .response_timeout(self.timeout)
+                    .retries(2)
+                    .max_retry_wait(RETRY_MS)
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tracing::info!(
+                    replica = %self.replica,
+                    "[state] Redis is a cluster: keys are sharded by cache scope, budget and caller"
+                );
+                Ok(Topology::Cluster(connection))
+            })
+            .await
+    }
+
+    /// A connection: one of the pool's (standalone), or the cluster's.
+    async fn connection(&self) -> Result<Connection, String> {
+        match self.topology().await? {
+            Topology::Cluster(connection) => Ok(Connection::Cluster(connection.clone())),
+            Topology::Single(pool) => {
+                let slot = &pool[self.next.fetch_add(1, Ordering::Relaxed) % POOL_SIZE];
+                let connection = slot
+                    .get_or_try_init(|| {
+                        ConnectionManager::new_with_config(
+                            self.client.clone(),
+                            self.connection_config.clone(),
+                        )
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(Connection::Single(connection.clone()))
+            }
+        }
+    }
+
+    /// Runs `op` on a connection within the timeout; `None` when Redis is unreachable (now, or
+    /// still: it is tried at most once a second during an outage).
     async fn run<T, F, Fut>(&self, op: F) -> Option<T>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let now = now_ms();
@@ -377,17 +696,7 @@ impl Inner {
             return None;
         }
         let outcome = tokio::time::timeout(self.timeout, async {
-            let slot = &self.pool[self.next.fetch_add(1, Ordering::Relaxed) % POOL_SIZE];
-            let connection = slot
-                .get_or_try_init(|| {
-                    ConnectionManager::new_with_config(
-                        self.client.clone(),
-                        self.connection_config.clone(),
-                    )
-                })
-                .await
-                .map_err(|e| Unreachable(e.to_string()))?
-                .clone();
+            let connection = self.connection().await.map_err(Unreachable)?;
             match op(connection).await {
                 Ok(value) => Ok(value),
                 // Redis answered, with an error (a script or type error): not an outage.
@@ -395,7 +704,9 @@ impl Inner {
                     if !(e.is_io_error()
                         || e.is_connection_dropped()
                         || e.is_connection_refusal()
-                        || e.is_timeout()) =>
+                        || e.is_timeout()
+                        || e.is_cluster_error()
+                        || e.kind() == redis::ErrorKind::ClusterConnectionNotFound) =>
                 {
                     Err(Answered(e.to_string()))
                 }
@@ -474,36 +785,8 @@ impl Inner {
                     crate::logging::scrub(&e.to_string())
                 )
             }
-            _ => error,
+            _ => crate::logging::scrub(&error),
         }
-    }
-
-    /// One permit attempt: `Some(Ok(true))` taken, `Some(Ok(false))` full, `Some(Err(left))` a
-    /// rate limit holds for the credentials, `None` Redis unreachable.
-    async fn try_acquire(
-        &self,
-        key: &str,
-        cooling: &str,
-        id: &str,
-    ) -> Option<Result<bool, Duration>> {
-        let (limit, lease) = (self.per_host, self.lease_ms);
-        let script = &self.scripts.acquire;
-        self.run(|mut c| async move {
-            let taken: i64 = script
-                .key(key)
-                .key(cooling)
-                .arg(id)
-                .arg(limit)
-                .arg(lease)
-                .invoke_async(&mut c)
-                .await?;
-            Ok(match taken {
-                1 => Ok(true),
-                0 => Ok(false),
-                left => Err(Duration::from_millis(left.unsigned_abs())),
-            })
-        })
-        .await
     }
 }
 
@@ -516,6 +799,16 @@ enum Failure {
 }
 use Failure::{Answered, Unreachable};
 
+/// What goes between a key's braces: the name itself, or — when it holds a brace, which would
+/// end the tag early — its digest.
+fn hash_tag(name: &str) -> String {
+    if name.contains(['{', '}']) {
+        hex::encode(&Sha256::digest(name.as_bytes())[..12])
+    } else {
+        name.to_owned()
+    }
+}
+
 fn call_hash(key: &CallKey) -> String {
     let digest = Sha256::digest(key.to_string().as_bytes());
     hex::encode(&digest[..16])
@@ -525,33 +818,34 @@ fn result_digest(json: &str) -> String {
     hex::encode(&Sha256::digest(json.as_bytes())[..16])
 }
 
-/// A permit held in Redis: renewed while held, removed when dropped; if this replica dies, it
-/// expires after the lease.
+/// A permit held in Redis: one slot key, renewed while held, deleted when dropped; if this
+/// replica dies, it expires after the lease.
 struct RedisPermit {
     inner: Arc<Inner>,
     key: String,
-    id: String,
     renew: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for RedisPermit {
     fn drop(&mut self) {
         self.renew.abort();
-        let (inner, key, id) = (Arc::clone(&self.inner), self.key.clone(), self.id.clone());
+        let (inner, key) = (Arc::clone(&self.inner), self.key.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                inner.run(|mut c| async move { c.zrem::<_, _, i64>(&key, &id).await }).await;
+                // Plainly deleted: held and renewed, the slot is still this permit's. (One whose
+                // renewals all failed for a whole lease may have been taken since; freeing it
+                // lets one call more through at once, once.)
+                inner.run(|mut c| async move { c.del::<_, i64>(&key).await }).await;
             });
         }
     }
 }
 
-/// A read this replica leads for every replica: finishing publishes the result for the others.
+/// A read this replica leads for every replica: those waiting read its result from the cache
+/// entry it stores; finishing lets go of the lease.
 struct RedisLead {
     inner: Arc<Inner>,
     lease_key: String,
-    landed_key: String,
-    token: String,
     local: FlightLease,
 }
 
@@ -559,104 +853,200 @@ struct RedisLead {
 impl super::FinishFlight for RedisLead {
     async fn finish(self: Box<Self>, result: &ToolResult) {
         let this = *self;
-        if let Ok(json) = serde_json::to_string(result) {
-            if json.len() <= this.inner.max_value {
-                let script = &this.inner.scripts.land;
-                let (lease, landed, token) = (&this.lease_key, &this.landed_key, &this.token);
-                // `mac:json` (an empty mac without hmac_key_env).
-                let json = format!("{}:{json}", this.inner.sign(landed, &json));
-                this.inner
-                    .run(|mut c| async move {
-                        script
-                            .key(lease)
-                            .key(landed)
-                            .arg(token)
-                            .arg(&json)
-                            .arg(LANDED_MS)
-                            .invoke_async::<i64>(&mut c)
-                            .await
-                    })
-                    .await;
-            }
-        }
+        let lease = &this.lease_key;
+        // The result (when it is one to keep) is in the cache already. The lease is deleted
+        // plainly: if it expired during a long call and another caller took it, that caller's
+        // lead ends early and, at worst, a third makes the same call.
+        this.inner.run(|mut c| async move { c.del::<_, i64>(lease).await }).await;
         this.local.finish(result).await;
     }
 }
 
+enum LeadOrWait {
+    Lead { lease_key: String },
+    Landed(ToolResult),
+    Unshared,
+}
+
 impl RedisState {
     /// The Redis side of [`StateStore::begin_read`], for the one caller of this process that
-    /// leads: lead for every replica, or wait for the replica that does.
+    /// leads: lead for every replica, or wait for the replica that does and take the result it
+    /// stores.
     async fn lead_or_wait(&self, scope: &str, key: &CallKey, wait: Duration) -> LeadOrWait {
         let inner = &self.inner;
         let hash = call_hash(key);
-        let lease_key = inner.key("l", scope, &hash);
-        let landed_key = inner.key("d", scope, &hash);
-        let token = inner.holder_id();
+        let lease_key = inner.key(scope, "l", &hash);
+        let entry_key = inner.key(scope, "c", &hash);
+        let generation_key = inner.key(scope, "g", key.tool());
+        let token = inner.unique();
+        let lease_ms = inner.lease_ms;
+        let taken = inner
+            .run(|mut c| {
+                let (lease, token) = (&lease_key, &token);
+                async move {
+                    redis::cmd("SET")
+                        .arg(lease)
+                        .arg(token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(lease_ms)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                }
+            })
+            .await;
+        match taken {
+            None => return LeadOrWait::Unshared,
+            Some(Some(_)) => return LeadOrWait::Lead { lease_key },
+            Some(None) => {}
+        }
+        // Another caller leads: its result is the one stored from about now on.
+        let Some(since) = inner.redis_time().await else { return LeadOrWait::Unshared };
+        let since = since.saturating_sub(LANDED_SLACK_MS);
         let deadline = tokio::time::Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
-        let mut waited = false;
+        let read_end = inner.entry_read_end();
         loop {
-            let (lk, dk, tk, lease_ms) = (&lease_key, &landed_key, &token, inner.lease_ms);
-            // A landed value is `mac:json`: the hex signature (64) and its colon come first.
-            let max_value = inner.max_value + SIGNATURE_PREFIX;
-            // Take the lease, or read what the leader left.
-            let step = inner
-                .run(|mut c| async move {
-                    // One round trip: take the lease if free, and read what a lead left.
-                    // At most max_value bytes of what was landed are read.
-                    let (taken, length, landed): (Option<String>, usize, Option<String>) =
-                        redis::pipe()
-                            .cmd("SET")
-                            .arg(lk)
-                            .arg(tk)
-                            .arg("NX")
-                            .arg("PX")
-                            .arg(lease_ms)
-                            .cmd("STRLEN")
-                            .arg(dk)
-                            .cmd("GETRANGE")
-                            .arg(dk)
-                            .arg(0)
-                            .arg(max_value)
-                            .query_async(&mut c)
-                            .await?;
-                    let landed = landed.filter(|l| !l.is_empty() && length <= max_value);
-                    Ok((taken.is_some(), landed))
-                })
-                .await;
-            match step {
-                None => return LeadOrWait::Unshared,
-                // A result left by the lead this caller waited for. (One left by an earlier
-                // lead is not taken by a caller that finds no call in flight: a write may
-                // have made it stale since.)
-                Some((_, Some(landed))) if waited => {
-                    let (mac, json) = landed.split_once(':').unwrap_or(("", ""));
-                    if !inner.verify(&landed_key, json, mac) {
-                        inner.refuse("landed mac", "a landed read whose signature does not match");
-                    } else if let Ok(result) = serde_json::from_str::<ToolResult>(json) {
-                        return LeadOrWait::Landed(result);
-                    }
-                }
-                Some((true, _)) => {
-                    return LeadOrWait::Lead { lease_key, landed_key, token };
-                }
-                Some((false, _)) => {}
-            }
-            waited = true;
             if tokio::time::Instant::now() + pause >= deadline {
                 // Waited long enough: make the call without the lease.
                 return LeadOrWait::Unshared;
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(50));
+            let step = inner
+                .run(|mut c| {
+                    let (lease, entry, generation, token) =
+                        (&lease_key, &entry_key, &generation_key, &token);
+                    async move {
+                        // One round trip: take the lease if it is free now, and read the entry.
+                        let (taken, raw, current): (Option<String>, Vec<u8>, Option<String>) =
+                            redis::pipe()
+                                .cmd("SET")
+                                .arg(lease)
+                                .arg(token)
+                                .arg("NX")
+                                .arg("PX")
+                                .arg(lease_ms)
+                                .cmd("GETRANGE")
+                                .arg(entry)
+                                .arg(0)
+                                .arg(read_end)
+                                .get(generation)
+                                .query_async(&mut c)
+                                .await?;
+                        Ok((taken.is_some(), raw, current))
+                    }
+                })
+                .await;
+            let Some((taken, raw, current)) = step else { return LeadOrWait::Unshared };
+            let current = current.unwrap_or_else(|| FIRST_GENERATION.to_owned());
+            match inner.open_entry(&entry_key, &raw) {
+                // The result the lead stored (or a newer one), as of the tool's generation now.
+                Ok(Some((header, body)))
+                    if header.stored_ms >= since
+                        && !body.is_empty()
+                        && (header.generation == current
+                            || header.generation == UNKNOWN_GENERATION) =>
+                {
+                    if taken {
+                        inner.run(|mut c| async move { c.del::<_, i64>(&lease_key).await }).await;
+                    }
+                    if let Ok(result) = serde_json::from_str::<ToolResult>(&body) {
+                        return LeadOrWait::Landed(result);
+                    }
+                    return LeadOrWait::Unshared;
+                }
+                Err(refusal) => inner.refuse_entry(refusal),
+                Ok(_) => {}
+            }
+            if taken {
+                // The lead let go without a result to share (an error, or one too large):
+                // this caller makes the call, for the others still waiting.
+                return LeadOrWait::Lead { lease_key };
+            }
         }
     }
-}
 
-enum LeadOrWait {
-    Lead { lease_key: String, landed_key: String, token: String },
-    Landed(ToolResult),
-    Unshared,
+    /// A permit just taken in Redis (slot `key`), renewed every third of its lease while held.
+    fn held(&self, key: String, id: String) -> Permit {
+        let inner = Arc::clone(&self.inner);
+        let renew = {
+            let (inner, key) = (Arc::clone(&inner), key.clone());
+            tokio::spawn(async move {
+                let every = Duration::from_millis(inner.lease_ms / 3);
+                loop {
+                    tokio::time::sleep(every).await;
+                    let (key, id, lease) = (&key, &id, inner.lease_ms);
+                    let script = &inner.scripts.renew;
+                    inner
+                        .run(|mut c| async move {
+                            script.key(key).arg(id).arg(lease).invoke_async::<i64>(&mut c).await
+                        })
+                        .await;
+                }
+            })
+        };
+        Permit { _held: Some(Box::new(RedisPermit { inner, key, renew })) }
+    }
+
+    /// One permit attempt: `Some(Ok(Some(slot)))` taken, `Some(Ok(None))` every slot held,
+    /// `Some(Err(left))` a rate limit holds for the credentials, `None` Redis unreachable.
+    async fn try_acquire(
+        &self,
+        host: &str,
+        scope: &str,
+        id: &str,
+    ) -> Option<Result<Option<String>, Duration>> {
+        let inner = &self.inner;
+        let (slots, cooling) = inner.budget_keys(host, scope);
+        let lease = inner.lease_ms;
+        // Slots are tried from a different one each time, so holders spread over them.
+        let first = inner.next.fetch_add(1, Ordering::Relaxed) % slots.len();
+        let (cooling_ms, taken) = inner
+            .run(|mut c| {
+                let (cooling, slot) = (&cooling, &slots[first]);
+                async move {
+                    // One round trip: whether a rate limit holds, and one slot.
+                    let (cooling_ms, taken): (i64, Option<String>) = redis::pipe()
+                        .pttl(cooling)
+                        .cmd("SET")
+                        .arg(slot)
+                        .arg(id)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(lease)
+                        .query_async(&mut c)
+                        .await?;
+                    Ok((cooling_ms, taken.is_some()))
+                }
+            })
+            .await?;
+        let mut held = taken.then(|| slots[first].clone());
+        if cooling_ms > 0 {
+            if let Some(slot) = held {
+                inner.run(|mut c| async move { c.del::<_, i64>(&slot).await }).await;
+            }
+            return Some(Err(Duration::from_millis(cooling_ms.unsigned_abs())));
+        }
+        if held.is_none() && slots.len() > 1 {
+            // The first was held: any other free one, in one step.
+            let script = &inner.scripts.acquire_any;
+            let index = inner
+                .run(|mut c| {
+                    let slots = &slots;
+                    async move {
+                        let mut invocation = script.prepare_invoke();
+                        for slot in slots {
+                            invocation.key(slot);
+                        }
+                        invocation.arg(id).arg(lease).invoke_async::<i64>(&mut c).await
+                    }
+                })
+                .await?;
+            held = usize::try_from(index).ok().and_then(|i| slots.get(i).cloned());
+        }
+        Some(Ok(held))
+    }
 }
 
 #[async_trait]
@@ -682,61 +1072,81 @@ impl StateStore for RedisState {
         self.status()
     }
 
-    async fn cache_get(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Option<Hit> {
-        let ttl = ttl.filter(|t| !t.is_zero())?;
+    async fn cache_lookup(&self, scope: &str, key: &CallKey, ttl: Option<Duration>) -> Lookup {
+        // A tool without freshness never hits; its results are stored as of no generation.
+        let Some(ttl) = ttl.filter(|t| !t.is_zero()) else { return Lookup::default() };
         let inner = &self.inner;
-        let entry = inner.key("c", scope, &call_hash(key));
-        let script = &inner.scripts.get;
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let max_value = inner.max_value;
-        let entry_key = entry.clone();
-        let shared = inner
-            .run(|mut c| async move {
-                script
-                    .key(&entry)
-                    .arg(ttl_ms)
-                    .arg(max_value)
-                    .invoke_async::<Option<(String, u64, u64, String)>>(&mut c)
-                    .await
+        let hash = call_hash(key);
+        let entry = inner.key(scope, "c", &hash);
+        let generation = inner.key(scope, "g", key.tool());
+        let read_end = inner.entry_read_end();
+        let with_clock = inner.clock_due();
+        let read = inner
+            .run(|mut c| {
+                let (entry, generation) = (&entry, &generation);
+                async move {
+                    // One round trip: the entry, its tool's generation, and now and then
+                    // Redis's clock.
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("GETRANGE").arg(entry).arg(0).arg(read_end).get(generation);
+                    if with_clock {
+                        pipe.cmd("TIME");
+                    }
+                    let sent = Instant::now();
+                    let mut values: Vec<redis::Value> = pipe.query_async(&mut c).await?;
+                    let answered = Instant::now();
+                    let time = if with_clock {
+                        Some(redis::from_redis_value::<(u64, u64)>(
+                            values.pop().unwrap_or(redis::Value::Nil),
+                        )?)
+                    } else {
+                        None
+                    };
+                    let current: Option<String> =
+                        redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil))?;
+                    let raw: Vec<u8> =
+                        redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil))?;
+                    Ok((raw, current, time.map(|t| (sent, answered, t))))
+                }
             })
             .await;
-        match shared {
-            Some(Some((json, _, _, why))) if json.is_empty() => {
-                match why.as_str() {
-                    "size" => inner.refuse(
-                        "size",
-                        &format!(
-                            "a cached result over max_value_kb ({} KB), left unread",
-                            inner.max_value / 1024
-                        ),
-                    ),
-                    _ => inner.refuse(
-                        "future",
-                        "a cached result stored in the future (forged, or a clock gone wrong)",
-                    ),
-                }
-                None
-            }
-            Some(Some((json, _, _, mac))) if !inner.verify(&entry_key, &json, &mac) => {
-                inner.refuse(
-                    "mac",
-                    "a cached result whose signature does not match ([state] hmac_key_env)",
-                );
-                None
-            }
+        let Some((raw, current, time)) = read else {
+            // Unreachable: this replica's own cache, and results stored as of no generation.
+            return Lookup { hit: inner.memory.get_now(scope, key, Some(ttl)), seen: None.into() };
+        };
+        if let Some((sent, answered, time)) = time {
+            inner.set_clock(sent, answered, time);
+        }
+        let current = current.unwrap_or_else(|| FIRST_GENERATION.to_owned());
+        let mut seen = Seen { generation: current, previous: None };
+        let (header, body) = match inner.open_entry(&entry, &raw) {
+            Ok(Some(opened)) => opened,
             // Redis is the truth while it answers: a local entry may have been invalidated by
             // a write on another replica.
-            Some(Some((json, reference, age_ms, _))) => {
-                let result: ToolResult = serde_json::from_str(&json).ok()?;
-                Some(Hit {
-                    result: Arc::new(result),
-                    reference: Reference(reference),
-                    age: Duration::from_millis(age_ms),
-                })
+            Ok(None) => return Lookup { hit: None, seen: Some(seen).into() },
+            Err(refusal) => {
+                inner.refuse_entry(refusal);
+                return Lookup { hit: None, seen: Some(seen).into() };
             }
-            Some(None) => None,
-            None => inner.memory.get_now(scope, key, Some(ttl)),
+        };
+        let now = inner.redis_now().unwrap_or(header.stored_ms);
+        if header.stored_ms > now + FUTURE_SLACK_MS {
+            inner.refuse_entry(Refusal::Future);
+            return Lookup { hit: None, seen: Some(seen).into() };
         }
+        let age = Duration::from_millis(now.saturating_sub(header.stored_ms));
+        let fresh = age < ttl && !body.is_empty() && header.generation == seen.generation;
+        let hit = if fresh {
+            serde_json::from_str::<ToolResult>(&body).ok().map(|result| Hit {
+                result: Arc::new(result),
+                reference: Reference(header.reference),
+                age,
+            })
+        } else {
+            None
+        };
+        seen.previous = Some(header);
+        Lookup { hit, seen: Some(seen).into() }
     }
 
     async fn cache_put(
@@ -745,6 +1155,7 @@ impl StateStore for RedisState {
         key: &CallKey,
         result: &ToolResult,
         ttl: Option<Duration>,
+        seen: &super::Seen,
     ) -> Option<Stored> {
         if result.is_error {
             return None;
@@ -753,42 +1164,44 @@ impl StateStore for RedisState {
         let local = inner.memory.put_now(scope, key, result);
         let json = serde_json::to_string(result).ok()?;
         let digest = result_digest(&json);
-        // Too large to share: other replicas see no entry (the reference is still shared).
-        let json = if json.len() > inner.max_value { String::new() } else { json };
-        let hash = call_hash(key);
-        let (entry, index, refs) = (
-            inner.key("c", scope, &hash),
-            inner.key("t", scope, key.tool()),
-            inner.key_of("r", scope),
-        );
+        let Some(now) = inner.redis_time().await else { return local };
+        let seen = seen.shared.as_ref();
+        let unchanged = seen.and_then(|s| s.previous.as_ref()).filter(|p| p.digest == digest);
+        let (reference, first_ms) = match unchanged {
+            Some(previous) => (previous.reference, previous.first_ms),
+            None => match inner.next_reference(scope).await {
+                Some(reference) => (reference, now),
+                None => return local,
+            },
+        };
+        let header = Header {
+            stored_ms: now,
+            reference,
+            first_ms,
+            digest,
+            generation: seen.map_or(UNKNOWN_GENERATION, |s| s.generation.as_str()).to_owned(),
+            nonce: inner.unique(),
+        };
+        // Too large to share: other replicas see no result (the reference is still shared).
+        let body = if json.len() > inner.max_value { "" } else { json.as_str() };
+        let entry = inner.key(scope, "c", &call_hash(key));
+        let fields = header.fields();
+        let mac = inner.sign(&entry, &format!("{fields}\n{body}"));
+        let mac = if mac.is_empty() { "-".to_owned() } else { mac };
+        let value = format!("{fields} {mac}\n{body}");
         let keep_ms = ttl
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
             .unwrap_or(0)
-            .saturating_add(RETAIN_MS);
-        let script = &inner.scripts.put;
-        let mac = inner.sign(&entry, &json);
-        let shared = inner
-            .run(|mut c| async move {
-                script
-                    .key(&entry)
-                    .key(&index)
-                    .key(&refs)
-                    .arg(&json)
-                    .arg(&digest)
-                    .arg(keep_ms)
-                    .arg(SESSION_MS)
-                    .arg(&mac)
-                    .invoke_async::<(u64, u64, u64)>(&mut c)
-                    .await
-            })
-            .await;
-        match shared {
-            Some((reference, first_age_ms, unchanged)) => Some(Stored {
-                reference: Reference(reference),
-                unchanged_for: (unchanged == 1).then(|| Duration::from_millis(first_age_ms)),
-            }),
-            None => local,
-        }
+            .saturating_add(RETAIN_MS)
+            .min(LONGEST_ENTRY_MS);
+        inner
+            .run(|mut c| async move { c.pset_ex::<_, _, ()>(&entry, value, keep_ms).await })
+            .await?;
+        Some(Stored {
+            reference: Reference(reference),
+            unchanged_for: unchanged
+                .map(|previous| Duration::from_millis(now.saturating_sub(previous.first_ms))),
+        })
     }
 
     async fn invalidate(&self, scope: &str, tools: &[String]) {
@@ -797,15 +1210,20 @@ impl StateStore for RedisState {
         if tools.is_empty() {
             return;
         }
-        let indexes: Vec<String> = tools.iter().map(|t| inner.key("t", scope, t)).collect();
-        let script = &inner.scripts.invalidate;
+        // Each tool's generation moves on to a value it never had: every entry stored as of an
+        // earlier one is stale, on every replica, without being found.
+        let generations: Vec<(String, String)> =
+            tools.iter().map(|t| (inner.key(scope, "g", t), inner.unique())).collect();
         inner
-            .run(|mut c| async move {
-                let mut invocation = script.prepare_invoke();
-                for index in &indexes {
-                    invocation.key(index);
+            .run(|mut c| {
+                let generations = &generations;
+                async move {
+                    let mut pipe = redis::pipe();
+                    for (key, value) in generations {
+                        pipe.pset_ex(key, value, SCOPE_KEY_MS).ignore();
+                    }
+                    pipe.query_async::<()>(&mut c).await
                 }
-                invocation.invoke_async::<i64>(&mut c).await
             })
             .await;
     }
@@ -826,12 +1244,10 @@ impl StateStore for RedisState {
             }
         };
         match self.lead_or_wait(scope, key, wait).await {
-            LeadOrWait::Lead { lease_key, landed_key, token } => Flight::Lead(FlightLease {
+            LeadOrWait::Lead { lease_key } => Flight::Lead(FlightLease {
                 finish: Some(Box::new(RedisLead {
                     inner: Arc::clone(&self.inner),
                     lease_key,
-                    landed_key,
-                    token,
                     local,
                 })),
             }),
@@ -844,53 +1260,46 @@ impl StateStore for RedisState {
     }
 
     async fn permit(&self, host: &str, scope: &str) -> Result<Permit, Duration> {
-        let inner = &self.inner;
-        let key = inner.key_of("p", &super::budget_name(host, scope));
-        let cooling = inner.key("cool", host, scope);
-        let id = inner.holder_id();
+        let id = self.inner.unique();
         let mut pause = Duration::from_millis(2);
         loop {
-            match inner.try_acquire(&key, &cooling, &id).await {
-                Some(Ok(true)) => return Ok(self.held(key, id)),
-                Some(Ok(false)) => {
+            match self.try_acquire(host, scope, &id).await {
+                Some(Ok(Some(slot))) => return Ok(self.held(slot, id)),
+                Some(Ok(None)) => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(25));
                 }
                 Some(Err(left)) => return Err(left),
                 // Unreachable: this replica's own budget.
-                None => return inner.memory.permit(host, scope).await,
+                None => return self.inner.memory.permit(host, scope).await,
             }
         }
     }
 
     async fn try_permit(&self, host: &str, scope: &str) -> Option<Permit> {
-        let inner = &self.inner;
-        let key = inner.key_of("p", &super::budget_name(host, scope));
-        let cooling = inner.key("cool", host, scope);
-        let id = inner.holder_id();
-        match inner.try_acquire(&key, &cooling, &id).await {
-            Some(Ok(true)) => Some(self.held(key, id)),
-            Some(Ok(false) | Err(_)) => None,
-            None => inner.memory.try_permit(host, scope).await,
+        let id = self.inner.unique();
+        match self.try_acquire(host, scope, &id).await {
+            Some(Ok(Some(slot))) => Some(self.held(slot, id)),
+            Some(Ok(None) | Err(_)) => None,
+            None => self.inner.memory.try_permit(host, scope).await,
         }
     }
 
     async fn note_rate_limited(&self, host: &str, scope: &str, wait: Duration) {
         let inner = &self.inner;
         inner.memory.note_rate_limited_now(host, scope, wait);
-        let cooling = inner.key("cool", host, scope);
+        let (_, cooling) = inner.budget_keys(host, scope);
         let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
         inner.run(|mut c| async move { c.pset_ex::<_, _, ()>(&cooling, 1, ms).await }).await;
     }
 
     async fn available_permits(&self, host: &str) -> usize {
         let inner = &self.inner;
-        let key = inner.key_of("p", host);
+        let (slots, _) = inner.budget_keys(host, super::SHARED_CREDENTIALS);
         let held = inner
-            .run(|mut c| async move {
-                let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut c).await?;
-                let now = seconds * 1000 + micros / 1000;
-                c.zcount::<_, _, _, usize>(&key, now, "+inf").await
+            .run(|mut c| {
+                let slots = &slots;
+                async move { c.exists::<_, usize>(slots).await }
             })
             .await;
         match held {
@@ -907,7 +1316,7 @@ impl StateStore for RedisState {
     ) -> Option<String> {
         let n = after_n.filter(|n| *n > 0)?;
         let inner = &self.inner;
-        let counters = inner.key_of("f", caller);
+        let (_, counters) = inner.caller_keys(caller);
         let field = call_hash(key);
         let count = inner
             .run(|mut c| async move { c.hget::<_, _, Option<u32>>(&counters, &field).await })
@@ -919,42 +1328,66 @@ impl StateStore for RedisState {
         fail_fast_hint(key.tool(), count, n)
     }
 
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: bool) {
+    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>) {
         let inner = &self.inner;
         inner.memory.note_call_now(caller, key.tool());
-        inner.memory.record_outcome_now(caller, key, productive);
-        let list = inner.key_of("recent", caller);
-        let counters = inner.key_of("f", caller);
+        if let Some(productive) = productive {
+            inner.memory.record_outcome_now(caller, key, productive);
+        }
+        let (list, counters) = inner.caller_keys(caller);
         let field = call_hash(key);
-        inner
-            .run(|mut c| async move {
-                // One round trip for the caller's whole pipeline state.
-                let mut pipe = redis::pipe();
-                pipe.atomic()
-                    .rpush(&list, key.tool())
-                    .ignore()
-                    .ltrim(&list, -(RECENT_CALLS as isize), -1)
-                    .ignore()
-                    .pexpire(&list, CALLER_MS as i64)
-                    .ignore();
-                if productive {
-                    pipe.hdel(&counters, &field).ignore();
-                } else {
-                    pipe.hincr(&counters, &field, 1)
-                        .ignore()
-                        .pexpire(&counters, CALLER_MS as i64)
-                        .ignore();
+        let length = inner
+            .run(|mut c| {
+                let (list, counters, field) = (&list, &counters, &field);
+                async move {
+                    // One round trip: the call joins the list; a tool that fails fast counts.
+                    let mut pipe = redis::pipe();
+                    pipe.rpush(list, key.tool());
+                    match productive {
+                        Some(true) => {
+                            pipe.hdel(counters, field).ignore();
+                        }
+                        Some(false) => {
+                            pipe.hincr(counters, field, 1)
+                                .ignore()
+                                .pexpire(counters, CALLER_MS as i64)
+                                .ignore();
+                        }
+                        None => {}
+                    }
+                    let (length,): (usize,) = pipe.query_async(&mut c).await?;
+                    Ok(length)
                 }
-                pipe.query_async::<()>(&mut c).await
             })
             .await;
+        // Kept short and alive now and then, not at every call: when the list is new, and
+        // when it has grown to twice what the planner reads.
+        if length.is_some_and(|l| l == 1 || l > 2 * RECENT_CALLS) {
+            inner
+                .run(|mut c| {
+                    let list = &list;
+                    async move {
+                        redis::pipe()
+                            .ltrim(list, -(RECENT_CALLS as isize), -1)
+                            .ignore()
+                            .pexpire(list, CALLER_MS as i64)
+                            .ignore()
+                            .query_async::<()>(&mut c)
+                            .await
+                    }
+                })
+                .await;
+        }
     }
 
     async fn recent_calls(&self, caller: &str) -> Vec<String> {
         let inner = &self.inner;
-        let list = inner.key_of("recent", caller);
-        let shared =
-            inner.run(|mut c| async move { c.lrange::<_, Vec<String>>(&list, 0, -1).await }).await;
+        let (list, _) = inner.caller_keys(caller);
+        let shared = inner
+            .run(|mut c| async move {
+                c.lrange::<_, Vec<String>>(&list, -(RECENT_CALLS as isize), -1).await
+            })
+            .await;
         shared.unwrap_or_else(|| inner.memory.recent_now(caller))
     }
 
@@ -1002,7 +1435,7 @@ impl StateStore for RedisState {
         inner
             .patiently(|| {
                 let (key, signed) = (key.clone(), signed.clone());
-                move |mut c: ConnectionManager| async move {
+                move |mut c: Connection| async move {
                     match ms {
                         Some(ms) => c.pset_ex::<_, _, ()>(&key, signed, ms).await,
                         None => c.set::<_, _, ()>(&key, signed).await,
@@ -1018,7 +1451,7 @@ impl StateStore for RedisState {
         let found = inner
             .patiently(|| {
                 let key = key.clone();
-                move |mut c: ConnectionManager| async move { c.get::<_, Option<String>>(&key).await }
+                move |mut c: Connection| async move { c.get::<_, Option<String>>(&key).await }
             })
             .await?;
         Ok(found.and_then(|stored| inner.opened_record(&key, &stored)))
@@ -1030,7 +1463,7 @@ impl StateStore for RedisState {
         let taken = inner
             .patiently(|| {
                 let key = key.clone();
-                move |mut c: ConnectionManager| async move {
+                move |mut c: Connection| async move {
                     redis::cmd("GETDEL").arg(&key).query_async::<Option<String>>(&mut c).await
                 }
             })
@@ -1044,7 +1477,7 @@ impl StateStore for RedisState {
         inner
             .patiently(|| {
                 let key = key.clone();
-                move |mut c: ConnectionManager| async move { c.del::<_, ()>(&key).await }
+                move |mut c: Connection| async move { c.del::<_, ()>(&key).await }
             })
             .await
     }
@@ -1053,47 +1486,16 @@ impl StateStore for RedisState {
         let inner = &self.inner;
         let key = inner.key_of("r", key);
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let holder = format!(":{}", inner.holder_id());
-        // Set if absent, or already ours: a try whose answer was lost (a slow moment) and that
-        // is made again must find it held by itself, not by a stranger for the whole lease.
-        let script = redis::Script::new(
-            "local held = redis.call('GET', KEYS[1]) \
-             if held == false then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
-             if held == ARGV[1] then return 1 end \
-             return 0",
-        );
+        let holder = format!(":{}", inner.unique());
+        let script = &inner.scripts.claim;
         let taken = inner
             .patiently(|| {
-                let (key, holder, script) = (key.clone(), holder.clone(), script.clone());
-                move |mut c: ConnectionManager| async move {
+                let (key, holder) = (key.clone(), holder.clone());
+                move |mut c: Connection| async move {
                     script.key(&key).arg(&holder).arg(ms).invoke_async::<i64>(&mut c).await
                 }
             })
             .await?;
         Ok(taken == 1)
-    }
-}
-
-impl RedisState {
-    /// A permit just taken in Redis, renewed every third of its lease while held.
-    fn held(&self, key: String, id: String) -> Permit {
-        let inner = Arc::clone(&self.inner);
-        let renew = {
-            let (inner, key, id) = (Arc::clone(&inner), key.clone(), id.clone());
-            tokio::spawn(async move {
-                let every = Duration::from_millis(inner.lease_ms / 3);
-                loop {
-                    tokio::time::sleep(every).await;
-                    let (key, id, lease) = (&key, &id, inner.lease_ms);
-                    let script = &inner.scripts.renew;
-                    inner
-                        .run(|mut c| async move {
-                            script.key(key).arg(id).arg(lease).invoke_async::<i64>(&mut c).await
-                        })
-                        .await;
-                }
-            })
-        };
-        Permit { _held: Some(Box::new(RedisPermit { inner, key, id, renew })) }
     }
 }
