@@ -1,9 +1,10 @@
 //! What operating quiver costs per call: OpenTelemetry traces at sample ratio 1 and 0.01 and the
-//! audit trail (a line per call, synced, `reads = true`), against the same server without
-//! either, all in one run. Each setup is `quiver serve` on stdio with the `noop` fixture (a read
-//! kept five minutes), called by rmcp's client: a miss (new arguments each time, through the
-//! plugin) and a cached call (the same arguments again). Spans go to a loopback collector that
-//! answers 200 to every export.
+//! audit trail (a line per call, `reads = true`), against the same server without either, all in
+//! one run. Each setup is `quiver serve` on stdio with the `noop` fixture (a read kept five
+//! minutes), called by rmcp's client: a miss (new arguments each time, through the plugin) and a
+//! cached call (the same arguments again). Spans go to a loopback collector that answers 200 to
+//! every export. And a write (`noop` declared `mutates_external`), with and without the trail:
+//! a write's line is synced to disk before the answer, so it costs what the disk's sync does.
 //!
 //! Run with `cargo xtask bench operations`: prints each setup's p50 and its ratio to the plain
 //! server's, beside criterion's estimates.
@@ -25,13 +26,13 @@ struct Served {
     _dir: tempfile::TempDir,
 }
 
-async fn serve(plugins: &std::path::Path, extra: &str) -> Served {
+async fn serve(plugins: &std::path::Path, class: &str, extra: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("quiver.toml");
     std::fs::write(
         &config,
         format!(
-            "[tools.\"noop.noop\"]\nside_effect_class = \"read_only\"\n\
+            "[tools.\"noop.noop\"]\nside_effect_class = \"{class}\"\n\
              cost_model = {{ freshness_ttl_s = 300 }}\n{extra}"
         ),
     )
@@ -90,7 +91,14 @@ fn operations(c: &mut Criterion) {
     ];
     let served: Vec<(&str, Served)> = setups
         .iter()
-        .map(|(name, extra)| (*name, runtime.block_on(serve(plugins.path(), extra))))
+        .map(|(name, extra)| (*name, runtime.block_on(serve(plugins.path(), "read_only", extra))))
+        .collect();
+    let audit = "[audit]\npath = \"audit.jsonl\"\n";
+    let writers: Vec<(&str, Served)> = [("write", ""), ("write_audit", audit)]
+        .into_iter()
+        .map(|(name, extra)| {
+            (name, runtime.block_on(serve(plugins.path(), "mutates_external", extra)))
+        })
         .collect();
     // Rounds over every setup in turn, so a slower minute of the machine falls on all alike.
     let mut misses: Vec<Vec<Duration>> = vec![Vec::new(); served.len()];
@@ -102,6 +110,21 @@ fn operations(c: &mut Criterion) {
             misses[i].push(call(&runtime, s, n));
             hits[i].push(call(&runtime, s, 7));
         }
+    }
+    let mut writes: Vec<Vec<Duration>> = vec![Vec::new(); writers.len()];
+    for _ in 0..400 {
+        for (i, (_, s)) in writers.iter().enumerate() {
+            n += 1;
+            writes[i].push(call(&runtime, s, n));
+        }
+    }
+    let plain_write = p50(writes[0].clone());
+    for (i, (name, _)) in writers.iter().enumerate() {
+        let write = p50(writes[i].clone());
+        eprintln!(
+            "operations/{name}: p50 {write:?} ({:.3}× without the trail)",
+            write.as_secs_f64() / plain_write.as_secs_f64()
+        );
     }
     let (plain_miss, plain_hit) = (p50(misses[0].clone()), p50(hits[0].clone()));
     for (i, (name, _)) in served.iter().enumerate() {

@@ -452,9 +452,16 @@ impl RedisCluster {
             .expect("every slot is served")
     }
 
-    /// Keys held by the node on `port`.
-    pub fn keys_on(&self, port: u16) -> usize {
-        self.cli(port, &["DBSIZE"]).trim().parse().unwrap_or(0)
+    /// Every key the primaries hold, with its slot.
+    pub fn slots_of_keys(&self) -> Vec<(String, u16)> {
+        let mut keys = Vec::new();
+        for primary in self.primaries() {
+            for key in self.cli(primary, &["--scan"]).lines().filter(|k| !k.is_empty()) {
+                let slot = self.cli(primary, &["CLUSTER", "KEYSLOT", key]).trim().parse().unwrap();
+                keys.push((key.to_owned(), slot));
+            }
+        }
+        keys
     }
 
     /// Kills the node on `port` (SIGKILL).

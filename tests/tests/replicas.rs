@@ -4,7 +4,7 @@
 //! across replicas, sessions and cached results that outlive a killed replica, Redis killed and
 //! restarted under load, and permits of a killed replica coming back after their lease.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -731,10 +731,20 @@ async fn on_a_redis_cluster_the_state_is_sharded_and_a_primary_failing_over_unde
     let (text, failed) = call(&client_b, "github_get_issue", issue(1)).await;
     assert!(!failed && text.contains("served from the cache"), "{text}\n{}", b.stderr());
     assert_eq!(github.count(&format!("{ISSUE_PATH}1")), 1);
-    // Sharded: the cache scope, the permit budget and the callers hash to their own slots, and
-    // so to more than one primary; no step was refused for crossing slots.
-    let holding = cluster.primaries().into_iter().filter(|p| cluster.keys_on(*p) > 0).count();
-    assert!(holding >= 2, "the keys are on {holding} primary");
+    // Sharded by scope: a cache scope's keys (its results, reference counter, its callers'
+    // calls) are all in one slot, so each step on them is one round trip to one primary; no
+    // step was refused for crossing slots.
+    let slots = cluster.slots_of_keys();
+    let scope_slots: BTreeSet<u16> = slots
+        .iter()
+        .filter(|(key, _)| key.starts_with("quiver:{shared}:"))
+        .map(|(_, slot)| *slot)
+        .collect();
+    assert_eq!(scope_slots.len(), 1, "{slots:?}");
+    for kind in ["c", "recent"] {
+        let prefix = format!("quiver:{{shared}}:{kind}:");
+        assert!(slots.iter().any(|(key, _)| key.starts_with(&prefix)), "{slots:?}");
+    }
     for replica in [&a, &b] {
         assert!(!replica.stderr().contains("CROSSSLOT"), "{}", replica.stderr());
         assert!(!replica.stderr().contains("Redis refused"), "{}", replica.stderr());

@@ -143,7 +143,8 @@ pub struct StateConfig {
     /// `memory` (default) or `redis`.
     pub backend: StateBackendKind,
     /// The variable holding the Redis URL (`redis://[:password@]host:port[/db]`; TLS is not
-    /// built in); it wins over `url`.
+    /// built in) — of one server, or of one or more nodes of a Redis Cluster separated by
+    /// commas (a cluster is recognised by asking the node); it wins over `url`.
     pub url_env: String,
     /// The Redis URL, when not in the environment; keep the file private if it has a password.
     pub url: Option<String>,

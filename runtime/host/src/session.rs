@@ -41,7 +41,7 @@ use tokio::task::JoinSet;
 use crate::host::{Host, DEFAULT_CALL_TIMEOUT};
 use crate::registry::RegisteredTool;
 use crate::speculation::{may_prefetch, Landing, Prefetches};
-use crate::state::{Flight, FlightLease, Permit};
+use crate::state::{Ending, Flight, FlightLease, Permit};
 use crate::telemetry::now_ms;
 
 /// Results kept per session, by default.
@@ -444,7 +444,9 @@ impl Session {
         // Whose cache this call reads and fills: worked out once, not per look-up.
         let scope = self.scope();
         let now = Instant::now();
-        if let Some(hint) = state.should_stop(&self.caller, &key, model.fail_fast_after_n).await {
+        if let Some(hint) =
+            state.should_stop(&scope, &self.caller, &key, model.fail_fast_after_n).await
+        {
             self.record(EventKind::FailFast, &qualified, Some(&key), |e| {
                 e.predicted_cost_tokens = Some(predicted_tokens(&model, TOKENS_PER_KB));
             });
@@ -499,6 +501,9 @@ impl Session {
             }
         }
         let mut joined = false;
+        // The read this call leads for others, and whether its result is kept: both are done
+        // with the call's record, in one step.
+        let (mut led, mut keep) = (None, false);
         let mut result = match served {
             Some(result) => result,
             None => {
@@ -562,9 +567,9 @@ impl Session {
                                 let stale = qualified_invalidations(&qualified, &model.invalidates);
                                 state.invalidate(&scope, &stale).await;
                             }
-                            state.cache_put(&scope, &key, &result, ttl, &seen).await;
+                            keep = true;
                         }
-                        lease.finish(&result).await;
+                        led = Some(lease);
                         result
                     }
                 }
@@ -572,7 +577,14 @@ impl Session {
         };
         let productive =
             model.fail_fast_after_n.filter(|n| *n > 0).map(|_| !is_unproductive(&result));
-        state.record_call(&self.caller, &key, productive).await;
+        let ending = Ending {
+            result: &result,
+            keep: keep.then_some((ttl, &seen)),
+            lead: led,
+            caller: &self.caller,
+            productive,
+        };
+        state.end_call(&scope, &key, ending).await;
         self.keep_recording(&tool, recorded, &result);
         if !prefetch_hit {
             // The provider answered the agent itself: an older pre-fetch of this call (one that
@@ -807,7 +819,7 @@ impl Session {
     /// The tools this session's caller called lately, oldest first (qualified names): what the
     /// selector lifts the follow-ups and bundle siblings of.
     pub async fn recent_calls(&self) -> Vec<String> {
-        self.host.state().recent_calls(&self.caller).await
+        self.host.state().recent_calls(&self.scope(), &self.caller).await
     }
 
     /// Plans the follow-ups of `from`'s `result`, starts them, and waits at most
@@ -821,7 +833,7 @@ impl Session {
         let settings = self.host.config().config.enrichment.clone();
         let state = self.host.state();
         let scope = self.scope();
-        let recent = state.recent_calls(&self.caller).await;
+        let recent = state.recent_calls(&scope, &self.caller).await;
         let calls_made = self.calls_made.load(Ordering::SeqCst);
         let mut candidates = self.host.follow_up_candidates(&[from.name.to_string()]);
         // Each link's probability as this session has shown it, and the call it projects now:

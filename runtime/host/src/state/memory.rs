@@ -284,6 +284,7 @@ impl StateStore for MemoryState {
 
     async fn should_stop(
         &self,
+        _scope: &str,
         caller: &str,
         key: &CallKey,
         after_n: Option<u32>,
@@ -292,14 +293,20 @@ impl StateStore for MemoryState {
         fail_fast_hint(key.tool(), self.unproductive_count(caller, key), n)
     }
 
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>) {
+    async fn record_call(
+        &self,
+        _scope: &str,
+        caller: &str,
+        key: &CallKey,
+        productive: Option<bool>,
+    ) {
         self.note_call_now(caller, key.tool());
         if let Some(productive) = productive {
             self.record_outcome_now(caller, key, productive);
         }
     }
 
-    async fn recent_calls(&self, caller: &str) -> Vec<String> {
+    async fn recent_calls(&self, _scope: &str, caller: &str) -> Vec<String> {
         self.recent_now(caller)
     }
 
@@ -441,15 +448,15 @@ mod tests {
     async fn fail_fast_and_recent_calls_are_per_caller() {
         let state = MemoryState::new(4);
         for _ in 0..2 {
-            state.record_call("alice", &key(4), Some(false)).await;
+            state.record_call("s", "alice", &key(4), Some(false)).await;
         }
-        assert!(state.should_stop("alice", &key(4), Some(2)).await.is_some());
-        assert!(state.should_stop("bob", &key(4), Some(2)).await.is_none());
+        assert!(state.should_stop("s", "alice", &key(4), Some(2)).await.is_some());
+        assert!(state.should_stop("s", "bob", &key(4), Some(2)).await.is_none());
         for i in 0..10 {
             let call = CallKey::new(&format!("github.t{i}"), &json!({}), None);
-            state.record_call("alice", &call, None).await;
+            state.record_call("s", "alice", &call, None).await;
         }
-        let recent = state.recent_calls("alice").await;
+        let recent = state.recent_calls("s", "alice").await;
         assert_eq!(recent.len(), RECENT_CALLS);
         assert_eq!(recent.last().map(String::as_str), Some("github.t9"));
     }

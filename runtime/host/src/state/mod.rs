@@ -13,7 +13,7 @@
 //! - **per-rate-limit-host concurrency** ([`Permit`]), for every caller of the process (memory)
 //!   or of every replica (Redis, as leases that expire when a replica stops renewing them);
 //! - **a caller's pipeline state** (recent calls for the planner, fail-fast counters) — per
-//!   *caller*: identity and credential;
+//!   *caller*: identity and credential (its cache scope);
 //! - **HTTP session metadata** (what a 2025-11-25 client sent in `initialize`), so another
 //!   replica can continue a session ([`StateStore::session_put`]).
 
@@ -79,6 +79,12 @@ pub struct FlightLease {
 #[async_trait]
 pub(crate) trait FinishFlight: Send + Sync {
     async fn finish(self: Box<Self>, result: &ToolResult);
+
+    /// The shared lease this lead holds (Redis's), taken out to be let go of with the call's
+    /// other writes in one step; finishing then tells this process's waiters alone.
+    fn take_shared_lease(&mut self) -> Option<String> {
+        None
+    }
 }
 
 impl FlightLease {
@@ -117,6 +123,20 @@ impl From<Option<self::redis::Seen>> for Seen {
     fn from(shared: Option<self::redis::Seen>) -> Self {
         Self { shared }
     }
+}
+
+/// How a call ended, for [`StateStore::end_call`].
+pub struct Ending<'a> {
+    /// Its result.
+    pub result: &'a ToolResult,
+    /// Keep it (when successful), fresh for the TTL, as of what the call's look-up saw.
+    pub keep: Option<(Option<Duration>, &'a Seen)>,
+    /// The read this caller led for others: they get the result.
+    pub lead: Option<FlightLease>,
+    /// Who made the call.
+    pub caller: &'a str,
+    /// For a tool that fails fast, whether the call was productive.
+    pub productive: Option<bool>,
 }
 
 /// A rate-limit-host permit: held while the call runs, released when dropped.
@@ -196,21 +216,36 @@ pub trait StateStore: Send + Sync + 'static {
     /// diagnostics and tests.
     async fn available_permits(&self, host: &str) -> usize;
 
-    /// The fail-fast hint that stops `key` for `caller` after `after_n` unproductive outcomes.
+    /// The fail-fast hint that stops `key` for `caller` (calling with the credentials of cache
+    /// scope `scope`) after `after_n` unproductive outcomes.
     async fn should_stop(
         &self,
+        scope: &str,
         caller: &str,
         key: &CallKey,
         after_n: Option<u32>,
     ) -> Option<String>;
 
-    /// Records that `caller` made the call `key` (its tool joins the recent calls the planner
-    /// is told about) and, for a tool that fails fast, whether it was productive (`None` for the
-    /// rest: nothing to count).
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>);
+    /// Records that `caller` (in cache scope `scope`) made the call `key` (its tool joins the
+    /// recent calls the planner is told about) and, for a tool that fails fast, whether it was
+    /// productive (`None` for the rest: nothing to count).
+    async fn record_call(&self, scope: &str, caller: &str, key: &CallKey, productive: Option<bool>);
 
-    /// `caller`'s most recent calls, oldest first.
-    async fn recent_calls(&self, caller: &str) -> Vec<String>;
+    /// `caller`'s most recent calls in cache scope `scope`, oldest first.
+    async fn recent_calls(&self, scope: &str, caller: &str) -> Vec<String>;
+
+    /// Ends a call `key` in `scope` this caller made: keeps its result, hands it to those
+    /// waiting for the read it led, and records the call — in that order, and on Redis in one
+    /// round trip.
+    async fn end_call(&self, scope: &str, key: &CallKey, ending: Ending<'_>) {
+        if let Some((ttl, seen)) = ending.keep {
+            self.cache_put(scope, key, ending.result, ttl, seen).await;
+        }
+        if let Some(lead) = ending.lead {
+            lead.finish(ending.result).await;
+        }
+        self.record_call(scope, ending.caller, key, ending.productive).await;
+    }
 
     /// Keeps an HTTP session's metadata (JSON) so another replica can continue it.
     async fn session_put(&self, id: &str, metadata: &str) -> Result<(), String>;

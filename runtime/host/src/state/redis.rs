@@ -85,6 +85,8 @@ const LANDED_SLACK_MS: u64 = 50;
 const RETRY_MS: u64 = 1_000;
 /// How long an operation on a record may keep trying through a passing outage.
 const RECORD_PATIENCE: Duration = Duration::from_secs(5);
+/// One record of a call in this many also trims the caller's list and renews its expiry.
+const TRIM_EVERY: u64 = 8;
 /// Connections per replica to a standalone Redis: each multiplexes every task's requests.
 const POOL_SIZE: usize = 4;
 
@@ -193,6 +195,8 @@ struct Inner {
     /// Names permits, leases, generations and entries uniquely: this process's random part and
     /// a counter.
     unique: (u64, AtomicU64),
+    /// Calls recorded by this replica (see [`Inner::trim_due`]).
+    records: AtomicU64,
     /// Redis's clock: its time (ms) at an instant of this process's monotonic clock.
     clock: Mutex<Option<(Instant, u64)>>,
     /// The block of references this replica hands out per scope: next, last, taken when.
@@ -361,6 +365,7 @@ impl RedisState {
                 outage: Mutex::new(None),
                 retry_at: AtomicU64::new(0),
                 unique: (seed, AtomicU64::new(0)),
+                records: AtomicU64::new(0),
                 clock: Mutex::new(None),
                 references: Mutex::new(HashMap::new()),
             }),
@@ -413,10 +418,53 @@ impl Inner {
         (slots, self.key(&tag, "cool", ""))
     }
 
-    /// A caller's recent calls and fail-fast counters.
-    fn caller_keys(&self, caller: &str) -> (String, String) {
-        let tag = format!("u:{caller}");
-        (self.key(&tag, "recent", ""), self.key(&tag, "f", ""))
+    /// A caller's recent calls and fail-fast counters, in the slot of its cache scope (its
+    /// credentials), so a call's record goes with its result in one step.
+    fn caller_keys(&self, scope: &str, caller: &str) -> (String, String) {
+        (self.key(scope, "recent", caller), self.key(scope, "f", caller))
+    }
+
+    /// Whether this record of a call also trims its caller's list and keeps it alive: one in
+    /// [`TRIM_EVERY`] records of this replica (the list stays short; an idle caller's expires).
+    fn trim_due(&self) -> bool {
+        self.records.fetch_add(1, Ordering::Relaxed).is_multiple_of(TRIM_EVERY)
+    }
+
+    /// Adds the writes of a call's record to `pipe`: the call joins `caller`'s list (its
+    /// length is the pipeline's first value not ignored), a tool that fails fast counts.
+    fn record_into(
+        &self,
+        pipe: &mut redis::Pipeline,
+        (list, counters): &(String, String),
+        key: &CallKey,
+        productive: Option<bool>,
+    ) {
+        pipe.rpush(list, key.tool());
+        match productive {
+            Some(true) => {
+                pipe.hdel(counters, call_hash(key)).ignore();
+            }
+            Some(false) => {
+                pipe.hincr(counters, call_hash(key), 1)
+                    .ignore()
+                    .pexpire(counters, CALLER_MS as i64)
+                    .ignore();
+            }
+            None => {}
+        }
+        if self.trim_due() {
+            pipe.ltrim(list, -(RECENT_CALLS as isize), -1)
+                .ignore()
+                .pexpire(list, CALLER_MS as i64)
+                .ignore();
+        }
+    }
+
+    /// After a record: a list just made (length 1) is given its expiry at once.
+    async fn keep_new_list(&self, list: &str, length: Option<usize>) {
+        if length == Some(1) {
+            self.run(|mut c| async move { c.pexpire::<_, ()>(list, CALLER_MS as i64).await }).await;
+        }
     }
 
     /// The HMAC of `value` stored under `key`, fed and ready to finish or check; `None` without
@@ -845,7 +893,8 @@ impl Drop for RedisPermit {
 /// entry it stores; finishing lets go of the lease.
 struct RedisLead {
     inner: Arc<Inner>,
-    lease_key: String,
+    /// `None` once taken out to be let go of with the call's other writes.
+    lease_key: Option<String>,
     local: FlightLease,
 }
 
@@ -853,13 +902,26 @@ struct RedisLead {
 impl super::FinishFlight for RedisLead {
     async fn finish(self: Box<Self>, result: &ToolResult) {
         let this = *self;
-        let lease = &this.lease_key;
-        // The result (when it is one to keep) is in the cache already. The lease is deleted
-        // plainly: if it expired during a long call and another caller took it, that caller's
-        // lead ends early and, at worst, a third makes the same call.
-        this.inner.run(|mut c| async move { c.del::<_, i64>(lease).await }).await;
+        if let Some(lease) = &this.lease_key {
+            // The result (when it is one to keep) is in the cache already. The lease is deleted
+            // plainly: if it expired during a long call and another caller took it, that
+            // caller's lead ends early and, at worst, a third makes the same call.
+            this.inner.run(|mut c| async move { c.del::<_, i64>(lease).await }).await;
+        }
         this.local.finish(result).await;
     }
+
+    fn take_shared_lease(&mut self) -> Option<String> {
+        self.lease_key.take()
+    }
+}
+
+/// A cached entry ready to be written.
+struct PreparedEntry {
+    key: String,
+    value: String,
+    keep_ms: u64,
+    stored: Stored,
 }
 
 enum LeadOrWait {
@@ -965,6 +1027,58 @@ impl RedisState {
                 return LeadOrWait::Lead { lease_key };
             }
         }
+    }
+
+    /// The entry that keeps `result` of `key` in `scope`, fresh for `ttl`, as of what its
+    /// look-up saw: the same reference and first-seen time when the result is the one seen,
+    /// else the next reference. `None` when Redis is unreachable.
+    async fn prepare_entry(
+        &self,
+        scope: &str,
+        key: &CallKey,
+        result: &ToolResult,
+        ttl: Option<Duration>,
+        seen: &super::Seen,
+    ) -> Option<PreparedEntry> {
+        let inner = &self.inner;
+        let json = serde_json::to_string(result).ok()?;
+        let digest = result_digest(&json);
+        let now = inner.redis_time().await?;
+        let seen = seen.shared.as_ref();
+        let unchanged = seen.and_then(|s| s.previous.as_ref()).filter(|p| p.digest == digest);
+        let (reference, first_ms) = match unchanged {
+            Some(previous) => (previous.reference, previous.first_ms),
+            None => (inner.next_reference(scope).await?, now),
+        };
+        let header = Header {
+            stored_ms: now,
+            reference,
+            first_ms,
+            digest,
+            generation: seen.map_or(UNKNOWN_GENERATION, |s| s.generation.as_str()).to_owned(),
+            nonce: inner.unique(),
+        };
+        // Too large to share: other replicas see no result (the reference is still shared).
+        let body = if json.len() > inner.max_value { "" } else { json.as_str() };
+        let entry = inner.key(scope, "c", &call_hash(key));
+        let fields = header.fields();
+        let mac = inner.sign(&entry, &format!("{fields}\n{body}"));
+        let mac = if mac.is_empty() { "-".to_owned() } else { mac };
+        let keep_ms = ttl
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+            .saturating_add(RETAIN_MS)
+            .min(LONGEST_ENTRY_MS);
+        Some(PreparedEntry {
+            value: format!("{fields} {mac}\n{body}"),
+            key: entry,
+            keep_ms,
+            stored: Stored {
+                reference: Reference(reference),
+                unchanged_for: unchanged
+                    .map(|previous| Duration::from_millis(now.saturating_sub(previous.first_ms))),
+            },
+        })
     }
 
     /// A permit just taken in Redis (slot `key`), renewed every third of its lease while held.
@@ -1162,46 +1276,12 @@ impl StateStore for RedisState {
         }
         let inner = &self.inner;
         let local = inner.memory.put_now(scope, key, result);
-        let json = serde_json::to_string(result).ok()?;
-        let digest = result_digest(&json);
-        let Some(now) = inner.redis_time().await else { return local };
-        let seen = seen.shared.as_ref();
-        let unchanged = seen.and_then(|s| s.previous.as_ref()).filter(|p| p.digest == digest);
-        let (reference, first_ms) = match unchanged {
-            Some(previous) => (previous.reference, previous.first_ms),
-            None => match inner.next_reference(scope).await {
-                Some(reference) => (reference, now),
-                None => return local,
-            },
+        let Some(entry) = self.prepare_entry(scope, key, result, ttl, seen).await else {
+            return local;
         };
-        let header = Header {
-            stored_ms: now,
-            reference,
-            first_ms,
-            digest,
-            generation: seen.map_or(UNKNOWN_GENERATION, |s| s.generation.as_str()).to_owned(),
-            nonce: inner.unique(),
-        };
-        // Too large to share: other replicas see no result (the reference is still shared).
-        let body = if json.len() > inner.max_value { "" } else { json.as_str() };
-        let entry = inner.key(scope, "c", &call_hash(key));
-        let fields = header.fields();
-        let mac = inner.sign(&entry, &format!("{fields}\n{body}"));
-        let mac = if mac.is_empty() { "-".to_owned() } else { mac };
-        let value = format!("{fields} {mac}\n{body}");
-        let keep_ms = ttl
-            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
-            .saturating_add(RETAIN_MS)
-            .min(LONGEST_ENTRY_MS);
-        inner
-            .run(|mut c| async move { c.pset_ex::<_, _, ()>(&entry, value, keep_ms).await })
-            .await?;
-        Some(Stored {
-            reference: Reference(reference),
-            unchanged_for: unchanged
-                .map(|previous| Duration::from_millis(now.saturating_sub(previous.first_ms))),
-        })
+        let PreparedEntry { key, value, keep_ms, stored } = entry;
+        inner.run(|mut c| async move { c.pset_ex::<_, _, ()>(&key, value, keep_ms).await }).await?;
+        Some(stored)
     }
 
     async fn invalidate(&self, scope: &str, tools: &[String]) {
@@ -1247,7 +1327,7 @@ impl StateStore for RedisState {
             LeadOrWait::Lead { lease_key } => Flight::Lead(FlightLease {
                 finish: Some(Box::new(RedisLead {
                     inner: Arc::clone(&self.inner),
-                    lease_key,
+                    lease_key: Some(lease_key),
                     local,
                 })),
             }),
@@ -1310,13 +1390,14 @@ impl StateStore for RedisState {
 
     async fn should_stop(
         &self,
+        scope: &str,
         caller: &str,
         key: &CallKey,
         after_n: Option<u32>,
     ) -> Option<String> {
         let n = after_n.filter(|n| *n > 0)?;
         let inner = &self.inner;
-        let (_, counters) = inner.caller_keys(caller);
+        let (_, counters) = inner.caller_keys(scope, caller);
         let field = call_hash(key);
         let count = inner
             .run(|mut c| async move { c.hget::<_, _, Option<u32>>(&counters, &field).await })
@@ -1328,67 +1409,87 @@ impl StateStore for RedisState {
         fail_fast_hint(key.tool(), count, n)
     }
 
-    async fn record_call(&self, caller: &str, key: &CallKey, productive: Option<bool>) {
+    async fn record_call(
+        &self,
+        scope: &str,
+        caller: &str,
+        key: &CallKey,
+        productive: Option<bool>,
+    ) {
         let inner = &self.inner;
         inner.memory.note_call_now(caller, key.tool());
         if let Some(productive) = productive {
             inner.memory.record_outcome_now(caller, key, productive);
         }
-        let (list, counters) = inner.caller_keys(caller);
-        let field = call_hash(key);
+        let keys = inner.caller_keys(scope, caller);
         let length = inner
             .run(|mut c| {
-                let (list, counters, field) = (&list, &counters, &field);
+                let keys = &keys;
                 async move {
-                    // One round trip: the call joins the list; a tool that fails fast counts.
                     let mut pipe = redis::pipe();
-                    pipe.rpush(list, key.tool());
-                    match productive {
-                        Some(true) => {
-                            pipe.hdel(counters, field).ignore();
-                        }
-                        Some(false) => {
-                            pipe.hincr(counters, field, 1)
-                                .ignore()
-                                .pexpire(counters, CALLER_MS as i64)
-                                .ignore();
-                        }
-                        None => {}
-                    }
+                    inner.record_into(&mut pipe, keys, key, productive);
                     let (length,): (usize,) = pipe.query_async(&mut c).await?;
                     Ok(length)
                 }
             })
             .await;
-        // Kept short and alive now and then, not at every call: when the list is new, and
-        // when it has grown to twice what the planner reads.
-        if length.is_some_and(|l| l == 1 || l > 2 * RECENT_CALLS) {
-            inner
-                .run(|mut c| {
-                    let list = &list;
-                    async move {
-                        redis::pipe()
-                            .ltrim(list, -(RECENT_CALLS as isize), -1)
-                            .ignore()
-                            .pexpire(list, CALLER_MS as i64)
-                            .ignore()
-                            .query_async::<()>(&mut c)
-                            .await
-                    }
-                })
-                .await;
-        }
+        inner.keep_new_list(&keys.0, length).await;
     }
 
-    async fn recent_calls(&self, caller: &str) -> Vec<String> {
+    async fn recent_calls(&self, scope: &str, caller: &str) -> Vec<String> {
         let inner = &self.inner;
-        let (list, _) = inner.caller_keys(caller);
+        let (list, _) = inner.caller_keys(scope, caller);
         let shared = inner
             .run(|mut c| async move {
                 c.lrange::<_, Vec<String>>(&list, -(RECENT_CALLS as isize), -1).await
             })
             .await;
         shared.unwrap_or_else(|| inner.memory.recent_now(caller))
+    }
+
+    async fn end_call(&self, scope: &str, key: &CallKey, ending: super::Ending<'_>) {
+        let inner = &self.inner;
+        let super::Ending { result, keep, lead: mut led, caller, productive } = ending;
+        // This process's own state first, as every write.
+        let keep = keep.filter(|_| !result.is_error);
+        if keep.is_some() {
+            inner.memory.put_now(scope, key, result);
+        }
+        inner.memory.note_call_now(caller, key.tool());
+        if let Some(productive) = productive {
+            inner.memory.record_outcome_now(caller, key, productive);
+        }
+        let entry = match keep {
+            Some((ttl, seen)) => self.prepare_entry(scope, key, result, ttl, seen).await,
+            None => None,
+        };
+        let lease = led.as_mut().and_then(|lead| lead.finish.as_mut()?.take_shared_lease());
+        let keys = inner.caller_keys(scope, caller);
+        // One round trip, in this order: the result is stored before the lease that makes
+        // others wait for it is let go of, and the call is recorded for its caller — every key
+        // in the cache scope's slot.
+        let length = inner
+            .run(|mut c| {
+                let (entry, lease, keys) = (&entry, &lease, &keys);
+                async move {
+                    let mut pipe = redis::pipe();
+                    if let Some(entry) = entry {
+                        pipe.pset_ex(&entry.key, &entry.value, entry.keep_ms).ignore();
+                    }
+                    if let Some(lease) = lease {
+                        pipe.del(lease).ignore();
+                    }
+                    inner.record_into(&mut pipe, keys, key, productive);
+                    let (length,): (usize,) = pipe.query_async(&mut c).await?;
+                    Ok(length)
+                }
+            })
+            .await;
+        inner.keep_new_list(&keys.0, length).await;
+        if let Some(lead) = led {
+            // Callers of this process waiting for it.
+            lead.finish(result).await;
+        }
     }
 
     async fn session_put(&self, id: &str, metadata: &str) -> Result<(), String> {
