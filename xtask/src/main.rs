@@ -310,12 +310,43 @@ fn bench(args: &[String]) -> Result<()> {
     let target_dir = target_directory(&cargo_metadata(&root)?)?;
     install_redis_server()?;
     let minilm_dir = minilm_model_dir(&target_dir)?;
+    let mcp_proxy = mcp_proxy_bridge(&target_dir)?;
     run(cargo(&root).args(["build", "--release", "--workspace"]))?;
     run(cargo(&root)
         .args(["bench", "--workspace", "--benches"])
         .args(args)
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release"))
-        .env(MINILM_DIR_VAR, &minilm_dir))
+        .env(MINILM_DIR_VAR, &minilm_dir)
+        .env(MCP_PROXY_VAR, &mcp_proxy))
+}
+
+/// The environment variable that names the `mcp-proxy` executable to `gateway_cpu`.
+const MCP_PROXY_VAR: &str = "QUIVER_BRIDGE_MCP_PROXY";
+/// The stdio-to-HTTP bridge `gateway_cpu` times beside quiver (sparfenyuk/mcp-proxy on PyPI),
+/// pinned so runs compare.
+const MCP_PROXY_PACKAGE: &str = "mcp-proxy==0.13.0";
+
+/// `mcp-proxy` in a virtual environment of its own under `<target dir>/bridges/mcp-proxy` (it
+/// pins its own MCP SDK, which must not replace the one the tests use): made with `python3 -m
+/// venv` and pip when missing.
+fn mcp_proxy_bridge(target_dir: &Path) -> Result<PathBuf> {
+    let venv = target_dir.join("bridges").join("mcp-proxy");
+    let executable = venv.join("bin").join("mcp-proxy");
+    if executable.exists() {
+        return Ok(executable);
+    }
+    eprintln!("xtask: installing {MCP_PROXY_PACKAGE} into {}", venv.display());
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).with_context(|| {
+        format!("cannot make a virtual environment at `{}`; install python3-venv", venv.display())
+    })?;
+    run(Command::new(venv.join("bin").join("pip")).args(["install", "--quiet", MCP_PROXY_PACKAGE]))
+        .with_context(|| {
+            format!(
+                "cannot install {MCP_PROXY_PACKAGE}; run `{}/bin/pip install '{MCP_PROXY_PACKAGE}'`",
+                venv.display()
+            )
+        })?;
+    Ok(executable)
 }
 
 /// The environment variable that names the all-MiniLM-L6-v2 model directory to the local

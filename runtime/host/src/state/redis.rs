@@ -3,13 +3,15 @@
 //! connection, which follows the slot map through resharding and failover). Which one is asked
 //! of the server at the first connection (`INFO cluster`), or told by listing several nodes.
 //!
-//! Every key names the scope it belongs to in a hash tag — `{prefix}:{SCOPE}:c:HASH` for a
-//! cached result, `{prefix}:{p:BUDGET}:0` for a permit, `{prefix}:{u:CALLER}:recent` for a
-//! caller's calls — so a cluster shards the state by cache scope, budget and caller, and every
-//! step that touches several keys touches one slot.
+//! Every key names what it belongs to in a hash tag — `{prefix}:{SCOPE}:c:HASH` for a cached
+//! result, `{prefix}:{SCOPE}:recent:CALLER` for a caller's calls, `{prefix}:{p:BUDGET}:slot:0`
+//! for a permit — so a cluster shards the state by cache scope and permit budget, and every step
+//! that touches several keys touches one slot.
 //!
-//! What a call costs is counted in commands, since each is Redis CPU: a hit is one round trip
-//! of two (the entry and its tool's generation), a miss about eight, none of them a script:
+//! What a call costs is counted in round trips and commands, since each is Redis CPU; none of a
+//! call's steps is a script unless a permit is contended. A hit is one round trip of two
+//! commands (the entry and its tool's generation); a miss five round trips of about nine (the
+//! look-up, the in-flight lease, a permit, the call's end, the permit back):
 //! - a **cached result** is one string: a header (stored and first-seen time, reference,
 //!   digest, the tool's generation it was stored as of, a nonce and the signature) and the
 //!   result. Its freshness is judged against Redis's clock, which each replica keeps an offset
@@ -22,9 +24,10 @@
 //!   at a time: unique in the scope, counting up on each replica;
 //! - **identical reads in flight** share one lease; those waiting read the result from the cache
 //!   entry the lead stores (there is no second copy to hand over);
+//! - a call's **end** — its result stored, the lease let go of, the call added to its caller's
+//!   list — is one round trip; the list is trimmed one record in eight, not at every call;
 //! - a **permit** is one of `per_host_concurrency` slot keys taken with `SET NX`, renewed while
-//!   held; a replica that dies holding one loses it after `lease_ms`;
-//! - a **caller's calls** are a list trimmed now and then, not at every call.
+//!   held; a replica that dies holding one loses it after `lease_ms`.
 //!
 //! Every write also goes to the in-process state ([`MemoryState`]), and while Redis is
 //! unreachable every read comes from it: calls keep being answered with what this replica knows.
