@@ -424,6 +424,44 @@ async fn a_killed_replicas_clients_carry_on_at_the_other_with_its_results_and_se
     assert_eq!(github.count(&format!("{ISSUE_PATH}6")), 1);
 }
 
+type Client = Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>;
+
+/// `calls` reads of 20 issues, one every 25 ms, alternating between A's and B's clients; each
+/// must be answered with the issue. How many were.
+fn steady_load(a: &Client, b: &Client, calls: u64) -> tokio::task::JoinHandle<u64> {
+    let (a, b) = (Arc::clone(a), Arc::clone(b));
+    tokio::spawn(async move {
+        let mut answered = 0;
+        for n in 0..calls {
+            let client = if n % 2 == 0 { &a } else { &b };
+            let (text, failed) = call(client, "github_get_issue", issue(1000 + n % 20)).await;
+            assert!(!failed && text.contains("Found a bug"), "call {n}: {text}");
+            answered += 1;
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        answered
+    })
+}
+
+/// Waits until a read on A is served to B from the shared cache (one request to GitHub), within
+/// `within`: after an outage or a failover, the first reads may still find a connection
+/// reconnecting, so each try reads a new issue.
+async fn shared_again(a: &Client, b: &Client, github: &CountingGitHub, within: Duration) {
+    let started = Instant::now();
+    for number in 77.. {
+        let before = github.count(&format!("{ISSUE_PATH}{number}"));
+        let (_, failed) = call(a, "github_get_issue", issue(number)).await;
+        assert!(!failed);
+        let (shared, failed) = call(b, "github_get_issue", issue(number)).await;
+        assert!(!failed, "{shared}");
+        if shared.contains("served from the cache") {
+            assert_eq!(github.count(&format!("{ISSUE_PATH}{number}")), before + 1);
+            return;
+        }
+        assert!(started.elapsed() < within, "never shared again: {shared}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_return() {
     let mut redis = RedisServer::start();
@@ -433,20 +471,7 @@ async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_r
     let (client_a, client_b) =
         (Arc::new(a.modern_client().await), Arc::new(b.modern_client().await));
 
-    let load = {
-        let (client_a, client_b) = (Arc::clone(&client_a), Arc::clone(&client_b));
-        tokio::spawn(async move {
-            let mut answered = 0;
-            for n in 0..60u64 {
-                let client = if n % 2 == 0 { &client_a } else { &client_b };
-                let (text, failed) = call(client, "github_get_issue", issue(1000 + n % 20)).await;
-                assert!(!failed && text.contains("Found a bug"), "call {n}: {text}");
-                answered += 1;
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-            answered
-        })
-    };
+    let load = steady_load(&client_a, &client_b, 60);
     tokio::time::sleep(Duration::from_millis(400)).await;
     redis.kill();
     let answered = load.await.unwrap();
@@ -473,21 +498,8 @@ async fn redis_killed_under_load_loses_no_call_and_shared_state_resumes_on_its_r
         assert!(started.elapsed() < Duration::from_secs(10), "no reconnection: {ready}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // A read on A is served to B from Redis again, once A's connection is back in use (the
-    // first after an outage may still find it reconnecting): each try reads a new issue.
-    let started = Instant::now();
-    for number in 77.. {
-        let before = github.count(&format!("{ISSUE_PATH}{number}"));
-        let (_, failed) = call(&client_a, "github_get_issue", issue(number)).await;
-        assert!(!failed);
-        let (shared, failed) = call(&client_b, "github_get_issue", issue(number)).await;
-        assert!(!failed, "{shared}");
-        if shared.contains("served from the cache") {
-            assert_eq!(github.count(&format!("{ISSUE_PATH}{number}")), before + 1);
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "never shared again: {shared}");
-    }
+    // A read on A is served to B from Redis again.
+    shared_again(&client_a, &client_b, &github, Duration::from_secs(20)).await;
     let (_, metrics) = a.get("/metrics").await;
     assert!(metrics.contains("quiver_shared_state_up 1"), "{metrics}");
     assert!(a.stderr().contains("reachable again"), "{}", a.stderr());
@@ -752,20 +764,7 @@ async fn on_a_redis_cluster_the_state_is_sharded_and_a_primary_failing_over_unde
 
     // The primary holding the cache fails under load: every call is answered.
     let primary = cluster.primary_of("shared");
-    let load = {
-        let (client_a, client_b) = (Arc::clone(&client_a), Arc::clone(&client_b));
-        tokio::spawn(async move {
-            let mut answered = 0;
-            for n in 0..80u64 {
-                let client = if n % 2 == 0 { &client_a } else { &client_b };
-                let (text, failed) = call(client, "github_get_issue", issue(1000 + n % 20)).await;
-                assert!(!failed && text.contains("Found a bug"), "call {n}: {text}");
-                answered += 1;
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-            answered
-        })
-    };
+    let load = steady_load(&client_a, &client_b, 80);
     tokio::time::sleep(Duration::from_millis(400)).await;
     cluster.kill(primary);
     cluster.wait_failed_over(primary);
@@ -773,19 +772,7 @@ async fn on_a_redis_cluster_the_state_is_sharded_and_a_primary_failing_over_unde
     assert_eq!(answered, 80, "every call was answered through the failover");
 
     // The promoted replica serves the scope's slot: A and B share again.
-    let started = Instant::now();
-    for number in 77.. {
-        let before = github.count(&format!("{ISSUE_PATH}{number}"));
-        let (_, failed) = call(&client_a, "github_get_issue", issue(number)).await;
-        assert!(!failed);
-        let (shared, failed) = call(&client_b, "github_get_issue", issue(number)).await;
-        assert!(!failed, "{shared}");
-        if shared.contains("served from the cache") {
-            assert_eq!(github.count(&format!("{ISSUE_PATH}{number}")), before + 1);
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "never shared again: {shared}");
-    }
+    shared_again(&client_a, &client_b, &github, Duration::from_secs(30)).await;
     assert_ne!(cluster.primary_of("shared"), primary, "its replica took over");
     let (_, ready) = a.get("/readyz").await;
     assert!(ready.contains("redis: connected"), "{ready}");
