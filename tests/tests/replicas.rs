@@ -327,9 +327,11 @@ async fn replicas_share_the_cache_its_invalidation_and_the_per_host_concurrency(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identical_reads_in_flight_on_two_replicas_make_one_request() {
+async fn identical_reads_in_flight_on_two_replicas_make_one_request_however_long_it_takes() {
     let redis = RedisServer::start();
-    let github = CountingGitHub::start(Duration::from_millis(400)).await;
+    // GitHub answers after longer than the replicas' lease (1 s): the lead renews it while the
+    // call runs, so the other replica keeps waiting instead of asking too.
+    let github = CountingGitHub::start(Duration::from_millis(1_600)).await;
     let a = Replica::start("a", &github, &redis, "");
     let b = Replica::start("b", &github, &redis, "");
     let (client_a, client_b) = (a.modern_client().await, b.modern_client().await);

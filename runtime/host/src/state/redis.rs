@@ -22,8 +22,9 @@
 //!   to keep per result;
 //! - **references** (`r7`) are handed out from blocks of a per-scope counter a replica takes
 //!   at a time: unique in the scope, counting up on each replica;
-//! - **identical reads in flight** share one lease; those waiting read the result from the cache
-//!   entry the lead stores (there is no second copy to hand over);
+//! - **identical reads in flight** share one lease, renewed while the lead's call runs; those
+//!   waiting read the result from the cache entry the lead stores (there is no second copy to
+//!   hand over);
 //! - a call's **end** — its result stored, the lease let go of, the call added to its caller's
 //!   list — is one round trip; the list is trimmed one record in eight, not at every call;
 //! - a **permit** is one of `per_host_concurrency` slot keys taken with `SET NX`, renewed while
@@ -102,7 +103,7 @@ end
 return -1
 ";
 
-/// Extends a permit still held; 0 when it had expired (and may be someone else's now).
+/// Extends a permit or lease still held; 0 when it had expired (and may be someone else's now).
 const RENEW: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
@@ -869,6 +870,25 @@ fn result_digest(json: &str) -> String {
     hex::encode(&Sha256::digest(json.as_bytes())[..16])
 }
 
+/// Renews `key` (a permit slot or an in-flight lease) every third of `lease_ms` while it is
+/// still `id`'s, until the returned task is aborted.
+fn renewed(inner: &Arc<Inner>, key: String, id: String) -> tokio::task::JoinHandle<()> {
+    let inner = Arc::clone(inner);
+    tokio::spawn(async move {
+        let every = Duration::from_millis(inner.lease_ms / 3);
+        loop {
+            tokio::time::sleep(every).await;
+            let (key, id, lease) = (&key, &id, inner.lease_ms);
+            let script = &inner.scripts.renew;
+            inner
+                .run(|mut c| async move {
+                    script.key(key).arg(id).arg(lease).invoke_async::<i64>(&mut c).await
+                })
+                .await;
+        }
+    })
+}
+
 /// A permit held in Redis: one slot key, renewed while held, deleted when dropped; if this
 /// replica dies, it expires after the lease.
 struct RedisPermit {
@@ -894,27 +914,41 @@ impl Drop for RedisPermit {
 
 /// A read this replica leads for every replica: those waiting read its result from the cache
 /// entry it stores; finishing lets go of the lease.
+/// The lease is renewed while the call runs, like a permit: a slow service does not let a second
+/// caller lead the same read; a replica that dies stops renewing, and the lease ends after
+/// `lease_ms`.
 struct RedisLead {
     inner: Arc<Inner>,
     /// `None` once taken out to be let go of with the call's other writes.
     lease_key: Option<String>,
-    local: FlightLease,
+    local: Option<FlightLease>,
+    renew: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RedisLead {
+    fn drop(&mut self) {
+        self.renew.abort();
+    }
 }
 
 #[async_trait]
 impl super::FinishFlight for RedisLead {
-    async fn finish(self: Box<Self>, result: &ToolResult) {
-        let this = *self;
-        if let Some(lease) = &this.lease_key {
+    async fn finish(mut self: Box<Self>, result: &ToolResult) {
+        self.renew.abort();
+        if let Some(lease) = &self.lease_key {
             // The result (when it is one to keep) is in the cache already. The lease is deleted
-            // plainly: if it expired during a long call and another caller took it, that
-            // caller's lead ends early and, at worst, a third makes the same call.
-            this.inner.run(|mut c| async move { c.del::<_, i64>(lease).await }).await;
+            // plainly: held and renewed, it is still this lead's (one whose renewals all failed
+            // for a whole lease may be another's now: that lead ends early and, at worst, a
+            // third caller makes the same call).
+            self.inner.run(|mut c| async move { c.del::<_, i64>(lease).await }).await;
         }
-        this.local.finish(result).await;
+        if let Some(local) = self.local.take() {
+            local.finish(result).await;
+        }
     }
 
     fn take_shared_lease(&mut self) -> Option<String> {
+        self.renew.abort();
         self.lease_key.take()
     }
 }
@@ -928,7 +962,7 @@ struct PreparedEntry {
 }
 
 enum LeadOrWait {
-    Lead { lease_key: String },
+    Lead { lease_key: String, token: String },
     Landed(ToolResult),
     Unshared,
 }
@@ -962,7 +996,7 @@ impl RedisState {
             .await;
         match taken {
             None => return LeadOrWait::Unshared,
-            Some(Some(_)) => return LeadOrWait::Lead { lease_key },
+            Some(Some(_)) => return LeadOrWait::Lead { lease_key, token },
             Some(None) => {}
         }
         // Another caller leads: its result is the one stored from about now on.
@@ -1027,7 +1061,7 @@ impl RedisState {
             if taken {
                 // The lead let go without a result to share (an error, or one too large):
                 // this caller makes the call, for the others still waiting.
-                return LeadOrWait::Lead { lease_key };
+                return LeadOrWait::Lead { lease_key, token };
             }
         }
     }
@@ -1084,26 +1118,10 @@ impl RedisState {
         })
     }
 
-    /// A permit just taken in Redis (slot `key`), renewed every third of its lease while held.
+    /// A permit just taken in Redis (slot `key`), renewed while held.
     fn held(&self, key: String, id: String) -> Permit {
-        let inner = Arc::clone(&self.inner);
-        let renew = {
-            let (inner, key) = (Arc::clone(&inner), key.clone());
-            tokio::spawn(async move {
-                let every = Duration::from_millis(inner.lease_ms / 3);
-                loop {
-                    tokio::time::sleep(every).await;
-                    let (key, id, lease) = (&key, &id, inner.lease_ms);
-                    let script = &inner.scripts.renew;
-                    inner
-                        .run(|mut c| async move {
-                            script.key(key).arg(id).arg(lease).invoke_async::<i64>(&mut c).await
-                        })
-                        .await;
-                }
-            })
-        };
-        Permit { _held: Some(Box::new(RedisPermit { inner, key, renew })) }
+        let renew = renewed(&self.inner, key.clone(), id);
+        Permit { _held: Some(Box::new(RedisPermit { inner: Arc::clone(&self.inner), key, renew })) }
     }
 
     /// One permit attempt: `Some(Ok(Some(slot)))` taken, `Some(Ok(None))` every slot held,
@@ -1327,11 +1345,12 @@ impl StateStore for RedisState {
             }
         };
         match self.lead_or_wait(scope, key, wait).await {
-            LeadOrWait::Lead { lease_key } => Flight::Lead(FlightLease {
+            LeadOrWait::Lead { lease_key, token } => Flight::Lead(FlightLease {
                 finish: Some(Box::new(RedisLead {
                     inner: Arc::clone(&self.inner),
+                    renew: renewed(&self.inner, lease_key.clone(), token),
                     lease_key: Some(lease_key),
-                    local,
+                    local: Some(local),
                 })),
             }),
             LeadOrWait::Landed(result) => {
