@@ -712,6 +712,10 @@ pub struct Upstream {
     config: UpstreamConfig,
     live: Mutex<Live>,
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    /// Progress that came before its call's sink was in place (the request's send returns only
+    /// once it is on its way, and an upstream over HTTP may report progress at once): handed to
+    /// the sink, in order, when it is. Lock order: `progress`, then this.
+    early_progress: Mutex<std::collections::VecDeque<(Instant, ProgressNotificationParam)>>,
     /// The calls in flight to it (pre-fetches included), and the clients of those that have one.
     in_flight: Mutex<(usize, CallClients)>,
     /// Where its log messages go: every upstream's, to whichever clients asked for them.
@@ -786,6 +790,7 @@ impl Upstream {
                 held: Vec::new(),
             }),
             progress: Mutex::new(HashMap::new()),
+            early_progress: Mutex::new(std::collections::VecDeque::new()),
             in_flight: Mutex::new((0, HashMap::new())),
             logs,
             updates,
@@ -1981,7 +1986,7 @@ impl Upstream {
             };
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
         if let Ok(sink) = CALL_PROGRESS.try_with(Arc::clone) {
-            self.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
+            self.progress_sink(token.clone(), sink);
         }
         {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
@@ -2404,17 +2409,51 @@ fn deliver_log(
     true
 }
 
-/// Hands `params` to the sink of the call its token names, its message masked.
+/// Hands `params` to the sink of the call its token names, its message masked — or, when that
+/// call's sink is not in place yet, keeps it for the sink ([`Upstream::progress_sink`]). A sink
+/// only queues (it never waits), so it is called under the lock: progress reaches it in the
+/// order it came, the kept part first.
 fn deliver_progress(upstream: &Weak<Upstream>, params: &ProgressNotificationParam) {
     let Some(upstream) = upstream.upgrade() else { return };
-    let sink = upstream
-        .progress
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&params.progress_token)
-        .cloned();
-    if let Some(sink) = sink {
-        sink(params.progress, params.total, params.message.as_deref().map(logging::scrub));
+    let sinks = upstream.progress.lock().unwrap_or_else(|e| e.into_inner());
+    match sinks.get(&params.progress_token) {
+        Some(sink) => to_sink(sink, params),
+        None => {
+            let mut early = upstream.early_progress.lock().unwrap_or_else(|e| e.into_inner());
+            // Kept briefly, and a few: a token nobody claims (a call that failed to send) must
+            // not grow this.
+            early.retain(|(at, _)| at.elapsed() < EARLY_PROGRESS_KEPT);
+            if early.len() >= EARLY_PROGRESS_MAX {
+                early.pop_front();
+            }
+            early.push_back((Instant::now(), params.clone()));
+        }
+    }
+}
+
+fn to_sink(sink: &ProgressSink, params: &ProgressNotificationParam) {
+    sink(params.progress, params.total, params.message.as_deref().map(logging::scrub));
+}
+
+/// How long, and how many, progress notifications are kept for a call whose sink is not in place.
+const EARLY_PROGRESS_KEPT: Duration = Duration::from_secs(10);
+const EARLY_PROGRESS_MAX: usize = 256;
+
+impl Upstream {
+    /// Puts `sink` in place for the call whose progress token is `token`, handing it first what
+    /// came for it before.
+    fn progress_sink(&self, token: ProgressToken, sink: ProgressSink) {
+        let mut sinks = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut early = self.early_progress.lock().unwrap_or_else(|e| e.into_inner());
+        early.retain(|(_, params)| {
+            let ours = params.progress_token == token;
+            if ours {
+                to_sink(&sink, params);
+            }
+            !ours
+        });
+        drop(early);
+        sinks.insert(token, sink);
     }
 }
 
