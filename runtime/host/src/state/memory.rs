@@ -140,17 +140,17 @@ impl MemoryState {
         cooling.insert((host.to_owned(), scope.to_owned()), Instant::now() + wait);
     }
 
-    pub(crate) fn note_call_now(&self, caller: &str, tool: &str) {
+    /// Records that `caller` made the call `key` (its tool joins the recent calls) and, for a
+    /// tool that fails fast, whether it was productive.
+    pub(crate) fn record_now(&self, caller: &str, key: &CallKey, productive: Option<bool>) {
         let state = self.caller(caller);
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-        state.recent.push(tool.to_owned());
+        state.recent.push(key.tool().to_owned());
         let excess = state.recent.len().saturating_sub(RECENT_CALLS);
         state.recent.drain(..excess);
-    }
-
-    pub(crate) fn record_outcome_now(&self, caller: &str, key: &CallKey, productive: bool) {
-        let state = self.caller(caller);
-        state.lock().unwrap_or_else(|e| e.into_inner()).counters.record_outcome(key, productive);
+        if let Some(productive) = productive {
+            state.counters.record_outcome(key, productive);
+        }
     }
 
     pub(crate) fn unproductive_count(&self, caller: &str, key: &CallKey) -> u32 {
@@ -300,10 +300,7 @@ impl StateStore for MemoryState {
         key: &CallKey,
         productive: Option<bool>,
     ) {
-        self.note_call_now(caller, key.tool());
-        if let Some(productive) = productive {
-            self.record_outcome_now(caller, key, productive);
-        }
+        self.record_now(caller, key, productive);
     }
 
     async fn recent_calls(&self, _scope: &str, caller: &str) -> Vec<String> {

@@ -250,6 +250,11 @@ impl Header {
         )
     }
 
+    /// What an entry's signature covers: the signed part of its header and its result.
+    fn signed(&self, body: &str) -> String {
+        format!("{}\n{body}", self.fields())
+    }
+
     fn parse(line: &str) -> Option<(Self, &str)> {
         let mut parts = line.split(' ');
         if parts.next()? != "q1" {
@@ -299,7 +304,7 @@ impl RedisState {
         }
         let nodes: Vec<String> =
             url.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect();
-        let mut clients = Vec::new();
+        let mut first = None;
         for (n, node) in nodes.iter().enumerate() {
             // A URL redis-rs cannot read fails here, not on the first call.
             let client = redis::Client::open(node.as_str())
@@ -313,11 +318,9 @@ impl RedisState {
                     .into_owned();
                 crate::logging::register_secret(&password);
             }
-            clients.push(client);
+            first.get_or_insert(client);
         }
-        let client = clients
-            .into_iter()
-            .next()
+        let client = first
             .ok_or_else(|| "[state] the Redis URL is empty: give redis://host:port".to_owned())?;
         let mac_key = match &config.hmac_key_env {
             None => None,
@@ -404,10 +407,21 @@ impl Inner {
         });
     }
 
-    /// The key of `kind` for `rest` in the hash tag `tag` (a cache scope, `p:BUDGET`,
-    /// `u:CALLER`): `{prefix}:{tag}:{kind}:{rest}`, every key of one tag in one cluster slot.
+    /// The key of `kind` for `rest` in the hash tag `tag` (a cache scope, or `p:BUDGET`):
+    /// `{prefix}:{tag}:{kind}:{rest}`, every key of one tag in one cluster slot.
     fn key(&self, tag: &str, kind: &str, rest: &str) -> String {
         format!("{}:{{{}}}:{kind}:{rest}", self.prefix, hash_tag(tag))
+    }
+
+    /// The keys of a call `key` in `scope`: its cached entry, its tool's generation, and the
+    /// lease of a read of it in flight.
+    fn call_keys(&self, scope: &str, key: &CallKey) -> CallKeys {
+        let hash = call_hash(key);
+        CallKeys {
+            entry: self.key(scope, "c", &hash),
+            generation: self.key(scope, "g", key.tool()),
+            lease: self.key(scope, "l", &hash),
+        }
     }
 
     /// The key of `kind` for one name that shares its slot with nothing (a session, a record).
@@ -566,7 +580,8 @@ impl Inner {
             Some((at, seconds * 1000 + micros / 1000));
     }
 
-    /// Redis's time now, asked of Redis when no offset is known yet; `None` when unreachable.
+    /// Redis's time now, asked of Redis when no offset is known or it is due to be measured
+    /// again; `None` when unreachable.
     async fn redis_time(&self) -> Option<u64> {
         if let Some(now) = self.redis_now().filter(|_| !self.clock_due()) {
             return Some(now);
@@ -635,7 +650,7 @@ impl Inner {
             return Err(Refusal::Size);
         }
         let body = std::str::from_utf8(body).map_err(|_| Refusal::Format)?;
-        if !self.verify(key, &format!("{}\n{body}", header.fields()), mac) {
+        if !self.verify(key, &header.signed(body), mac) {
             return Err(Refusal::Mac);
         }
         Ok(Some((header, body.to_owned())))
@@ -677,14 +692,7 @@ impl Inner {
                 let cluster = if self.nodes.len() > 1 {
                     true
                 } else {
-                    let config = redis::AsyncConnectionConfig::new()
-                        .set_connection_timeout(Some(self.timeout))
-                        .set_response_timeout(Some(self.timeout));
-                    let mut connection = self
-                        .client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let mut connection = self.direct().await.map_err(|e| e.to_string())?;
                     let info: String = redis::cmd("INFO")
                         .arg("cluster")
                         .query_async(&mut connection)
@@ -713,6 +721,15 @@ impl Inner {
                 Ok(Topology::Cluster(connection))
             })
             .await
+    }
+
+    /// One plain connection to the first node, outside the pool and the cluster connection: to
+    /// ask what the server is, and why it does not answer.
+    async fn direct(&self) -> RedisResult<redis::aio::MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        self.client.get_multiplexed_async_connection_with_config(&config).await
     }
 
     /// A connection: one of the pool's (standalone), or the cluster's.
@@ -815,12 +832,8 @@ impl Inner {
     /// tells a refused password or ACL user (which redis-rs's reconnecting manager reports as a
     /// timeout) from a server that is down.
     async fn diagnose(&self, error: String) -> String {
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
         let attempt = tokio::time::timeout(self.timeout * 2, async {
-            let mut connection =
-                self.client.get_multiplexed_async_connection_with_config(&config).await?;
+            let mut connection = self.direct().await?;
             redis::cmd("PING").query_async::<String>(&mut connection).await
         })
         .await;
@@ -861,13 +874,30 @@ fn hash_tag(name: &str) -> String {
     }
 }
 
+/// A call's name in keys: the digest of its canonical form.
 fn call_hash(key: &CallKey) -> String {
-    let digest = Sha256::digest(key.to_string().as_bytes());
-    hex::encode(&digest[..16])
+    short_digest(&key.to_string())
 }
 
-fn result_digest(json: &str) -> String {
-    hex::encode(&Sha256::digest(json.as_bytes())[..16])
+/// The first 16 bytes of `text`'s SHA-256, in hex.
+fn short_digest(text: &str) -> String {
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
+}
+
+/// Adds to `pipe` the reading of a cached entry (its first `read_end + 1` bytes) and of its
+/// tool's generation.
+fn read_entry(pipe: &mut redis::Pipeline, entry: &str, generation: &str, read_end: usize) {
+    pipe.cmd("GETRANGE").arg(entry).arg(0).arg(read_end).get(generation);
+}
+
+/// Adds `SET key value NX PX ms` to `pipe`: taken (its answer `OK`) only when nobody holds `key`.
+fn set_if_absent<'p>(
+    pipe: &'p mut redis::Pipeline,
+    key: &str,
+    value: &str,
+    ms: u64,
+) -> &'p mut redis::Pipeline {
+    pipe.cmd("SET").arg(key).arg(value).arg("NX").arg("PX").arg(ms)
 }
 
 /// Renews `key` (a permit slot or an in-flight lease) every third of `lease_ms` while it is
@@ -914,6 +944,7 @@ impl Drop for RedisPermit {
 
 /// A read this replica leads for every replica: those waiting read its result from the cache
 /// entry it stores; finishing lets go of the lease.
+///
 /// The lease is renewed while the call runs, like a permit: a slow service does not let a second
 /// caller lead the same read; a replica that dies stops renewing, and the lease ends after
 /// `lease_ms`.
@@ -953,6 +984,13 @@ impl super::FinishFlight for RedisLead {
     }
 }
 
+/// The keys of one call (see [`Inner::call_keys`]).
+struct CallKeys {
+    entry: String,
+    generation: String,
+    lease: String,
+}
+
 /// A cached entry ready to be written.
 struct PreparedEntry {
     key: String,
@@ -973,24 +1011,19 @@ impl RedisState {
     /// stores.
     async fn lead_or_wait(&self, scope: &str, key: &CallKey, wait: Duration) -> LeadOrWait {
         let inner = &self.inner;
-        let hash = call_hash(key);
-        let lease_key = inner.key(scope, "l", &hash);
-        let entry_key = inner.key(scope, "c", &hash);
-        let generation_key = inner.key(scope, "g", key.tool());
+        let CallKeys { entry: entry_key, generation: generation_key, lease: lease_key } =
+            inner.call_keys(scope, key);
         let token = inner.unique();
         let lease_ms = inner.lease_ms;
         let taken = inner
             .run(|mut c| {
                 let (lease, token) = (&lease_key, &token);
                 async move {
-                    redis::cmd("SET")
-                        .arg(lease)
-                        .arg(token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(lease_ms)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
+                    let (taken,): (Option<String>,) =
+                        set_if_absent(&mut redis::pipe(), lease, token, lease_ms)
+                            .query_async(&mut c)
+                            .await?;
+                    Ok(taken)
                 }
             })
             .await;
@@ -1018,21 +1051,11 @@ impl RedisState {
                         (&lease_key, &entry_key, &generation_key, &token);
                     async move {
                         // One round trip: take the lease if it is free now, and read the entry.
+                        let mut pipe = redis::pipe();
+                        set_if_absent(&mut pipe, lease, token, lease_ms);
+                        read_entry(&mut pipe, entry, generation, read_end);
                         let (taken, raw, current): (Option<String>, Vec<u8>, Option<String>) =
-                            redis::pipe()
-                                .cmd("SET")
-                                .arg(lease)
-                                .arg(token)
-                                .arg("NX")
-                                .arg("PX")
-                                .arg(lease_ms)
-                                .cmd("GETRANGE")
-                                .arg(entry)
-                                .arg(0)
-                                .arg(read_end)
-                                .get(generation)
-                                .query_async(&mut c)
-                                .await?;
+                            pipe.query_async(&mut c).await?;
                         Ok((taken.is_some(), raw, current))
                     }
                 })
@@ -1066,6 +1089,42 @@ impl RedisState {
         }
     }
 
+    /// The end of a call `key` by `caller` in `scope`, recorded here and in one round trip to
+    /// Redis, in this order: its `entry` stored, the `lease` that makes others wait for it let
+    /// go of, and the call added to its caller's list (a tool that fails fast counted) — every
+    /// key in the cache scope's slot.
+    async fn write_call_end(
+        &self,
+        scope: &str,
+        key: &CallKey,
+        caller: &str,
+        productive: Option<bool>,
+        entry: Option<&PreparedEntry>,
+        lease: Option<&str>,
+    ) {
+        let inner = &self.inner;
+        inner.memory.record_now(caller, key, productive);
+        let keys = inner.caller_keys(scope, caller);
+        let length = inner
+            .run(|mut c| {
+                let keys = &keys;
+                async move {
+                    let mut pipe = redis::pipe();
+                    if let Some(entry) = entry {
+                        pipe.pset_ex(&entry.key, &entry.value, entry.keep_ms).ignore();
+                    }
+                    if let Some(lease) = lease {
+                        pipe.del(lease).ignore();
+                    }
+                    inner.record_into(&mut pipe, keys, key, productive);
+                    let (length,): (usize,) = pipe.query_async(&mut c).await?;
+                    Ok(length)
+                }
+            })
+            .await;
+        inner.keep_new_list(&keys.0, length).await;
+    }
+
     /// The entry that keeps `result` of `key` in `scope`, fresh for `ttl`, as of what its
     /// look-up saw: the same reference and first-seen time when the result is the one seen,
     /// else the next reference. `None` when Redis is unreachable.
@@ -1079,7 +1138,7 @@ impl RedisState {
     ) -> Option<PreparedEntry> {
         let inner = &self.inner;
         let json = serde_json::to_string(result).ok()?;
-        let digest = result_digest(&json);
+        let digest = short_digest(&json);
         let now = inner.redis_time().await?;
         let seen = seen.shared.as_ref();
         let unchanged = seen.and_then(|s| s.previous.as_ref()).filter(|p| p.digest == digest);
@@ -1097,9 +1156,8 @@ impl RedisState {
         };
         // Too large to share: other replicas see no result (the reference is still shared).
         let body = if json.len() > inner.max_value { "" } else { json.as_str() };
-        let entry = inner.key(scope, "c", &call_hash(key));
-        let fields = header.fields();
-        let mac = inner.sign(&entry, &format!("{fields}\n{body}"));
+        let entry = inner.call_keys(scope, key).entry;
+        let mac = inner.sign(&entry, &header.signed(body));
         let mac = if mac.is_empty() { "-".to_owned() } else { mac };
         let keep_ms = ttl
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
@@ -1107,7 +1165,7 @@ impl RedisState {
             .saturating_add(RETAIN_MS)
             .min(LONGEST_ENTRY_MS);
         Some(PreparedEntry {
-            value: format!("{fields} {mac}\n{body}"),
+            value: format!("{} {mac}\n{body}", header.fields()),
             key: entry,
             keep_ms,
             stored: Stored {
@@ -1142,16 +1200,10 @@ impl RedisState {
                 let (cooling, slot) = (&cooling, &slots[first]);
                 async move {
                     // One round trip: whether a rate limit holds, and one slot.
-                    let (cooling_ms, taken): (i64, Option<String>) = redis::pipe()
-                        .pttl(cooling)
-                        .cmd("SET")
-                        .arg(slot)
-                        .arg(id)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(lease)
-                        .query_async(&mut c)
-                        .await?;
+                    let mut pipe = redis::pipe();
+                    set_if_absent(pipe.pttl(cooling), slot, id, lease);
+                    let (cooling_ms, taken): (i64, Option<String>) =
+                        pipe.query_async(&mut c).await?;
                     Ok((cooling_ms, taken.is_some()))
                 }
             })
@@ -1211,9 +1263,7 @@ impl StateStore for RedisState {
         // A tool without freshness never hits; its results are stored as of no generation.
         let Some(ttl) = ttl.filter(|t| !t.is_zero()) else { return Lookup::default() };
         let inner = &self.inner;
-        let hash = call_hash(key);
-        let entry = inner.key(scope, "c", &hash);
-        let generation = inner.key(scope, "g", key.tool());
+        let CallKeys { entry, generation, .. } = inner.call_keys(scope, key);
         let read_end = inner.entry_read_end();
         let with_clock = inner.clock_due();
         let read = inner
@@ -1223,7 +1273,7 @@ impl StateStore for RedisState {
                     // One round trip: the entry, its tool's generation, and now and then
                     // Redis's clock.
                     let mut pipe = redis::pipe();
-                    pipe.cmd("GETRANGE").arg(entry).arg(0).arg(read_end).get(generation);
+                    read_entry(&mut pipe, entry, generation, read_end);
                     if with_clock {
                         pipe.cmd("TIME");
                     }
@@ -1438,24 +1488,7 @@ impl StateStore for RedisState {
         key: &CallKey,
         productive: Option<bool>,
     ) {
-        let inner = &self.inner;
-        inner.memory.note_call_now(caller, key.tool());
-        if let Some(productive) = productive {
-            inner.memory.record_outcome_now(caller, key, productive);
-        }
-        let keys = inner.caller_keys(scope, caller);
-        let length = inner
-            .run(|mut c| {
-                let keys = &keys;
-                async move {
-                    let mut pipe = redis::pipe();
-                    inner.record_into(&mut pipe, keys, key, productive);
-                    let (length,): (usize,) = pipe.query_async(&mut c).await?;
-                    Ok(length)
-                }
-            })
-            .await;
-        inner.keep_new_list(&keys.0, length).await;
+        self.write_call_end(scope, key, caller, productive, None, None).await;
     }
 
     async fn recent_calls(&self, scope: &str, caller: &str) -> Vec<String> {
@@ -1470,44 +1503,17 @@ impl StateStore for RedisState {
     }
 
     async fn end_call(&self, scope: &str, key: &CallKey, ending: super::Ending<'_>) {
-        let inner = &self.inner;
         let super::Ending { result, keep, lead: mut led, caller, productive } = ending;
-        // This process's own state first, as every write.
-        let keep = keep.filter(|_| !result.is_error);
-        if keep.is_some() {
-            inner.memory.put_now(scope, key, result);
-        }
-        inner.memory.note_call_now(caller, key.tool());
-        if let Some(productive) = productive {
-            inner.memory.record_outcome_now(caller, key, productive);
-        }
-        let entry = match keep {
-            Some((ttl, seen)) => self.prepare_entry(scope, key, result, ttl, seen).await,
+        let entry = match keep.filter(|_| !result.is_error) {
+            Some((ttl, seen)) => {
+                // This process's own state first, as every write.
+                self.inner.memory.put_now(scope, key, result);
+                self.prepare_entry(scope, key, result, ttl, seen).await
+            }
             None => None,
         };
         let lease = led.as_mut().and_then(|lead| lead.finish.as_mut()?.take_shared_lease());
-        let keys = inner.caller_keys(scope, caller);
-        // One round trip, in this order: the result is stored before the lease that makes
-        // others wait for it is let go of, and the call is recorded for its caller — every key
-        // in the cache scope's slot.
-        let length = inner
-            .run(|mut c| {
-                let (entry, lease, keys) = (&entry, &lease, &keys);
-                async move {
-                    let mut pipe = redis::pipe();
-                    if let Some(entry) = entry {
-                        pipe.pset_ex(&entry.key, &entry.value, entry.keep_ms).ignore();
-                    }
-                    if let Some(lease) = lease {
-                        pipe.del(lease).ignore();
-                    }
-                    inner.record_into(&mut pipe, keys, key, productive);
-                    let (length,): (usize,) = pipe.query_async(&mut c).await?;
-                    Ok(length)
-                }
-            })
-            .await;
-        inner.keep_new_list(&keys.0, length).await;
+        self.write_call_end(scope, key, caller, productive, entry.as_ref(), lease.as_deref()).await;
         if let Some(lead) = led {
             // Callers of this process waiting for it.
             lead.finish(result).await;
