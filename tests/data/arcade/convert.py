@@ -34,9 +34,12 @@ func does not resolve, or when an earlier case has the same message (counted whe
 differs). A request's id is `arcade-NNNN`, the kept cases numbered in file order."""
 import ast
 import collections
-import json
 import pathlib
 import sys
+
+# The set's file format, shared by every converter in tests/data/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from eval_set import write_set  # noqa: E402
 
 DEFAULT_UPSTREAM = "/tmp/mcp-datasets/arcade"
 SUPERSEDED = {"google", "microsoft", "search", "web", "code_sandbox"}
@@ -230,12 +233,7 @@ def main(upstream):
                 queries.append({"id": qid, "query": message})
                 gold.append({"id": qid, "tools": names})
 
-    (here / "tools.json").write_text(
-        json.dumps({"tools": tools}, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
-    (here / "queries.jsonl").write_text(
-        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
-    (here / "gold.jsonl").write_text(
-        "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in gold), encoding="utf-8")
+    write_set(here, tools, queries, gold)
 
     print(f"skipped superseded toolkits: {', '.join(skipped)}")
     print(f"{len(packages)} toolkits, {len(tools)} tools, {cases} evaluation cases")

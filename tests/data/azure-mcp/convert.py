@@ -31,6 +31,10 @@ import pathlib
 import re
 import sys
 
+# The set's file format, shared by every converter in tests/data/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from eval_set import write_set  # noqa: E402
+
 DEFAULT_UPSTREAM = "/tmp/mcp-datasets/azure-mcp"
 SERVER = "azure"
 ROW = re.compile(r"^\|\s*([A-Za-z0-9_\-]+)\s*\|\s*(.*?)\s*\|\s*$")
@@ -84,12 +88,7 @@ def main(upstream):
         queries.append({"id": qid, "query": prompt})
         gold.append({"id": qid, "tools": [f"{SERVER}_{bare}"]})
 
-    (here / "tools.json").write_text(
-        json.dumps({"tools": tools}, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
-    (here / "queries.jsonl").write_text(
-        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
-    (here / "gold.jsonl").write_text(
-        "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in gold), encoding="utf-8")
+    write_set(here, tools, queries, gold)
 
     covered = {g["tools"][0] for g in gold}
     print(f"{len(tools)} tools, {rows} prompt rows")

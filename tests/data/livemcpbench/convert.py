@@ -24,6 +24,10 @@ import pathlib
 import re
 import sys
 
+# The set's file format, shared by every converter in tests/data/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from eval_set import write_set  # noqa: E402
+
 DEFAULT_UPSTREAM = "/tmp/mcp-datasets/livemcpbench"
 # Config keys upstream gives the wrong server (the key of another server's config was reused).
 RENAMED = {"searxng": "doc_forge", "coin-flip": "leetcode"}
@@ -107,12 +111,7 @@ def main(upstream):
         queries.append({"id": task["task_id"], "query": task["Question"]})
         gold.append({"id": task["task_id"], "tools": needed})
 
-    (here / "tools.json").write_text(
-        json.dumps({"tools": tools}, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
-    (here / "queries.jsonl").write_text(
-        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
-    (here / "gold.jsonl").write_text(
-        "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in gold), encoding="utf-8")
+    write_set(here, tools, queries, gold)
 
     print(f"{len(ids)} servers, {len(tools)} tools, {len(tasks)} tasks")
     print(f"kept {len(queries)} queries ({sum(len(g['tools']) for g in gold)} gold tools)")
