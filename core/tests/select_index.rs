@@ -1,5 +1,5 @@
 //! The selector's scoring on small registries: identifier splitting, BM25, fusion with the
-//! built-in embedder, recent-call boosts, CORE, threshold, cap and bundle expansion.
+//! built-in embedder, recent-call boosts, CORE, threshold and lift share, cap and bundle expansion.
 
 use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedding};
 use quiver_core::select::eval::recall;
@@ -337,8 +337,13 @@ fn vectors_of_another_model_fuse_with_the_query_vector_of_that_model() {
     let query: Vec<f32> = one_hot(&names, "jira.get_issue").iter().map(|x| x * 7.0).collect();
     let fused = idx.rank_with("open MRs", Some(&query), &[], 3);
     assert!(fused.iter().any(|r| r.name == "jira.get_issue"), "{fused:?}");
+    let (_, floor) = idx.rank_and_floor("open MRs", Some(&query), &[], 3);
+    let lifted = fused.iter().find(|r| r.name == "jira.get_issue").map_or(0.0, |r| r.score);
     let selected = idx.select_with("open MRs", Some(&query), &[]);
-    assert!(selected.contains(&"jira.get_issue".to_owned()), "{selected:?}");
+    assert_eq!(selected.contains(&"jira.get_issue".to_owned()), lifted >= floor, "{selected:?}");
+    // Asked in words no tool has, the model alone decides.
+    let selected = idx.select_with("zzqx wibble", Some(&query), &[]);
+    assert_eq!(selected, ["jira.get_issue"], "{selected:?}");
 }
 
 #[test]
@@ -448,15 +453,90 @@ fn select_keeps_core_first_then_hits_above_threshold() {
 }
 
 #[test]
-fn threshold_decides_what_gets_in_on_its_own_merit() {
+fn threshold_decides_whether_anything_gets_in_on_its_own_merit() {
     let strict = index(SelectOptions { threshold: 0.99, ..SelectOptions::default() }, true);
     assert!(strict.select("list merge requests", &[]).is_empty());
-    let lenient = index(SelectOptions { threshold: 0.01, ..SelectOptions::default() }, true);
-    let some = index(SelectOptions::default(), true);
+    // With no lift share, τ is what every tool needs: a lower one lets more in.
+    let lenient =
+        index(SelectOptions { threshold: 0.01, lift_share: 0.0, ..SelectOptions::default() }, true);
+    let some = index(SelectOptions { lift_share: 0.0, ..SelectOptions::default() }, true);
     assert!(
         lenient.select("list merge requests", &[]).len()
             > some.select("list merge requests", &[]).len()
     );
+}
+
+/// A catalog whose tools all share a service's words ("Azure", "resource group",
+/// "subscription") as long descriptions of real servers do: every request scores many of them.
+fn one_service_catalog() -> Vec<(String, ToolSpec)> {
+    let things = [
+        ("storage_account", "storage accounts"),
+        ("storage_blob", "blobs in a storage container"),
+        ("keyvault_secret", "Key Vault secrets"),
+        ("keyvault_key", "Key Vault keys"),
+        ("cosmos_database", "Cosmos DB databases"),
+        ("cosmos_container", "Cosmos DB containers"),
+        ("aks_cluster", "Kubernetes (AKS) clusters"),
+        ("aks_nodepool", "node pools of an AKS cluster"),
+        ("monitor_workspace", "Log Analytics workspaces"),
+        ("monitor_metric", "metrics of a monitored resource"),
+        ("sql_server", "SQL servers"),
+        ("sql_database", "databases of a SQL server"),
+        ("redis_cache", "Azure Cache for Redis instances"),
+        ("appconfig_store", "App Configuration stores"),
+        ("servicebus_queue", "Service Bus queues"),
+        ("eventhub_namespace", "Event Hubs namespaces"),
+    ];
+    let common = [
+        ("subscription", "The Azure subscription ID or name"),
+        ("resource_group", "The Azure resource group the resources are in"),
+        ("tenant", "The Microsoft Entra tenant ID"),
+    ];
+    things
+        .iter()
+        .map(|(name, what)| {
+            let description = format!(
+                "List the {what} in an Azure subscription, optionally in one resource group. \
+                 Returns each resource's name, location, resource group and properties."
+            );
+            (
+                format!("azure.{name}_list"),
+                spec(&format!("{name}_list"), name, &description, &common),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_selected_set_fits_how_the_catalog_scores_the_request() {
+    let tools = one_service_catalog();
+    let build = |threshold: f32, lift_share: f32| {
+        let options = SelectOptions { threshold, lift_share, ..SelectOptions::default() };
+        SelectIndex::new(tools.iter().map(|(n, s)| (n.as_str(), s)), None, options)
+    };
+    let query = "list the Key Vault secrets in my subscription";
+    // Held to a τ that every tool clears (they all list things in a subscription), τ alone
+    // selects the whole catalog.
+    let by_threshold = build(0.05, 0.0).select(query, &[]);
+    assert_eq!(by_threshold.len(), tools.len(), "{by_threshold:?}");
+    // Held to their standing against the catalog, the Key Vault tools are what is left, at
+    // that τ as at the default.
+    for threshold in [0.05, quiver_core::select::DEFAULT_THRESHOLD] {
+        let by_lift = build(threshold, 0.5).select(query, &[]);
+        assert_eq!(by_lift, ["azure.keyvault_secret_list", "azure.keyvault_key_list"]);
+    }
+    // The floor is between what it keeps and what it leaves.
+    let index = build(quiver_core::select::DEFAULT_THRESHOLD, 0.5);
+    let by_lift = index.select(query, &[]);
+    let (ranked, floor) = index.rank_and_floor(query, None, &[], 20);
+    assert_eq!(ranked.len(), tools.len());
+    for hit in &ranked {
+        assert_eq!(by_lift.contains(&hit.name), hit.score >= floor, "{hit:?} against {floor}");
+    }
+    // A share of 1 keeps the best alone; nonsense selects nothing, the best must clear τ first.
+    assert_eq!(build(0.05, 1.0).select(query, &[]), ["azure.keyvault_secret_list"]);
+    assert!(index.select("zzqx wibble", &[]).is_empty());
+    assert_eq!(index.rank_and_floor("zzqx wibble", None, &[], 5).1, f32::INFINITY);
 }
 
 #[test]
@@ -475,7 +555,8 @@ fn the_strongest_hit_brings_its_bundle() {
 #[test]
 fn a_token_budget_keeps_the_most_score_its_listings_can_afford() {
     let query = "list pull requests and issues";
-    let free = index(SelectOptions { threshold: 0.0, ..SelectOptions::default() }, false);
+    let everything = SelectOptions { threshold: 0.0, lift_share: 0.0, ..SelectOptions::default() };
+    let free = index(everything.clone(), false);
     let unbounded = free.select(query, &[]);
     let cost = |idx: &SelectIndex, names: &[String]| -> u64 {
         names.iter().map(|n| idx.listed_tokens(n).unwrap()).sum()
@@ -484,8 +565,7 @@ fn a_token_budget_keeps_the_most_score_its_listings_can_afford() {
     assert!(unbounded.len() > 3 && all_tokens > 0, "{unbounded:?}");
 
     let budget = all_tokens / 3;
-    let options =
-        SelectOptions { threshold: 0.0, max_list_tokens: Some(budget), ..SelectOptions::default() };
+    let options = SelectOptions { max_list_tokens: Some(budget), ..everything };
     let bounded = index(options, false);
     let shown = bounded.select(query, &[]);
     assert!(!shown.is_empty() && shown.len() < unbounded.len(), "{shown:?}");

@@ -155,11 +155,17 @@ fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
     // Regression guards, below the measured figures over the five providers' 158 tools
     // (0.81 / 0.87 / 0.98 whole at 3 / 5 / 10; words alone 0.79 / 0.90 / 0.98).
     assert!(rows[1].1 >= 0.75 && rows[2].1 >= 0.85 && rows[3].1 >= 0.98, "{stdout}");
-    assert!(stdout.contains("selected (τ 0.17, at most 20): whole gold set in"), "{stdout}");
+    assert!(
+        stdout.contains("selected (τ 0.17, lift 0.5, at most 20): whole gold set in"),
+        "{stdout}"
+    );
     let words = setup.run(&["select", "--queries", &queries, "--gold", &gold, "--lexical-only"]);
     let (stdout, _) = texts(&words);
     assert!(stdout.starts_with("recall over 52 queries (words only)"), "{stdout}");
-    assert!(stdout.contains("selected (τ 0.1, at most 20): whole gold set in"), "{stdout}");
+    assert!(
+        stdout.contains("selected (τ 0.1, lift 0.5, at most 20): whole gold set in"),
+        "{stdout}"
+    );
     assert!(recall_rows(&stdout)[2].1 >= 0.88, "{stdout}");
 
     let args = ["select", "--queries", &queries, "--gold", &gold, "--embedding-weight", "0.4"];
@@ -258,6 +264,40 @@ fn recall_on_the_public_toolbench_set_holds() {
     assert!(gold_held(selected) > whole[3], "{stdout}");
 }
 
+/// How many tools the selected set held on average, from a `selected (τ …)` line.
+fn tools_selected(selected: &str) -> f64 {
+    selected
+        .split_once(" in ")
+        .and_then(|(_, rest)| rest.split(", ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no tool count in {selected}"))
+}
+
+/// The Azure MCP Server's own catalog (tests/data/azure-mcp: 180 tools whose long descriptions
+/// share many words with any request, 473 prompts), which nothing was tuned on: the selected
+/// set fits how this catalog scores a request, where one τ for every catalog selected 14
+/// tools (7,800 tokens of listings) for a request that needs one.
+#[test]
+fn on_a_real_mcp_servers_catalog_the_selected_set_stays_small() {
+    let setup = Setup::new(&[], "");
+    let (tools, queries, gold) = public_set("azure-mcp");
+    let args = ["select", "--tools", &tools, "--queries", &queries, "--gold", &gold];
+    let out = setup.run(&args);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not among the ranked tools"), "gold names real tools: {stderr}");
+    let at_5 = recall_rows(&stdout)[2].1;
+    let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17, lift 0.5")).unwrap();
+    // Measured: .968 at 5.0 tools, against .941 for the top 5.
+    assert!(gold_held(selected) >= at_5, "{stdout}");
+    assert!(tools_selected(selected) <= 6.0, "{stdout}");
+    // τ alone, the rule before the lift share: .989, at 14.1 tools.
+    let mut by_threshold = args.to_vec();
+    by_threshold.extend_from_slice(&["--lift-share", "0"]);
+    let (stdout, _) = texts(&setup.run(&by_threshold));
+    let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17, at most")).unwrap();
+    assert!(tools_selected(selected) >= 10.0, "{stdout}");
+}
+
 #[test]
 fn show_misses_names_the_query_and_what_ranked_instead() {
     let setup = Setup::new(&ALL_PROVIDERS, "");
@@ -327,7 +367,7 @@ fn one_query_prints_its_ranking_then_the_set_a_model_would_be_shown() {
     let top = lines[0].split_once("  ").unwrap().1;
     assert!(top.starts_with("gitlab."), "{stdout}");
     let selected = lines[3];
-    assert!(selected.starts_with("selected (τ 0.17, at most 20): "), "{stdout}");
+    assert!(selected.starts_with("selected (τ 0.17, lift 0.5, at most 20): "), "{stdout}");
     // The set holds the best hit and, beyond the three ranked, its bundle's siblings.
     let (_, names) = selected.split_once(" tokens): ").unwrap();
     let names: Vec<&str> = names.split(", ").collect();
@@ -340,7 +380,10 @@ fn one_query_prints_its_ranking_then_the_set_a_model_would_be_shown() {
     let (stdout, _) = texts(&out);
     assert!(out.status.success());
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.last(), Some(&"selected (τ 0.17, at most 20): 0 tools (0 tokens): none"));
+    assert_eq!(
+        lines.last(),
+        Some(&"selected (τ 0.17, lift 0.5, at most 20): 0 tools (0 tokens): none")
+    );
     for line in &lines[..lines.len() - 1] {
         let score: f32 = line.split_whitespace().next().unwrap().parse().unwrap();
         assert!(score < 0.17, "{stdout}");
@@ -352,7 +395,7 @@ fn one_query_prints_its_ranking_then_the_set_a_model_would_be_shown() {
         stdout.lines().collect::<Vec<_>>(),
         [
             "no tool matches \"zzzz qqqq\" (words only): none of its words is in any tool's text",
-            "selected (τ 0.1, at most 20): 0 tools (0 tokens): none"
+            "selected (τ 0.1, lift 0.5, at most 20): 0 tools (0 tokens): none"
         ],
         "{stdout}"
     );

@@ -103,7 +103,8 @@ pub enum Fusion {
 pub struct SelectOptions {
     /// The most tools [`SelectIndex::select`] returns (CORE tools beyond it are still kept).
     pub max_tools: usize,
-    /// τ: the fused score a tool needs to be selected on its own merit.
+    /// τ: the fused score the best tool for a request needs for anything to be selected on its
+    /// own merit (and, with a [`SelectOptions::lift_share`] of 0, what every tool needs).
     pub threshold: f32,
     /// τ for a query that a model's similarity was to be fused into but that has no vector from
     /// the model (an HTTP endpoint failed or timed out): it is then ranked on words and the
@@ -128,7 +129,22 @@ pub struct SelectOptions {
     /// the lexical weight, when no model's similarity is fused (default
     /// [`DEFAULT_DISTILLED_WEIGHT`]; 0: words alone).
     pub distilled_weight: f32,
+    /// How far above the catalog's mean score for a request a tool must stand to be selected,
+    /// as a share of how far the best tool stands (default [`DEFAULT_LIFT_SHARE`]); 0: every
+    /// tool scoring at least τ, the rule before the share.
+    pub lift_share: f32,
 }
+
+/// The default [`SelectOptions::lift_share`]: a tool is selected when its score stands at
+/// least half as far above the catalog's mean score for the request as the best tool's does
+/// (once the best clears τ). A fixed τ did not carry from one catalog to another: calibrated on
+/// MetaTool, where it selected about 4 tools, it selected 11 to 14 on catalogs of real MCP
+/// servers whose long descriptions share many words with any request. Measured on the tune
+/// parts of MetaTool and of `tests/data/arcade/` (ids ending in a multiple of 4), 0.5 is the
+/// largest share at which the selected set holds the whole gold set at least about as often
+/// as the top 5 do with the default ranker and with MiniLM fused (0.55 falls below on
+/// MetaTool); the README's table gives it on every set.
+pub const DEFAULT_LIFT_SHARE: f32 = 0.5;
 
 /// The default `max_tools`.
 pub const DEFAULT_MAX_TOOLS: usize = 20;
@@ -215,8 +231,24 @@ impl Default for SelectOptions {
             max_list_tokens: None,
             name_share: DEFAULT_NAME_SHARE,
             distilled_weight: DEFAULT_DISTILLED_WEIGHT,
+            lift_share: DEFAULT_LIFT_SHARE,
         }
     }
+}
+
+/// A query's scores before [`SelectIndex::scores_with`] combines them, each over every tool in
+/// name order ([`SelectIndex::names`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreParts {
+    /// BM25F over the tools' fields, divided by the best score a tool could reach: in [0, 1].
+    pub words: Vec<f32>,
+    /// The similarity fused with the words: a model's (`from_model`) or the built-in distilled
+    /// vectors'; `None` when neither takes part.
+    pub similarity: Option<Vec<f32>>,
+    /// Whether `similarity` is a model's.
+    pub from_model: bool,
+    /// The tools whose score is damped as writes the request did not ask for.
+    pub damped: Vec<usize>,
 }
 
 /// One tool of a ranking.
@@ -859,6 +891,42 @@ impl SelectIndex {
         self.rank_with(query, None, recent, k)
     }
 
+    /// [`SelectIndex::rank_with`], and the score a tool of that ranking needs to be selected on
+    /// its own merit (see [`SelectIndex::select`]; infinite when the best does not clear τ).
+    pub fn rank_and_floor(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+        k: usize,
+    ) -> (Vec<Ranked>, f32) {
+        let scores = self.scores_with(query, vector, recent);
+        let floor = self.floor(&scores, self.threshold_for(vector));
+        let hits = top(&scores, k)
+            .into_iter()
+            .map(|i| Ranked { name: self.names[i].clone(), score: scores[i] })
+            .collect();
+        (hits, floor)
+    }
+
+    /// The score a tool needs to be selected on its own merit, given every tool's `scores` for
+    /// a request: infinite when the best is below `threshold` (τ: the request matches nothing
+    /// well enough), else the mean score plus [`SelectOptions::lift_share`] of the best's
+    /// distance from it — the set fits how this catalog scores this request, where one τ for
+    /// every catalog selected 4 tools on one and 14 on another. A share of 0: `threshold`.
+    fn floor(&self, scores: &[f32], threshold: f32) -> f32 {
+        let share = self.options.lift_share;
+        if share <= 0.0 {
+            return threshold;
+        }
+        let best = scores.iter().copied().fold(0.0f32, f32::max);
+        if best <= 0.0 || best < threshold {
+            return f32::INFINITY;
+        }
+        let mean = scores.iter().sum::<f32>() / scores.len().max(1) as f32;
+        mean + share.min(1.0) * (best - mean)
+    }
+
     /// [`SelectIndex::rank`] with the query's vector from the model of
     /// [`EmbeddingStatus::External`] embeddings (ignored otherwise; `None`: words only) — or
     /// the vectors of [`query_texts`] concatenated, so a request for two things finds both.
@@ -869,16 +937,13 @@ impl SelectIndex {
         recent: &[String],
         k: usize,
     ) -> Vec<Ranked> {
-        let scores = self.scores_with(query, vector, recent);
-        top(&scores, k)
-            .into_iter()
-            .map(|i| Ranked { name: self.names[i].clone(), score: scores[i] })
-            .collect()
+        self.rank_and_floor(query, vector, recent, k).0
     }
 
-    /// The tools to show for `query`: CORE, then the tools scoring at least τ best first, then
-    /// for a request of several [`clauses`] the best tool of each clause scored alone (when it
-    /// clears τ), then the rest of the bundles of the strongest hits (score ≥ ¾ of the best),
+    /// The tools to show for `query`: CORE, then — when the best tool clears τ — the tools
+    /// standing at least [`SelectOptions::lift_share`] as far above the catalog's mean score
+    /// as the best does, best first, then for a request of several [`clauses`] the best tool
+    /// of each clause scored alone (when it clears τ), then the rest of the bundles of the strongest hits (score ≥ ¾ of the best),
     /// capped at `max_tools` (CORE tools are kept even beyond it).
     pub fn select(&self, query: &str, recent: &[String]) -> Vec<String> {
         self.select_with(query, None, recent)
@@ -892,14 +957,14 @@ impl SelectIndex {
         recent: &[String],
     ) -> Vec<String> {
         let scores = self.scores_with(query, vector, recent);
-        let threshold = self.threshold_for(vector);
+        let floor = self.floor(&scores, self.threshold_for(vector));
         let cap = self.options.max_tools.max(self.core.len());
         let mut chosen: Vec<usize> = self.core.iter().map(|&i| i as usize).collect();
         let mut taken = vec![false; self.names.len()];
         chosen.iter().for_each(|&i| taken[i] = true);
-        // Only the tools at or above τ are sorted: the rest never get in on their own.
+        // Only the tools at or above the floor are sorted: the rest never get in on their own.
         let mut above: Vec<usize> =
-            (0..scores.len()).filter(|&i| scores[i] > 0.0 && scores[i] >= threshold).collect();
+            (0..scores.len()).filter(|&i| scores[i] > 0.0 && scores[i] >= floor).collect();
         above.sort_unstable_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         for &i in &above {
             if chosen.len() >= cap {
@@ -1070,31 +1135,12 @@ impl SelectIndex {
 
     /// [`SelectIndex::scores`] with the query's vector, as for [`SelectIndex::rank_with`].
     pub fn scores_with(&self, query: &str, vector: Option<&[f32]>, recent: &[String]) -> Vec<f32> {
-        let n = self.names.len();
-        let mut lexical = vec![0.0f32; n];
         // The query is split and stemmed once, for its terms and for the read/write prior.
         let words = words(query);
-        let ceiling = self.bm25.score(&query_terms(query, &words), &mut lexical);
-        if ceiling > 0.0 {
-            lexical.iter_mut().for_each(|s| *s = (*s / ceiling).clamp(0.0, 1.0));
-        }
-        // The query's vector, then its clauses' when the caller embedded them.
-        let query_vectors: Vec<Vec<f32>> = match (&self.dense, self.status) {
-            (Some(_), _) if self.options.embedding_weight <= 0.0 => Vec::new(),
-            (Some(_), EmbeddingStatus::Used) => vec![self.embedder.embed(query)],
-            (Some(_), EmbeddingStatus::External { .. }) => {
-                self.vector_parts(vector).into_iter().map_while(unit).collect()
-            }
-            _ => Vec::new(),
-        };
-        let mut fused = match (&self.dense, query_vectors.split_first()) {
-            (Some(dense), Some((whole, clauses))) => {
-                let cosine_of = |v: &[f32]| self.similarity(dense, v);
-                let mut cosine = cosine_of(whole);
-                mix_in_clauses(&mut cosine, clauses.iter().map(|clause| cosine_of(clause)));
-                self.fuse(&lexical, &cosine)
-            }
-            _ => self.with_distilled(query, lexical),
+        let lexical = self.lexical(query, &words);
+        let mut fused = match self.model_similarity(query, vector) {
+            Some(cosine) => self.fuse(&lexical, &cosine),
+            None => self.with_distilled(query, lexical),
         };
         let asks = asks_for_change(&words);
         if !asks {
@@ -1107,6 +1153,71 @@ impl SelectIndex {
         self.lift_companions(asks, self.threshold_for(vector), &mut fused);
         self.boost_recent(recent, &mut fused);
         fused
+    }
+
+    /// What [`SelectIndex::scores_with`] combines for `query`, each part over every tool in
+    /// name order, for studying how they are combined (`quiver select --parts`).
+    pub fn score_parts(&self, query: &str, vector: Option<&[f32]>) -> ScoreParts {
+        let words = words(query);
+        let lexical = self.lexical(query, &words);
+        let (similarity, from_model) = match self.model_similarity(query, vector) {
+            Some(cosine) => (Some(cosine), true),
+            None => (self.distilled_similarity(query), false),
+        };
+        let damped = if asks_for_change(&words) {
+            Vec::new()
+        } else {
+            (0..self.names.len()).filter(|&i| self.writes[i]).collect()
+        };
+        ScoreParts { words: lexical, similarity, from_model, damped }
+    }
+
+    /// Each tool's BM25F score for the query (`words` its split), divided by the best a tool
+    /// could reach: in [0, 1].
+    fn lexical(&self, query: &str, words: &[Word]) -> Vec<f32> {
+        let mut lexical = vec![0.0f32; self.names.len()];
+        let ceiling = self.bm25.score(&query_terms(query, words), &mut lexical);
+        if ceiling > 0.0 {
+            lexical.iter_mut().for_each(|s| *s = (*s / ceiling).clamp(0.0, 1.0));
+        }
+        lexical
+    }
+
+    /// Each tool's similarity to the query by the embeddings that are fused (the built-in
+    /// embedder's, or a model's from `vector` and its clauses'), mixed with the clauses' as
+    /// [`mix_in_clauses`] does; `None` when no embeddings are fused for this query.
+    fn model_similarity(&self, query: &str, vector: Option<&[f32]>) -> Option<Vec<f32>> {
+        let dense = self.dense.as_ref()?;
+        // The query's vector, then its clauses' when the caller embedded them.
+        let query_vectors: Vec<Vec<f32>> = match self.status {
+            _ if self.options.embedding_weight <= 0.0 => Vec::new(),
+            EmbeddingStatus::Used => vec![self.embedder.embed(query)],
+            EmbeddingStatus::External { .. } => {
+                self.vector_parts(vector).into_iter().map_while(unit).collect()
+            }
+            EmbeddingStatus::Absent => Vec::new(),
+        };
+        let (whole, clauses) = query_vectors.split_first()?;
+        let cosine_of = |v: &[f32]| self.similarity(dense, v);
+        let mut cosine = cosine_of(whole);
+        mix_in_clauses(&mut cosine, clauses.iter().map(|clause| cosine_of(clause)));
+        Some(cosine)
+    }
+
+    /// Each tool's similarity to the query by the built-in distilled vectors, mixed with its
+    /// clauses' as [`mix_in_clauses`] does; `None` when their weight is 0.
+    fn distilled_similarity(&self, query: &str) -> Option<Vec<f32>> {
+        let dense = self.distilled.as_ref()?;
+        let table = distilled::DistilledVectors::get();
+        let cosine_of = |text: &str| {
+            let mut cosine = vec![0.0f32; dense.tools];
+            dense.scores(&table.embed(text), &mut cosine);
+            cosine
+        };
+        let mut cosine = cosine_of(query);
+        mix_in_clauses(&mut cosine, clauses(query).iter().map(|clause| cosine_of(clause)));
+        cosine.iter_mut().for_each(|c| *c = c.clamp(0.0, 1.0));
+        Some(cosine)
     }
 
     /// Lifts the companions of the strong hits (see [`SelectIndex::with_companions`]); a
@@ -1182,7 +1293,9 @@ impl SelectIndex {
     /// is when their weight is 0. The similarity is, as a model's, half the whole query's and
     /// half its best clause's when the query has [`clauses`].
     fn with_distilled(&self, query: &str, lexical: Vec<f32>) -> Vec<f32> {
-        let Some(dense) = &self.distilled else { return lexical };
+        if self.distilled.is_none() {
+            return lexical;
+        }
         // The more of the request's words the best tool has, the less the vectors count: where
         // words match well they separate a catalog's siblings (twenty merge-request tools) better
         // than a sum of word-piece vectors, whose differences there are mostly noise.
@@ -1192,19 +1305,8 @@ impl SelectIndex {
         if wd <= 0.0 {
             return lexical;
         }
-        let table = distilled::DistilledVectors::get();
-        let cosine_of = |text: &str| {
-            let mut cosine = vec![0.0f32; dense.tools];
-            dense.scores(&table.embed(text), &mut cosine);
-            cosine
-        };
-        let mut cosine = cosine_of(query);
-        mix_in_clauses(&mut cosine, clauses(query).iter().map(|clause| cosine_of(clause)));
-        lexical
-            .iter()
-            .zip(cosine)
-            .map(|(l, c)| (wl * l + wd * c.clamp(0.0, 1.0)) / (wl + wd))
-            .collect()
+        let Some(cosine) = self.distilled_similarity(query) else { return lexical };
+        lexical.iter().zip(cosine).map(|(l, c)| (wl * l + wd * c) / (wl + wd)).collect()
     }
 
     fn fuse(&self, lexical: &[f32], cosine: &[f32]) -> Vec<f32> {

@@ -63,6 +63,17 @@ pub(crate) struct SelectArgs {
     /// with words at `[selector] embedding_weight` (default 3).
     #[arg(long, value_name = "DIR")]
     local_model: Option<PathBuf>,
+    /// With --queries and no --gold: print what each query's ranking combines instead of the
+    /// ranking — a first line `{"tools": [names…], "similarity": "model"|"distilled"|null}`,
+    /// then per query `{"id", "words": […], "similarity": […], "damped": [tool indexes]}` over
+    /// every tool in that order — for studying the fusion offline.
+    #[arg(long, requires = "queries", conflicts_with = "gold")]
+    parts: bool,
+    /// How far above the catalog's mean score a tool must stand to be selected, as a share of
+    /// the best tool's distance (the selected-set line of --gold); default: `[selector]
+    /// lift_share`, else 0.5; 0: every tool at τ or above.
+    #[arg(long, value_name = "SHARE")]
+    lift_share: Option<f32>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
@@ -150,6 +161,9 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if let Some(w) = args.distilled_weight {
         options.distilled_weight = w;
     }
+    if let Some(share) = args.lift_share {
+        options.lift_share = share;
+    }
     let local = match &args.local_model {
         Some(dir) => {
             if configured.embedding_weight.is_none() {
@@ -186,6 +200,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let distilled = options.distilled_weight > 0.0;
     // How the selected-set lines name the budget.
     let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
+    let lift = match options.lift_share {
+        share if share > 0.0 => format!(", lift {share}"),
+        _ => String::new(),
+    };
     let fusion = match args.fusion {
         FusionArg::Standardized => Fusion::Standardized,
         FusionArg::Weighted => Fusion::Weighted,
@@ -255,7 +273,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         let tokens: u64 = selected.iter().filter_map(|t| selector.listed_tokens(t)).sum();
         let shown = if selected.is_empty() { "none".to_owned() } else { selected.join(", ") };
         println!(
-            "selected (τ {}, at most {max_tools}{budget}): {} tools ({tokens} tokens): {shown}",
+            "selected (τ {}{lift}, at most {max_tools}{budget}): {} tools ({tokens} tokens): {shown}",
             thresholds[0],
             selected.len(),
         );
@@ -275,6 +293,9 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let vectors = query_vectors(&selector, &texts, args.whole_queries)?;
     let Some(gold_path) = &args.gold else {
         let mut out = std::io::stdout().lock();
+        if args.parts {
+            return print_parts(&selector, &queries, &vectors, &mut out);
+        }
         for (q, vector) in queries.iter().zip(&vectors) {
             let hits = selector.rank_with(&q.query, vector.as_deref(), &[], args.k);
             let scores: Vec<f32> = hits.iter().map(|r| (r.score * 1e4).round() / 1e4).collect();
@@ -343,7 +364,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let n = runs.len().max(1) as f64;
     for (threshold, (whole, size, tokens)) in thresholds.iter().zip(&selected_stats) {
         println!(
-            "selected (τ {threshold}, at most {max_tools}{budget}): whole gold set in {:.3}, \
+            "selected (τ {threshold}{lift}, at most {max_tools}{budget}): whole gold set in {:.3}, \
              {:.1} tools ({:.0} tokens) on average",
             *whole as f64 / n,
             *size as f64 / n,
@@ -365,6 +386,38 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
                 );
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--parts`: the tools once, then each query's score parts over every tool (four decimals).
+fn print_parts(
+    selector: &Selector,
+    queries: &[QueryLine],
+    vectors: &[Option<Vec<f32>>],
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<ExitCode> {
+    let round = |v: &[f32]| -> Vec<f32> { v.iter().map(|x| (x * 1e4).round() / 1e4).collect() };
+    let mut kind = serde_json::Value::Null;
+    for (i, (q, vector)) in queries.iter().zip(vectors).enumerate() {
+        let parts = selector.score_parts(&q.query, vector.as_deref());
+        if i == 0 {
+            if parts.similarity.is_some() {
+                kind = if parts.from_model { "model" } else { "distilled" }.into();
+            }
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "tools": selector.names(), "similarity": kind })
+            )?;
+        }
+        let line = serde_json::json!({
+            "id": q.id,
+            "words": round(&parts.words),
+            "similarity": parts.similarity.as_deref().map(round),
+            "damped": parts.damped,
+        });
+        writeln!(out, "{line}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

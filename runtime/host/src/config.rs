@@ -358,7 +358,8 @@ pub struct SelectorConfig {
     pub mode: ServeMode,
     /// Tools listed at once in `dynamic` mode, CORE included; the most `find_tools` returns.
     pub max_tools: usize,
-    /// Score below which the selector leaves a tool out (τ). Default:
+    /// τ: the score the best tool for a request needs for the selector to choose anything
+    /// (with `lift_share = 0`, what every tool needs). Default:
     /// [`quiver_core::select::default_threshold`]: 0.17 for words and the distilled vectors,
     /// 0.1 for words alone, 0.12 when a neural model's similarity is fused.
     pub threshold: Option<f32>,
@@ -388,6 +389,10 @@ pub struct SelectorConfig {
     /// similarity is fused. Default [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`]; 0: words
     /// alone.
     pub distilled_weight: Option<f32>,
+    /// How far above the catalog's mean score for a request a tool must stand to be chosen, as
+    /// a share of how far the best tool stands. Default
+    /// [`quiver_core::select::DEFAULT_LIFT_SHARE`] (0.5); 0: every tool scoring at least τ.
+    pub lift_share: Option<f32>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -417,6 +422,7 @@ impl Default for SelectorConfig {
             max_list_tokens: None,
             name_share: None,
             distilled_weight: None,
+            lift_share: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,

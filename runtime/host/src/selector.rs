@@ -37,7 +37,7 @@ use quiver_core::enrich::embed::EmbeddingsArtifact;
 use quiver_core::enrich::{EnrichmentKind, ScheduleError, EMBEDDINGS};
 use quiver_core::select::{EmbeddingStatus, SelectIndex, SelectOptions};
 
-pub use quiver_core::select::{Bundle, Fusion, Ranked};
+pub use quiver_core::select::{Bundle, Fusion, Ranked, ScoreParts};
 
 use crate::config::Config;
 use crate::embedder::TextEmbedder;
@@ -74,6 +74,10 @@ pub struct SelectorOptions {
     /// How much the built-in distilled vectors' similarity counts beside words when no model's
     /// is fused (default [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`]; 0: words alone).
     pub distilled_weight: f32,
+    /// How far above the catalog's mean score a tool must stand to be selected, as a share of
+    /// the best tool's distance (default [`quiver_core::select::DEFAULT_LIFT_SHARE`]; 0: every
+    /// tool at τ or above).
+    pub lift_share: f32,
 }
 
 impl Default for SelectorOptions {
@@ -89,6 +93,7 @@ impl Default for SelectorOptions {
             max_list_tokens: core.max_list_tokens,
             name_share: core.name_share,
             distilled_weight: core.distilled_weight,
+            lift_share: core.lift_share,
         }
     }
 }
@@ -113,6 +118,7 @@ impl SelectorOptions {
             max_list_tokens: selector.max_list_tokens,
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
             distilled_weight: selector.effective_distilled_weight(),
+            lift_share: selector.lift_share.unwrap_or(quiver_core::select::DEFAULT_LIFT_SHARE),
             ..Self::default()
         }
     }
@@ -364,6 +370,7 @@ impl Selector {
             max_list_tokens: options.max_list_tokens,
             name_share: options.name_share,
             distilled_weight: options.distilled_weight,
+            lift_share: options.lift_share,
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
@@ -419,6 +426,18 @@ impl Selector {
         self.index.rank_with(query, vector, recent, k)
     }
 
+    /// [`Selector::rank_with`], and the score a tool of it needs to be selected on its own merit
+    /// for this request (see [`quiver_core::select::SelectIndex::rank_and_floor`]).
+    pub fn rank_and_floor(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        recent: &[String],
+        k: usize,
+    ) -> (Vec<Ranked>, f32) {
+        self.index.rank_and_floor(query, vector, recent, k)
+    }
+
     /// The best tool of each clause of a several-part request, scored on the clause alone, where
     /// it clears τ: see [`SelectIndex::clause_hits`]. `vector` as for [`Selector::rank_with`].
     pub fn clause_hits(
@@ -428,6 +447,12 @@ impl Selector {
         recent: &[String],
     ) -> Vec<Ranked> {
         self.index.clause_hits(query, vector, recent)
+    }
+
+    /// What the ranking of `query` combines (words, similarity), over every tool in
+    /// [`Selector::names`]' order. `vector` as for [`Selector::rank_with`].
+    pub fn score_parts(&self, query: &str, vector: Option<&[f32]>) -> ScoreParts {
+        self.index.score_parts(query, vector)
     }
 
     /// [`Selector::select`] with the query's vector (from [`Selector::query_vector`]).

@@ -120,6 +120,17 @@ struct View {
     account_rules: Option<Arc<AccountRules>>,
 }
 
+/// What `find_tools` and `load_tools` rank a request with: the served tools, best first, with
+/// their scores (`None` without a selector); why the model was not used, if so; the score a
+/// tool needs to be chosen on its own merit; and the clauses' best tools, chosen whatever
+/// their score.
+struct Ranking<'c> {
+    hits: Vec<(&'c ExposedTool, Option<f32>)>,
+    without_model: Option<String>,
+    floor: f32,
+    clause_hits: Vec<String>,
+}
+
 /// A user's `accounts` rules: which signed-in account a call acts as.
 struct AccountRules {
     rules: quiver_core::scope::ScopeRules,
@@ -467,10 +478,10 @@ impl QuiverServer {
         catalog: &'c Catalog,
         query: &str,
         k: usize,
-    ) -> (Vec<(&'c ExposedTool, Option<f32>)>, Option<String>) {
+    ) -> Ranking<'c> {
         let Some(selector) = self.selector().await else {
-            let names = fallback_rank(catalog, query, k).into_iter().map(|t| (t, None)).collect();
-            return (names, None);
+            let hits = fallback_rank(catalog, query, k).into_iter().map(|t| (t, None)).collect();
+            return Ranking { hits, without_model: None, floor: 0.0, clause_hits: Vec::new() };
         };
         let recent = view.session.recent_calls().await;
         let vector = selector.query_vector(query).await;
@@ -480,12 +491,10 @@ impl QuiverServer {
         let served = |hit: Ranked| {
             catalog.get(&hit.name).filter(|t| t.enabled()).map(|t| (t, Some(hit.score)))
         };
-        let mut hits: Vec<(&ExposedTool, Option<f32>)> = selector
-            .rank_with(query, vector.vector.as_deref(), &recent, depth)
-            .into_iter()
-            .filter_map(served)
-            .take(k)
-            .collect();
+        let (ranked, floor) =
+            selector.rank_and_floor(query, vector.vector.as_deref(), &recent, depth);
+        let mut hits: Vec<(&ExposedTool, Option<f32>)> =
+            ranked.into_iter().filter_map(served).take(k).collect();
         let clause_hits: Vec<(&ExposedTool, Option<f32>)> = selector
             .clause_hits(query, vector.vector.as_deref(), &recent)
             .into_iter()
@@ -506,15 +515,8 @@ impl QuiverServer {
             }
             hits.push((tool, score));
         }
-        (hits, vector.without_model)
-    }
-
-    /// τ, as the selector applies it (the config's when no selector could be built).
-    async fn threshold(&self) -> f32 {
-        match self.selector().await {
-            Some(selector) => selector.threshold(),
-            None => SelectorOptions::from_config(&self.inner.host.config().config).threshold,
-        }
+        let clause_hits = clause_hits.iter().map(|(t, _)| t.qualified.clone()).collect();
+        Ranking { hits, without_model: vector.without_model, floor, clause_hits }
     }
 
     /// The bundles nearest to `query` when no tool clears τ: those of the tools that scored
@@ -674,19 +676,20 @@ impl QuiverServer {
             let note = "the bundle's tools; run one with call_tool(name, arguments)";
             return text_result(json!({ "tools": found, "note": note }).to_string());
         }
-        let (ranked, without_model) = self.rank(view, &catalog, query, k).await;
-        // Ranked without the model, the scores are words' and the distilled vectors', and so is
-        // the τ they are held to.
-        let threshold = match (&without_model, self.selector().await) {
-            (Some(_), Some(selector)) => selector.threshold_without_model(),
-            _ => self.threshold().await,
-        };
+        let Ranking { hits: ranked, without_model, floor, clause_hits } =
+            self.rank(view, &catalog, query, k).await;
         // Said in the answer, not only logged: the model may rephrase in plainer words.
         let ranking = without_model.map(|why| {
             format!("ranked without the embedding model, on words and the built-in vectors: {why}")
         });
-        let fitting: Vec<&(&ExposedTool, Option<f32>)> =
-            ranked.iter().filter(|(_, score)| score.is_none_or(|s| s >= threshold)).collect();
+        // The tools the selector would choose on their own merit (ranked without the model,
+        // held to the τ of words and the distilled vectors), and each clause's best.
+        let fitting: Vec<&(&ExposedTool, Option<f32>)> = ranked
+            .iter()
+            .filter(|(t, score)| {
+                score.is_none_or(|s| s >= floor) || clause_hits.contains(&t.qualified)
+            })
+            .collect();
         // Under `max_list_tokens`, the answer keeps the most value its listings can afford.
         let affordable: Option<Vec<String>> = match self.selector().await {
             Some(selector) => {
@@ -761,7 +764,7 @@ impl QuiverServer {
                 None => Vec::new(),
             };
             if chosen.is_empty() {
-                let (ranked, _) = self.rank(view, &catalog, wanted, 3).await;
+                let ranked = self.rank(view, &catalog, wanted, 3).await.hits;
                 let suggestions: Vec<String> =
                     ranked.iter().map(|(t, _)| t.mcp_name.clone()).collect();
                 let mut names: Vec<&str> = bundles.iter().map(|b| b.name.as_str()).collect();
