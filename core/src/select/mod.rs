@@ -840,6 +840,12 @@ impl SelectIndex {
         self
     }
 
+    /// The same index with [`SelectOptions::lift_share`] = `share`.
+    pub fn with_lift_share(mut self, share: f32) -> Self {
+        self.options.lift_share = share;
+        self
+    }
+
     /// τ for a query with `vector` (see [`SelectIndex::rank_with`]):
     /// [`SelectOptions::threshold_without_model`] when a model's similarity is fused but
     /// `vector` holds none, else [`SelectOptions::threshold`].

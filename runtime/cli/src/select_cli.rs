@@ -71,9 +71,10 @@ pub(crate) struct SelectArgs {
     parts: bool,
     /// How far above the catalog's mean score a tool must stand to be selected, as a share of
     /// the best tool's distance (the selected-set line of --gold); default: `[selector]
-    /// lift_share`, else 0.5; 0: every tool at τ or above.
-    #[arg(long, value_name = "SHARE")]
-    lift_share: Option<f32>,
+    /// lift_share`, else 0.5; 0: every tool at τ or above. Several, comma-separated, print a
+    /// selected-set line for each with each τ.
+    #[arg(long, value_name = "SHARE", value_delimiter = ',')]
+    lift_share: Vec<f32>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
     #[arg(long, requires = "gold")]
     show_misses: bool,
@@ -161,9 +162,11 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if let Some(w) = args.distilled_weight {
         options.distilled_weight = w;
     }
-    if let Some(share) = args.lift_share {
+    if let Some(&share) = args.lift_share.first() {
         options.lift_share = share;
     }
+    let shares =
+        if args.lift_share.is_empty() { vec![options.lift_share] } else { args.lift_share.clone() };
     let local = match &args.local_model {
         Some(dir) => {
             if configured.embedding_weight.is_none() {
@@ -200,10 +203,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let distilled = options.distilled_weight > 0.0;
     // How the selected-set lines name the budget.
     let budget = max_list_tokens.map(|t| format!(", {t} tokens")).unwrap_or_default();
-    let lift = match options.lift_share {
-        share if share > 0.0 => format!(", lift {share}"),
-        _ => String::new(),
-    };
+    let lift_of = |share: f32| if share > 0.0 { format!(", lift {share}") } else { String::new() };
+    let lift = lift_of(options.lift_share);
     let fusion = match args.fusion {
         FusionArg::Standardized => Fusion::Standardized,
         FusionArg::Weighted => Fusion::Weighted,
@@ -312,9 +313,13 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let mut runs = Vec::with_capacity(queries.len());
     let mut unknown = Vec::new();
     // Per τ: queries whose whole gold set was selected, tools and tokens selected.
-    let per_threshold: Vec<Selector> =
-        thresholds.iter().map(|&t| selector.clone().with_threshold(t)).collect();
-    let mut selected_stats = vec![(0usize, 0usize, 0u64); thresholds.len()];
+    let rules: Vec<(f32, f32)> =
+        shares.iter().flat_map(|&share| thresholds.iter().map(move |&t| (t, share))).collect();
+    let per_threshold: Vec<Selector> = rules
+        .iter()
+        .map(|&(t, share)| selector.clone().with_threshold(t).with_lift_share(share))
+        .collect();
+    let mut selected_stats = vec![(0usize, 0usize, 0u64); rules.len()];
     for (q, vector) in queries.iter().zip(&vectors) {
         let vector = vector.as_deref();
         let Some(g) = gold.get(&q.id.to_string()) else {
@@ -362,7 +367,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         println!("{:>4}  {:>10.3}  {:>13.3}", row.k, row.whole, row.per_item);
     }
     let n = runs.len().max(1) as f64;
-    for (threshold, (whole, size, tokens)) in thresholds.iter().zip(&selected_stats) {
+    for (&(threshold, share), (whole, size, tokens)) in rules.iter().zip(&selected_stats) {
+        let lift = lift_of(share);
         println!(
             "selected (τ {threshold}{lift}, at most {max_tools}{budget}): whole gold set in {:.3}, \
              {:.1} tools ({:.0} tokens) on average",

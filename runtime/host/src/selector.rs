@@ -388,6 +388,11 @@ impl Selector {
         Self { index: self.index.with_threshold(threshold), ..self }
     }
 
+    /// The same selector with [`SelectorOptions::lift_share`] = `share`.
+    pub fn with_lift_share(self, share: f32) -> Self {
+        Self { index: self.index.with_lift_share(share), ..self }
+    }
+
     /// The model queries are embedded with, when it is not the built-in embedder.
     pub fn query_embedder(&self) -> Option<&QueryEmbedder> {
         self.query_embedder.as_ref()
