@@ -629,8 +629,12 @@ fn a_local_model_embeds_tools_into_the_store_and_queries_in_process() {
             .lines()
             .filter_map(|l| l.split_once("  ").and_then(|(s, n)| Some((s.parse().ok()?, n))))
             .collect();
-        // The ranking is followed by the set a model would be shown.
-        assert!(stdout.lines().last().unwrap().starts_with("selected (τ "), "{stdout}");
+        // The ranking is followed by the set a model would be shown, held to the model's τ and
+        // lift share.
+        assert!(
+            stdout.lines().last().unwrap().starts_with("selected (τ 0.12, lift 0.45, at most 20)"),
+            "{stdout}"
+        );
         assert_eq!(hits[0].1, "weather_forecast", "{stdout}");
         hits[0].0
     };

@@ -8,7 +8,7 @@
 //! (BM25F), the default (words and the distilled vectors), all-MiniLM-L6-v2's cosine alone, and
 //! words fused with it. Each cell is `quiver select --gold`'s whole-gold-set recall at 1, 3, 5
 //! and 10, and how often the selected set holds the gold set, at how many tools — by the
-//! default rule (the lift share, 0.5) and by τ alone (`--lift-share 0`), the rule before it.
+//! default rule (the lift share) and by τ alone (`--lift-share 0`), the rule before it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,10 +20,12 @@ use anyhow::{bail, Context, Result};
 /// chosen on — Arcade's, with MetaTool's, for the lift share: only their test part is reported.
 const TUNED_ON: &[&str] = &["arcade"];
 
-/// One ranker: its name in the table and the flags that make it.
+/// One ranker: its name in the table, the flags that make it, and its default lift share
+/// (`quiver_core::select::default_lift_share`: 0.45 with a neural model, else 0.5).
 struct Ranker {
     name: &'static str,
     flags: Vec<String>,
+    lift_share: &'static str,
 }
 
 /// One evaluation set: its name, files, and the part reported.
@@ -37,7 +39,7 @@ struct EvalSet {
 #[derive(Default)]
 struct Figures {
     at: [f64; 4],
-    /// Per `selected` line, in the order printed (lift share 0.5, then τ alone): the cell.
+    /// Per `selected` line, in the order printed (the lift share, then τ alone): the cell.
     selected: Vec<String>,
 }
 
@@ -80,8 +82,12 @@ pub(crate) fn select_table(
     }
     let model = minilm.display().to_string();
     let rankers = [
-        Ranker { name: "words alone (BM25F)", flags: vec!["--lexical-only".into()] },
-        Ranker { name: "default (words + distilled)", flags: vec![] },
+        Ranker {
+            name: "words alone (BM25F)",
+            flags: vec!["--lexical-only".into()],
+            lift_share: "0.5",
+        },
+        Ranker { name: "default (words + distilled)", flags: vec![], lift_share: "0.5" },
         Ranker {
             name: "MiniLM cosine alone",
             flags: vec![
@@ -90,8 +96,13 @@ pub(crate) fn select_table(
                 "--lexical-weight".into(),
                 "0".into(),
             ],
+            lift_share: "0.45",
         },
-        Ranker { name: "words + MiniLM", flags: vec!["--local-model".into(), model] },
+        Ranker {
+            name: "words + MiniLM",
+            flags: vec!["--local-model".into(), model],
+            lift_share: "0.45",
+        },
     ];
     // The table goes to stdout, row by row as each is measured.
     let mut out = std::io::stdout().lock();
@@ -133,7 +144,7 @@ fn run_select(quiver: &Path, set: &EvalSet, ranker: &Ranker) -> Result<Figures> 
         .arg("--gold")
         .arg(set.dir.join("gold.jsonl"))
         .args(&ranker.flags)
-        .args(["--lift-share", "0.5,0"])
+        .args(["--lift-share", &format!("{},0", ranker.lift_share)])
         // No machine config or cached enrichments of another run.
         .env("QUIVER_DATA_DIR", &data_dir)
         .env_remove("QUIVER_CONFIG");

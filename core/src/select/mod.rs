@@ -135,16 +135,32 @@ pub struct SelectOptions {
     pub lift_share: f32,
 }
 
-/// The default [`SelectOptions::lift_share`]: a tool is selected when its score stands at
-/// least half as far above the catalog's mean score for the request as the best tool's does
-/// (once the best clears τ). A fixed τ did not carry from one catalog to another: calibrated on
-/// MetaTool, where it selected about 4 tools, it selected 11 to 14 on catalogs of real MCP
-/// servers whose long descriptions share many words with any request. Measured on the tune
-/// parts of MetaTool and of `tests/data/arcade/` (ids ending in a multiple of 4), 0.5 is the
-/// largest share at which the selected set holds the whole gold set at least about as often
-/// as the top 5 do with the default ranker and with MiniLM fused (0.55 falls below on
-/// MetaTool); the README's table gives it on every set.
+/// The default [`SelectOptions::lift_share`] for the default ranker (words and the distilled
+/// vectors) and for words alone: a tool is selected when its score stands at least half as far
+/// above the catalog's mean score for the request as the best tool's does (once the best clears
+/// τ). A fixed τ did not carry from one catalog to another: calibrated on MetaTool, where it
+/// selected about 4 tools, it selected 11 to 14 on catalogs of real MCP servers whose long
+/// descriptions share many words with any request. Chosen on the tune parts of MetaTool and of
+/// `tests/data/arcade/` (ids ending in a multiple of 4) as the largest share at which the
+/// selected set holds the whole gold set at least as often as the top 5 do on both: MetaTool
+/// .735/.714/.697 at 0.45/0.5/0.55 (top 5 .712; 6.3/5.2/4.4 tools), Arcade .919 at each (top 5
+/// .878; 7.4/6.1/5.3 tools). The README's table gives it on every set.
 pub const DEFAULT_LIFT_SHARE: f32 = 0.5;
+
+/// The default [`SelectOptions::lift_share`] when a neural model's similarity is fused, chosen
+/// as [`DEFAULT_LIFT_SHARE`] was with all-MiniLM-L6-v2: MetaTool's tune part .783/.763/.745 at
+/// 0.45/0.5/0.55 (top 5 .780; 4.7/4.0/3.4 tools), Arcade's .919/.919/.892 (top 5 .865).
+pub const DEFAULT_MODEL_LIFT_SHARE: f32 = 0.45;
+
+/// The default lift share: [`DEFAULT_MODEL_LIFT_SHARE`] when a neural model's similarity is
+/// fused (`model_fused`), else [`DEFAULT_LIFT_SHARE`].
+pub fn default_lift_share(model_fused: bool) -> f32 {
+    if model_fused {
+        DEFAULT_MODEL_LIFT_SHARE
+    } else {
+        DEFAULT_LIFT_SHARE
+    }
+}
 
 /// The default `max_tools`.
 pub const DEFAULT_MAX_TOOLS: usize = 20;

@@ -71,7 +71,8 @@ pub(crate) struct SelectArgs {
     parts: bool,
     /// How far above the catalog's mean score a tool must stand to be selected, as a share of
     /// the best tool's distance (the selected-set line of --gold); default: `[selector]
-    /// lift_share`, else 0.5; 0: every tool at τ or above. Several, comma-separated, print a
+    /// lift_share`, else 0.5 (0.45 with a neural model); 0: every tool at τ or above. Several,
+    /// comma-separated, print a
     /// selected-set line for each with each τ.
     #[arg(long, value_name = "SHARE", value_delimiter = ',')]
     lift_share: Vec<f32>,
@@ -162,11 +163,6 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     if let Some(w) = args.distilled_weight {
         options.distilled_weight = w;
     }
-    if let Some(&share) = args.lift_share.first() {
-        options.lift_share = share;
-    }
-    let shares =
-        if args.lift_share.is_empty() { vec![options.lift_share] } else { args.lift_share.clone() };
     let local = match &args.local_model {
         Some(dir) => {
             if configured.embedding_weight.is_none() {
@@ -199,6 +195,12 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         args.threshold.clone()
     };
     options.threshold = thresholds[0];
+    let shares = if args.lift_share.is_empty() {
+        vec![configured.effective_lift_share(neural && options.embedding_weight > 0.0)]
+    } else {
+        args.lift_share.clone()
+    };
+    options.lift_share = shares[0];
     let (max_tools, max_list_tokens) = (options.max_tools, options.max_list_tokens);
     let distilled = options.distilled_weight > 0.0;
     // How the selected-set lines name the budget.

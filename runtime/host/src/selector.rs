@@ -75,7 +75,7 @@ pub struct SelectorOptions {
     /// is fused (default [`quiver_core::select::DEFAULT_DISTILLED_WEIGHT`]; 0: words alone).
     pub distilled_weight: f32,
     /// How far above the catalog's mean score a tool must stand to be selected, as a share of
-    /// the best tool's distance (default [`quiver_core::select::DEFAULT_LIFT_SHARE`]; 0: every
+    /// the best tool's distance (default [`quiver_core::select::default_lift_share`]; 0: every
     /// tool at τ or above).
     pub lift_share: f32,
 }
@@ -118,7 +118,7 @@ impl SelectorOptions {
             max_list_tokens: selector.max_list_tokens,
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
             distilled_weight: selector.effective_distilled_weight(),
-            lift_share: selector.lift_share.unwrap_or(quiver_core::select::DEFAULT_LIFT_SHARE),
+            lift_share: selector.effective_lift_share(model && embedding_weight > 0.0),
             ..Self::default()
         }
     }
