@@ -163,7 +163,7 @@ fn recall_on_the_evaluation_set_is_printed_for_1_3_5_10() {
     let (stdout, _) = texts(&words);
     assert!(stdout.starts_with("recall over 52 queries (words only)"), "{stdout}");
     assert!(
-        stdout.contains("selected (τ 0.1, lift 0.5, at most 20): whole gold set in"),
+        stdout.contains("selected (τ 0.1, lift 0.4, at most 20): whole gold set in"),
         "{stdout}"
     );
     assert!(recall_rows(&stdout)[2].1 >= 0.88, "{stdout}");
@@ -395,7 +395,7 @@ fn one_query_prints_its_ranking_then_the_set_a_model_would_be_shown() {
         stdout.lines().collect::<Vec<_>>(),
         [
             "no tool matches \"zzzz qqqq\" (words only): none of its words is in any tool's text",
-            "selected (τ 0.1, lift 0.5, at most 20): 0 tools (0 tokens): none"
+            "selected (τ 0.1, lift 0.4, at most 20): 0 tools (0 tokens): none"
         ],
         "{stdout}"
     );

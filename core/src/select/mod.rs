@@ -136,7 +136,7 @@ pub struct SelectOptions {
 }
 
 /// The default [`SelectOptions::lift_share`] for the default ranker (words and the distilled
-/// vectors) and for words alone: a tool is selected when its score stands at least half as far
+/// vectors): a tool is selected when its score stands at least half as far
 /// above the catalog's mean score for the request as the best tool's does (once the best clears
 /// τ). A fixed τ did not carry from one catalog to another: calibrated on MetaTool, where it
 /// selected about 4 tools, it selected 11 to 14 on catalogs of real MCP servers whose long
@@ -152,13 +152,22 @@ pub const DEFAULT_LIFT_SHARE: f32 = 0.5;
 /// 0.45/0.5/0.55 (top 5 .780; 4.7/4.0/3.4 tools), Arcade's .919/.919/.892 (top 5 .865).
 pub const DEFAULT_MODEL_LIFT_SHARE: f32 = 0.45;
 
-/// The default lift share: [`DEFAULT_MODEL_LIFT_SHARE`] when a neural model's similarity is
-/// fused (`model_fused`), else [`DEFAULT_LIFT_SHARE`].
-pub fn default_lift_share(model_fused: bool) -> f32 {
+/// The default [`SelectOptions::lift_share`] for words alone (`distilled_weight = 0`), chosen
+/// as [`DEFAULT_LIFT_SHARE`] was: MetaTool's tune part .658/.642/.627/.608 at
+/// 0.35/0.4/0.45/0.5 (top 5 .640; 7.0/5.8/4.9/4.1 tools), Arcade's .919/.905/.905/.905 (.838).
+pub const DEFAULT_WORDS_LIFT_SHARE: f32 = 0.4;
+
+/// The default lift share for a mix, as [`default_threshold`] gives τ:
+/// [`DEFAULT_MODEL_LIFT_SHARE`] when a neural model's similarity is fused (`model_fused`), else
+/// [`DEFAULT_LIFT_SHARE`] with the distilled vectors (`distilled_weight` above 0) and
+/// [`DEFAULT_WORDS_LIFT_SHARE`] without them.
+pub fn default_lift_share(model_fused: bool, distilled_weight: f32) -> f32 {
     if model_fused {
         DEFAULT_MODEL_LIFT_SHARE
-    } else {
+    } else if distilled_weight > 0.0 {
         DEFAULT_LIFT_SHARE
+    } else {
+        DEFAULT_WORDS_LIFT_SHARE
     }
 }
 

@@ -71,9 +71,8 @@ pub(crate) struct SelectArgs {
     parts: bool,
     /// How far above the catalog's mean score a tool must stand to be selected, as a share of
     /// the best tool's distance (the selected-set line of --gold); default: `[selector]
-    /// lift_share`, else 0.5 (0.45 with a neural model); 0: every tool at τ or above. Several,
-    /// comma-separated, print a
-    /// selected-set line for each with each τ.
+    /// lift_share`, else 0.5 (0.45 with a neural model, 0.4 on words alone); 0: every tool at τ
+    /// or above. Several, comma-separated, print a selected-set line for each with each τ.
     #[arg(long, value_name = "SHARE", value_delimiter = ',')]
     lift_share: Vec<f32>,
     /// With --gold: also list the queries whose gold set is not in the top 5.
@@ -196,7 +195,10 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     };
     options.threshold = thresholds[0];
     let shares = if args.lift_share.is_empty() {
-        vec![configured.effective_lift_share(neural && options.embedding_weight > 0.0)]
+        vec![configured.effective_lift_share(
+            neural && options.embedding_weight > 0.0,
+            options.distilled_weight,
+        )]
     } else {
         args.lift_share.clone()
     };

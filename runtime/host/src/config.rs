@@ -391,8 +391,8 @@ pub struct SelectorConfig {
     pub distilled_weight: Option<f32>,
     /// How far above the catalog's mean score for a request a tool must stand to be chosen, as
     /// a share of how far the best tool stands. Default
-    /// [`quiver_core::select::default_lift_share`] (0.5, 0.45 when a neural model's similarity is
-    /// fused); 0: every tool scoring at least τ.
+    /// [`quiver_core::select::default_lift_share`] (0.5; 0.45 when a neural model's similarity is
+    /// fused, 0.4 on words alone); 0: every tool scoring at least τ.
     pub lift_share: Option<f32>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
@@ -465,8 +465,9 @@ impl SelectorConfig {
 
     /// The lift share in effect: the configured one, else the default for the mix in use (see
     /// [`quiver_core::select::default_lift_share`]).
-    pub fn effective_lift_share(&self, fused: bool) -> f32 {
-        self.lift_share.unwrap_or_else(|| quiver_core::select::default_lift_share(fused))
+    pub fn effective_lift_share(&self, fused: bool, distilled_weight: f32) -> f32 {
+        self.lift_share
+            .unwrap_or_else(|| quiver_core::select::default_lift_share(fused, distilled_weight))
     }
 
     /// The distilled vectors' weight in effect: the configured one, else

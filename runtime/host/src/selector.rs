@@ -118,7 +118,10 @@ impl SelectorOptions {
             max_list_tokens: selector.max_list_tokens,
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
             distilled_weight: selector.effective_distilled_weight(),
-            lift_share: selector.effective_lift_share(model && embedding_weight > 0.0),
+            lift_share: selector.effective_lift_share(
+                model && embedding_weight > 0.0,
+                selector.effective_distilled_weight(),
+            ),
             ..Self::default()
         }
     }
