@@ -932,12 +932,15 @@ impl SelectIndex {
         k: usize,
     ) -> (Vec<Ranked>, f32) {
         let scores = self.scores_with(query, vector, recent);
-        let floor = self.floor(&scores, self.threshold_for(vector));
-        let hits = top(&scores, k)
+        (self.ranked(&scores, k), self.floor(&scores, self.threshold_for(vector)))
+    }
+
+    /// The best `k` of `scores` (every tool's, in name order) as a ranking.
+    fn ranked(&self, scores: &[f32], k: usize) -> Vec<Ranked> {
+        top(scores, k)
             .into_iter()
             .map(|i| Ranked { name: self.names[i].clone(), score: scores[i] })
-            .collect();
-        (hits, floor)
+            .collect()
     }
 
     /// The score a tool needs to be selected on its own merit, given every tool's `scores` for
@@ -968,14 +971,15 @@ impl SelectIndex {
         recent: &[String],
         k: usize,
     ) -> Vec<Ranked> {
-        self.rank_and_floor(query, vector, recent, k).0
+        self.ranked(&self.scores_with(query, vector, recent), k)
     }
 
     /// The tools to show for `query`: CORE, then — when the best tool clears τ — the tools
     /// standing at least [`SelectOptions::lift_share`] as far above the catalog's mean score
     /// as the best does, best first, then for a request of several [`clauses`] the best tool
-    /// of each clause scored alone (when it clears τ), then the rest of the bundles of the strongest hits (score ≥ ¾ of the best),
-    /// capped at `max_tools` (CORE tools are kept even beyond it).
+    /// of each clause scored alone (when it clears τ), then the rest of the bundles of the
+    /// strongest hits (score ≥ ¾ of the best), capped at `max_tools` (CORE tools are kept even
+    /// beyond it).
     pub fn select(&self, query: &str, recent: &[String]) -> Vec<String> {
         self.select_with(query, None, recent)
     }
@@ -1324,9 +1328,6 @@ impl SelectIndex {
     /// is when their weight is 0. The similarity is, as a model's, half the whole query's and
     /// half its best clause's when the query has [`clauses`].
     fn with_distilled(&self, query: &str, lexical: Vec<f32>) -> Vec<f32> {
-        if self.distilled.is_none() {
-            return lexical;
-        }
         // The more of the request's words the best tool has, the less the vectors count: where
         // words match well they separate a catalog's siblings (twenty merge-request tools) better
         // than a sum of word-piece vectors, whose differences there are mostly noise.

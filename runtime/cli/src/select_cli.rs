@@ -185,20 +185,15 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let neural = local.is_some()
         || args.tools.is_none()
             && quiver_runtime::selector::embeds_with_a_model(&host.config().config);
+    let model_fused = neural && options.embedding_weight > 0.0;
     let thresholds = if args.threshold.is_empty() {
-        vec![configured.effective_threshold(
-            neural && options.embedding_weight > 0.0,
-            options.distilled_weight,
-        )]
+        vec![configured.effective_threshold(model_fused, options.distilled_weight)]
     } else {
         args.threshold.clone()
     };
     options.threshold = thresholds[0];
     let shares = if args.lift_share.is_empty() {
-        vec![configured.effective_lift_share(
-            neural && options.embedding_weight > 0.0,
-            options.distilled_weight,
-        )]
+        vec![configured.effective_lift_share(model_fused, options.distilled_weight)]
     } else {
         args.lift_share.clone()
     };
@@ -316,10 +311,11 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     let deepest = RECALL_AT.iter().copied().max().unwrap_or(10).max(args.k);
     let mut runs = Vec::with_capacity(queries.len());
     let mut unknown = Vec::new();
-    // Per τ: queries whose whole gold set was selected, tools and tokens selected.
+    // Per rule (τ, lift share): queries whose whole gold set was selected, tools and tokens
+    // selected.
     let rules: Vec<(f32, f32)> =
         shares.iter().flat_map(|&share| thresholds.iter().map(move |&t| (t, share))).collect();
-    let per_threshold: Vec<Selector> = rules
+    let per_rule: Vec<Selector> = rules
         .iter()
         .map(|&(t, share)| selector.clone().with_threshold(t).with_lift_share(share))
         .collect();
@@ -340,7 +336,7 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
             .map(|r| r.name)
             .collect();
         unknown.extend(g.tools.iter().filter(|t| !selector.names().contains(t)).cloned());
-        for (at, (whole, size, tokens)) in per_threshold.iter().zip(&mut selected_stats) {
+        for (at, (whole, size, tokens)) in per_rule.iter().zip(&mut selected_stats) {
             let selected = at.select_with(&q.query, vector, &[]);
             if g.tools.iter().all(|t| selected.contains(t)) {
                 *whole += 1;

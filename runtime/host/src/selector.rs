@@ -105,23 +105,20 @@ impl SelectorOptions {
         let selector = &config.selector;
         let model = embeds_with_a_model(config);
         let embedding_weight = selector.effective_embedding_weight(model);
+        // τ and the lift share are calibrated per mix: a model's similarity fused or not, the
+        // distilled vectors or words alone.
+        let model_fused = model && embedding_weight > 0.0;
+        let distilled_weight = selector.effective_distilled_weight();
         Self {
             max_tools: selector.max_tools,
-            threshold: selector.effective_threshold(
-                model && embedding_weight > 0.0,
-                selector.effective_distilled_weight(),
-            ),
-            threshold_without_model: selector
-                .effective_threshold(false, selector.effective_distilled_weight()),
+            threshold: selector.effective_threshold(model_fused, distilled_weight),
+            threshold_without_model: selector.effective_threshold(false, distilled_weight),
             core: selector.core.clone(),
             embedding_weight,
             max_list_tokens: selector.max_list_tokens,
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
-            distilled_weight: selector.effective_distilled_weight(),
-            lift_share: selector.effective_lift_share(
-                model && embedding_weight > 0.0,
-                selector.effective_distilled_weight(),
-            ),
+            distilled_weight,
+            lift_share: selector.effective_lift_share(model_fused, distilled_weight),
             ..Self::default()
         }
     }
