@@ -632,6 +632,49 @@ async fn the_mcp_inspector_cli_lists_and_calls_over_http() {
     assert!(called.0 && called.1.contains("inspected"), "{}\n{}", called.1, called.2);
 }
 
+/// A TypeScript client (the Inspector's CLI) through quiver, fronting server-everything over
+/// stdio: its task-only tool is listed without the `taskSupport: "required"` hint (quiver runs
+/// the task), and a plain call of it is answered with the task's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typescript_client_calls_an_upstreams_task_only_tool_plainly_through_quiver() {
+    if Command::new("npx").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        panic!("npx is needed (Node.js with npm); `cargo xtask test` says how to install it");
+    }
+    let upstream = "[[upstreams]]\nname = \"everything\"\ncommand = \"npx\"\n\
+                    args = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n\
+                    start_timeout_s = 180\n";
+    let served = Served::start(upstream);
+    let url = format!("{}/mcp", served.url);
+    let listed = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || inspector(&url, &["--method", "tools/list"]))
+            .await
+            .unwrap()
+    };
+    assert!(listed.0, "{}\n{}", listed.1, listed.2);
+    let tools: Value = serde_json::from_str(&listed.1).expect("the CLI prints the listing's JSON");
+    let tool =
+        |name: &str| tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+    let research = tool("everything_simulate-research-query").expect("listed");
+    assert!(research.pointer("/execution/taskSupport").is_none(), "{research}");
+    let called = tokio::task::spawn_blocking(move || {
+        inspector(
+            &url,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "everything_simulate-research-query",
+                "--tool-arg",
+                "topic=rust",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(called.0 && called.1.contains("Research Report: rust"), "{}\n{}", called.1, called.2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_serves_https_with_the_configured_certificate() {
     let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tls");

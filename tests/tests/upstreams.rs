@@ -1224,6 +1224,71 @@ async fn an_upstreams_sampling_elicitation_and_roots_reach_the_client_that_made_
     plain.cancel().await.unwrap();
 }
 
+/// A client whose user, asked to clarify a request, picks an interpretation.
+#[derive(Clone, Default)]
+struct Clarifying(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Clarifying {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("clarifying", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.0.lock().unwrap().push(serde_json::to_string(&request).unwrap());
+        Ok(serde_json::from_value(
+            json!({"action": "accept", "content": {"interpretation": "programming"}}),
+        )
+        .unwrap())
+    }
+}
+
+/// server-everything's `simulate-research-query` runs only as a task (2025-11-25's tasks: a
+/// plain call of it is refused). Through quiver a plain call is answered with the task's
+/// result, and the clarification the server asks for within the task reaches the client that
+/// made the call and shapes the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tasks_result() {
+    require_npx();
+    // Directly, a plain call is refused: the tool needs a task.
+    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
+        cmd.args(["-y", EVERYTHING]);
+    }))
+    .expect("spawn server-everything");
+    let direct =
+        Clarifying::default().serve(transport).await.expect("initialize server-everything");
+    let args = json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone();
+    let refused = direct
+        .call_tool(
+            CallToolRequestParams::new("simulate-research-query").with_arguments(args.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    direct.cancel().await.unwrap();
+
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let asked = Clarifying::default();
+    let client = gateway.serve_as(asked.clone()).await;
+    let call =
+        CallToolRequestParams::new("everything_simulate-research-query").with_arguments(args);
+    let result = client.call_tool(call).await.unwrap();
+    let text = serde_json::to_string(&result.content).unwrap();
+    assert_ne!(result.is_error, Some(true), "{text}");
+    assert!(text.contains("Research Report: python (programming)"), "{text}");
+    let asked = asked.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("interpretation"), "{asked:?}");
+    client.cancel().await.unwrap();
+}
+
 /// The text of calling `name` with no arguments, whether it failed or not.
 async fn call_quietly(client: &RunningService<RoleClient, Seen>, name: &str) -> String {
     match client.call_tool(CallToolRequestParams::new(name.to_owned())).await {

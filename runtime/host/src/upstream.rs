@@ -407,12 +407,15 @@ const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024 - 1024;
 /// Passes a stdio upstream's messages (one per line) from `stdout` to `to_client`, except one
 /// longer than `limit`: that one is read to its end and dropped, and in its place the call it
 /// answers gets a JSON-RPC error saying how large it was — found by the `id` near its start (as
-/// most servers write it) or its end (as the TypeScript SDK does). Ends with the stream.
+/// most servers write it) or its end (as the TypeScript SDK does). The tools of a `tools/list`
+/// answer that carry an `execution` object have it kept in `executions` before the answer goes
+/// on. Ends with the stream.
 async fn guard_frames(
     stdout: tokio::process::ChildStdout,
     mut to_client: tokio::io::DuplexStream,
     limit: usize,
     upstream: String,
+    executions: Executions,
 ) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     const EDGE: usize = 512;
@@ -457,6 +460,7 @@ async fn guard_frames(
             }
         }
         if !oversized {
+            keep_executions(&line, &executions);
             if to_client.write_all(&line).await.is_err() {
                 return;
             }
@@ -482,6 +486,25 @@ async fn guard_frames(
         });
         if to_client.write_all(format!("{error}\n").as_bytes()).await.is_err() {
             return;
+        }
+    }
+}
+
+/// Keeps the `execution` of each tool a `tools/list` answer (`frame`, one JSON-RPC message)
+/// lists with one; any other frame is looked at no further than a search for the word.
+fn keep_executions(frame: &[u8], executions: &Mutex<HashMap<String, Value>>) {
+    const WORD: &[u8] = b"\"execution\"";
+    if !frame.windows(WORD.len()).any(|w| w == WORD) {
+        return;
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(frame) else { return };
+    let Some(tools) = message.pointer("/result/tools").and_then(Value::as_array) else { return };
+    let mut executions = executions.lock().unwrap_or_else(|e| e.into_inner());
+    for tool in tools {
+        if let (Some(name), Some(execution @ Value::Object(_))) =
+            (tool.get("name").and_then(Value::as_str), tool.get("execution"))
+        {
+            executions.insert(name.to_owned(), execution.clone());
         }
     }
 }
@@ -754,7 +777,13 @@ pub struct Upstream {
     /// The tool names of every upstream and of the plugins, to find a description naming
     /// another server's tool.
     known: KnownTools,
+    /// Each tool's `execution` as a stdio upstream's `tools/list` answers carried it, by tool
+    /// name: the MCP library's tool type has no such field, so it is read from the frames.
+    executions: Executions,
 }
+
+/// Tools' `execution` objects by tool name, read from an upstream's raw `tools/list` answers.
+type Executions = Arc<Mutex<HashMap<String, Value>>>;
 
 /// The tool names each upstream (by name) and the plugins (`""`) serve.
 type KnownTools = Arc<Mutex<BTreeMap<String, Vec<String>>>>;
@@ -809,6 +838,7 @@ impl Upstream {
             operator_tokens: std::sync::OnceLock::new(),
             pins_seen: Mutex::new(Vec::new()),
             known,
+            executions: Arc::default(),
         }
     }
 
@@ -1285,7 +1315,14 @@ impl Upstream {
         // Every frame it answers with passes through the guard, which turns one too large for
         // the MCP library into an error for the call it answers, at once.
         let (guarded, frames_in) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(guard_frames(stdout, frames_in, MAX_FRAME_BYTES, self.config.name.clone()));
+        let executions = Arc::clone(&self.executions);
+        tokio::spawn(guard_frames(
+            stdout,
+            frames_in,
+            MAX_FRAME_BYTES,
+            self.config.name.clone(),
+            executions,
+        ));
         {
             let mut live = self.live();
             live.pgid = child.id();
@@ -1339,6 +1376,11 @@ impl Upstream {
         for tool in listed.into_iter().take(max_tools) {
             let mut json = serde_json::to_value(&tool).unwrap_or(Value::Null);
             let name = tool.name.to_string();
+            let execution =
+                self.executions.lock().unwrap_or_else(|e| e.into_inner()).get(&name).cloned();
+            if let (Some(execution), Value::Object(map)) = (execution, &mut json) {
+                map.insert("execution".to_owned(), execution);
+            }
             // What a model would read and a person reviewing the server would not see: out of
             // the description, title, schemas and annotations (the name stays: calls use it).
             let mut removed = quiver_core::untrusted::Removed::default();
@@ -1879,8 +1921,11 @@ impl Upstream {
         // 2026-07-28 servers ask for sampling, elicitation and roots with an `input_required`
         // answer and the call sent again with the answers (SEP-2322): a client that takes rounds
         // is handed the requests, any other is asked here, within the call.
+        if !modern && self.runs_only_as_task(tool) {
+            return self.call_as_task(&peer, tool, params, client.as_ref(), timeout, &cancel).await;
+        }
         for _ in 0..MAX_INPUT_ROUNDS {
-            let sent = params.clone();
+            let sent = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let answer =
                 match self.round(&peer, tool, sent, client.as_ref(), timeout, &cancel).await {
                     Ok(answer) => answer,
@@ -1958,9 +2003,23 @@ impl Upstream {
         )
     }
 
-    /// Sends one round of a call and waits for its answer, within `timeout`, or until `cancel`
-    /// is set (the upstream is then told to cancel).
-    async fn round(
+    /// Whether the upstream declares `tool` callable only as a task (2025-11-25's
+    /// `execution.taskSupport = "required"`).
+    fn runs_only_as_task(&self, tool: &str) -> bool {
+        self.live().tools.iter().any(|t| {
+            t.declared.get("name").and_then(Value::as_str) == Some(tool)
+                && t.declared.get("execution").and_then(|e| e.get("taskSupport"))
+                    == Some(&json!("required"))
+        })
+    }
+
+    /// Calls a tool the upstream runs only as a task (2025-11-25 tasks): the call made
+    /// task-augmented, then `tasks/result`, which the server answers once the task ends — with
+    /// the tool's result, as a plain call would have been answered. Both requests are the
+    /// client's call in flight, so what the server asks within the task (elicitation, sampling)
+    /// reaches that client as it does in a plain call. Cancelled or out of time, the upstream is
+    /// told to cancel the task as well as the request.
+    async fn call_as_task(
         &self,
         peer: &Peer<RoleClient>,
         tool: &str,
@@ -1968,9 +2027,80 @@ impl Upstream {
         client: Option<&Arc<dyn CallClient>>,
         timeout: Duration,
         cancel: &AtomicBool,
+    ) -> ToolResult {
+        let name = &self.config.name;
+        let deadline = Instant::now() + timeout;
+        let mut augmented = serde_json::to_value(&params).unwrap_or_else(|_| json!({}));
+        // The task may outlive the call by nothing: it is of no use once the call is answered.
+        augmented["task"] =
+            json!({ "ttl": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) });
+        let create = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+            "tools/call",
+            Some(augmented),
+        ));
+        let created = match self.round(peer, tool, create, client, timeout, cancel).await {
+            Ok(answer) => serde_json::to_value(&answer).unwrap_or(Value::Null),
+            Err(stopped) => return stopped,
+        };
+        let Some(task_id) = created.pointer("/task/taskId").and_then(Value::as_str) else {
+            // A server may answer a task-augmented call at once, with the result itself.
+            return if created.get("content").is_some() {
+                cap_text(from_mcp_result(&created))
+            } else {
+                ToolResult::error(
+                    ToolErrorKind::Upstream,
+                    format!(
+                        "upstream `{name}` runs `{tool}` only as a task, and answered the call \
+                         with neither a task nor a result"
+                    ),
+                )
+            };
+        };
+        let task = json!({ "taskId": task_id });
+        let result = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+            "tasks/result",
+            Some(task.clone()),
+        ));
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.round(peer, tool, result, client, left, cancel).await {
+            Ok(answer) => {
+                let json = serde_json::to_value(&answer).unwrap_or(Value::Null);
+                if json.get("content").is_some() {
+                    cap_text(from_mcp_result(&json))
+                } else {
+                    ToolResult::error(
+                        ToolErrorKind::Upstream,
+                        format!(
+                            "upstream `{name}` ended the task of `{tool}` without a tool result"
+                        ),
+                    )
+                }
+            }
+            Err(stopped) => {
+                let cancel_task = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+                    "tasks/cancel",
+                    Some(task),
+                ));
+                // Best effort: the call is answered with why it stopped whatever this gets.
+                let told = peer.send_request(cancel_task);
+                let _ = tokio::time::timeout(Duration::from_secs(2), told).await;
+                stopped
+            }
+        }
+    }
+
+    /// Sends one round of a call and waits for its answer, within `timeout`, or until `cancel`
+    /// is set (the upstream is then told to cancel).
+    async fn round(
+        &self,
+        peer: &Peer<RoleClient>,
+        tool: &str,
+        request: ClientRequest,
+        client: Option<&Arc<dyn CallClient>>,
+        timeout: Duration,
+        cancel: &AtomicBool,
     ) -> Result<ServerResult, ToolResult> {
         let name = &self.config.name;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle =
             match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
                 Ok(handle) => handle,
@@ -2645,6 +2775,19 @@ mod tests {
 
     fn config(text: &str) -> UpstreamConfig {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_tools_list_answers_execution_hints_are_kept_by_tool_and_other_frames_ignored() {
+        let executions = Mutex::new(HashMap::new());
+        let listing = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"research","execution":{"taskSupport":"required"}},{"name":"echo"}]}}"#;
+        keep_executions(listing, &executions);
+        // A call's answer that only mentions the word changes nothing.
+        let answer = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"\"execution\": none"}]}}"#;
+        keep_executions(answer, &executions);
+        let kept = executions.into_inner().unwrap();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(kept["research"], json!({"taskSupport": "required"}));
     }
 
     #[test]
