@@ -1289,6 +1289,68 @@ async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tas
     client.cancel().await.unwrap();
 }
 
+/// server-everything over Streamable HTTP, in a process group of its own (npx starts node as
+/// its child), killed whole when dropped.
+struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    fn start() -> Self {
+        use std::os::unix::process::CommandExt as _;
+        let port = free_port();
+        let child = Command::new("npx")
+            .args(["-y", EVERYTHING, "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start server-everything over HTTP");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            // A readiness wait, bounded as generously as an upstream's start on a loaded machine.
+            assert!(
+                started.elapsed() < Duration::from_secs(180),
+                "server-everything did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The same task-only tool, of server-everything reached over Streamable HTTP: quiver reads the
+/// hint the MCP library's tool type drops from the server's own listing, and a plain call is
+/// answered with the task's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_only_tool_of_an_http_upstream_answers_a_plain_call_too() {
+    require_npx();
+    let server = HttpEverything::start();
+    let upstreams = format!(
+        "[[upstreams]]\nname = \"everything\"\nurl = \"http://127.0.0.1:{}/mcp\"\n{READY_WITHIN_S}\n",
+        server.port
+    );
+    let gateway = Gateway::new(&upstreams, "");
+    let client = gateway.serve_as(Clarifying::default()).await;
+    let args = json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone();
+    let call =
+        CallToolRequestParams::new("everything_simulate-research-query").with_arguments(args);
+    let result = client.call_tool(call).await.unwrap();
+    let text = serde_json::to_string(&result.content).unwrap();
+    assert_ne!(result.is_error, Some(true), "{text}");
+    assert!(text.contains("Research Report: python (programming)"), "{text}");
+    client.cancel().await.unwrap();
+}
+
 /// The text of calling `name` with no arguments, whether it failed or not.
 async fn call_quietly(client: &RunningService<RoleClient, Seen>, name: &str) -> String {
     match client.call_tool(CallToolRequestParams::new(name.to_owned())).await {

@@ -61,6 +61,7 @@ pub mod state;
 pub mod telemetry;
 pub mod traces;
 pub mod upstream;
+mod upstream_http;
 
 pub use config::{Config, ConfigError, LoadedConfig};
 pub use host::{Host, HostOptions, PluginReport, PluginStatus};

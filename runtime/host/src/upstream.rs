@@ -492,7 +492,7 @@ async fn guard_frames(
 
 /// Keeps the `execution` of each tool a `tools/list` answer (`frame`, one JSON-RPC message)
 /// lists with one; any other frame is looked at no further than a search for the word.
-fn keep_executions(frame: &[u8], executions: &Mutex<HashMap<String, Value>>) {
+pub(crate) fn keep_executions(frame: &[u8], executions: &Mutex<HashMap<String, Value>>) {
     const WORD: &[u8] = b"\"execution\"";
     if !frame.windows(WORD.len()).any(|w| w == WORD) {
         return;
@@ -777,13 +777,14 @@ pub struct Upstream {
     /// The tool names of every upstream and of the plugins, to find a description naming
     /// another server's tool.
     known: KnownTools,
-    /// Each tool's `execution` as a stdio upstream's `tools/list` answers carried it, by tool
-    /// name: the MCP library's tool type has no such field, so it is read from the frames.
+    /// Each tool's `execution` as the upstream's `tools/list` answers carried it, by tool name:
+    /// the MCP library's tool type has no such field, so it is read from a stdio server's frames
+    /// and from an HTTP server's answers ([`crate::upstream_http`]).
     executions: Executions,
 }
 
 /// Tools' `execution` objects by tool name, read from an upstream's raw `tools/list` answers.
-type Executions = Arc<Mutex<HashMap<String, Value>>>;
+pub(crate) type Executions = Arc<Mutex<HashMap<String, Value>>>;
 
 /// The tool names each upstream (by name) and the plugins (`""`) serve.
 type KnownTools = Arc<Mutex<BTreeMap<String, Vec<String>>>>;
@@ -1231,7 +1232,10 @@ impl Upstream {
         &self,
         url: &str,
         caller: Option<&str>,
-    ) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest013::Client>, String> {
+    ) -> Result<
+        rmcp::transport::StreamableHttpClientTransport<crate::upstream_http::ListingReader>,
+        String,
+    > {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         install_crypto_provider();
         let name = &self.config.name;
@@ -1252,7 +1256,8 @@ impl Upstream {
                 .map_err(|e| format!("header `{key}` in [[upstreams]] `{name}`: {e}"))?;
             headers.insert(key, value);
         }
-        Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
+        Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+            crate::upstream_http::ListingReader::new(Arc::clone(&self.executions)),
             config.custom_headers(headers),
         ))
     }
