@@ -493,8 +493,7 @@ async fn guard_frames(
 /// Keeps the `execution` of each tool a `tools/list` answer (`frame`, one JSON-RPC message)
 /// lists with one; any other frame is looked at no further than a search for the word.
 pub(crate) fn keep_executions(frame: &[u8], executions: &Mutex<HashMap<String, Value>>) {
-    const WORD: &[u8] = b"\"execution\"";
-    if !frame.windows(WORD.len()).any(|w| w == WORD) {
+    if memchr::memmem::find(frame, b"\"execution\"").is_none() {
         return;
     }
     let Ok(message) = serde_json::from_slice::<Value>(frame) else { return };
