@@ -225,9 +225,15 @@ pub fn serve_http_command(dir: &Path, plugins: &Path) -> (Command, u16) {
 
 /// Waits until something listens on loopback `port`; panics naming `what` after 20 s.
 pub fn wait_until_listening(port: u16, what: &str) {
+    wait_until_listening_within(port, std::time::Duration::from_secs(20), what);
+}
+
+/// [`wait_until_listening`] bounded by `within` (a server started through npx on a loaded
+/// machine needs longer).
+pub fn wait_until_listening_within(port: u16, within: std::time::Duration, what: &str) {
     let started = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{what} did not listen");
+        assert!(started.elapsed() < within, "{what} did not listen");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

@@ -607,29 +607,26 @@ async fn the_mcp_inspector_cli_lists_and_calls_over_http() {
     // Its CLI cannot send an Authorization header: a loopback server without users.
     let served = Served::start(&fault_upstream(state.path()));
     let url = format!("{}/mcp", served.url);
-    let listed = {
-        let url = url.clone();
-        tokio::task::spawn_blocking(move || inspector(&url, &["--method", "tools/list"]))
-            .await
-            .unwrap()
-    };
+    let listed = inspect(&url, &["--method", "tools/list"]).await;
     assert!(listed.0 && listed.1.contains("\"faults_echo\""), "{}\n{}", listed.1, listed.2);
-    let called = tokio::task::spawn_blocking(move || {
-        inspector(
-            &url,
-            &[
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "faults_echo",
-                "--tool-arg",
-                "text=inspected",
-            ],
-        )
+    let called = inspect(&url, &call_args("faults_echo", "text=inspected")).await;
+    assert!(called.0 && called.1.contains("inspected"), "{}\n{}", called.1, called.2);
+}
+
+/// [`inspector`] off the async runtime's threads.
+async fn inspect(url: &str, method_args: &[&str]) -> (bool, String, String) {
+    let url = url.to_owned();
+    let args: Vec<String> = method_args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        inspector(&url, &args.iter().map(String::as_str).collect::<Vec<_>>())
     })
     .await
-    .unwrap();
-    assert!(called.0 && called.1.contains("inspected"), "{}\n{}", called.1, called.2);
+    .unwrap()
+}
+
+/// The Inspector CLI's arguments for calling `tool` with one `key=value` argument.
+fn call_args<'a>(tool: &'a str, argument: &'a str) -> [&'a str; 6] {
+    ["--method", "tools/call", "--tool-name", tool, "--tool-arg", argument]
 }
 
 /// A TypeScript client (the Inspector's CLI) through quiver, fronting server-everything over
@@ -645,33 +642,15 @@ async fn a_typescript_client_calls_an_upstreams_task_only_tool_plainly_through_q
                     start_timeout_s = 180\n";
     let served = Served::start(upstream);
     let url = format!("{}/mcp", served.url);
-    let listed = {
-        let url = url.clone();
-        tokio::task::spawn_blocking(move || inspector(&url, &["--method", "tools/list"]))
-            .await
-            .unwrap()
-    };
+    let listed = inspect(&url, &["--method", "tools/list"]).await;
     assert!(listed.0, "{}\n{}", listed.1, listed.2);
     let tools: Value = serde_json::from_str(&listed.1).expect("the CLI prints the listing's JSON");
     let tool =
         |name: &str| tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
     let research = tool("everything_simulate-research-query").expect("listed");
     assert!(research.pointer("/execution/taskSupport").is_none(), "{research}");
-    let called = tokio::task::spawn_blocking(move || {
-        inspector(
-            &url,
-            &[
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "everything_simulate-research-query",
-                "--tool-arg",
-                "topic=rust",
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    let called =
+        inspect(&url, &call_args("everything_simulate-research-query", "topic=rust")).await;
     assert!(called.0 && called.1.contains("Research Report: rust"), "{}\n{}", called.1, called.2);
 }
 

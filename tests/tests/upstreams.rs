@@ -627,14 +627,7 @@ impl HttpFaults {
             .env("FAULT_BEARER", token)
             .spawn()
             .expect("start the fault server over HTTP");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the HTTP fault server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        quiver_tests::wait_until_listening(port, "the HTTP fault server");
         Self { child, port }
     }
 }
@@ -1307,15 +1300,12 @@ impl HttpEverything {
             .process_group(0)
             .spawn()
             .expect("start server-everything over HTTP");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            // A readiness wait, bounded as generously as an upstream's start on a loaded machine.
-            assert!(
-                started.elapsed() < Duration::from_secs(180),
-                "server-everything did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        // Bounded as generously as an upstream's start on a loaded machine (npx, then node).
+        quiver_tests::wait_until_listening_within(
+            port,
+            Duration::from_secs(180),
+            "server-everything over HTTP",
+        );
         Self { child, port }
     }
 }

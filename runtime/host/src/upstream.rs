@@ -2038,19 +2038,14 @@ impl Upstream {
         // The task may outlive the call by nothing: it is of no use once the call is answered.
         augmented["task"] =
             json!({ "ttl": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) });
-        let create = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
-            "tools/call",
-            Some(augmented),
-        ));
+        let create = raw_request("tools/call", augmented);
         let created = match self.round(peer, tool, create, client, timeout, cancel).await {
             Ok(answer) => serde_json::to_value(&answer).unwrap_or(Value::Null),
             Err(stopped) => return stopped,
         };
         let Some(task_id) = created.pointer("/task/taskId").and_then(Value::as_str) else {
             // A server may answer a task-augmented call at once, with the result itself.
-            return if created.get("content").is_some() {
-                cap_text(from_mcp_result(&created))
-            } else {
+            return tool_result_of(&created).unwrap_or_else(|| {
                 ToolResult::error(
                     ToolErrorKind::Upstream,
                     format!(
@@ -2058,35 +2053,26 @@ impl Upstream {
                          with neither a task nor a result"
                     ),
                 )
-            };
+            });
         };
         let task = json!({ "taskId": task_id });
-        let result = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
-            "tasks/result",
-            Some(task.clone()),
-        ));
+        let result = raw_request("tasks/result", task.clone());
         let left = deadline.saturating_duration_since(Instant::now());
         match self.round(peer, tool, result, client, left, cancel).await {
-            Ok(answer) => {
-                let json = serde_json::to_value(&answer).unwrap_or(Value::Null);
-                if json.get("content").is_some() {
-                    cap_text(from_mcp_result(&json))
-                } else {
+            Ok(answer) => tool_result_of(&serde_json::to_value(&answer).unwrap_or(Value::Null))
+                .unwrap_or_else(|| {
                     ToolResult::error(
                         ToolErrorKind::Upstream,
                         format!(
-                            "upstream `{name}` ended the task of `{tool}` without a tool result"
+                            "upstream `{name}` ended the task of `{tool}` without a tool \
+                                 result"
                         ),
                     )
-                }
-            }
+                }),
             Err(stopped) => {
-                let cancel_task = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
-                    "tasks/cancel",
-                    Some(task),
-                ));
-                // Best effort: the call is answered with why it stopped whatever this gets.
-                let told = peer.send_request(cancel_task);
+                // Cancelled, out of time or failed: the task is told to stop too, best effort —
+                // the call is answered with why it stopped whatever this gets.
+                let told = peer.send_request(raw_request("tasks/cancel", task));
                 let _ = tokio::time::timeout(Duration::from_secs(2), told).await;
                 stopped
             }
@@ -2176,6 +2162,16 @@ impl Upstream {
             }
         }
     }
+}
+
+/// A request rmcp has no type for (2025-11-25's tasks), sent as it is written.
+fn raw_request(method: &str, params: Value) -> ClientRequest {
+    ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(method, Some(params)))
+}
+
+/// `answer` as a tool result (capped as every upstream result), when it is one.
+fn tool_result_of(answer: &Value) -> Option<ToolResult> {
+    answer.get("content").is_some().then(|| cap_text(from_mcp_result(answer)))
 }
 
 /// Whether the server and quiver speak 2026-07-28 (no `initialize`): its logging, list changes,
