@@ -1282,6 +1282,22 @@ async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tas
     client.cancel().await.unwrap();
 }
 
+/// While quiver runs a task-only tool's task, the task's status messages reach the caller as
+/// progress, rising, before the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_status_reaches_the_caller_as_progress() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let client = gateway.serve("all").await;
+    let done = call(&client, "everything_simulate-research-query", json!({"topic": "rust"})).await;
+    assert_ne!(done.is_error, Some(true), "{}", text(&done));
+    let progress = client.service().progress.lock().unwrap().clone();
+    client.cancel().await.unwrap();
+    let messages: Vec<String> = progress.iter().filter_map(|(_, m)| m.clone()).collect();
+    assert!(messages.iter().any(|m| m.contains("Analyzing content")), "{progress:?}");
+    assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "rising: {progress:?}");
+}
+
 /// server-everything over Streamable HTTP, in a process group of its own (npx starts node as
 /// its child), killed whole when dropped.
 struct HttpEverything {

@@ -2058,7 +2058,17 @@ impl Upstream {
         let task = json!({ "taskId": task_id });
         let result = raw_request("tasks/result", task.clone());
         let left = deadline.saturating_duration_since(Instant::now());
-        match self.round(peer, tool, result, client, left, cancel).await {
+        let answered = self.round(peer, tool, result, client, left, cancel);
+        let poll_every = created
+            .pointer("/task/pollInterval")
+            .and_then(Value::as_u64)
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+            .clamp(Duration::from_millis(100), Duration::from_secs(5));
+        let answered = tokio::select! {
+            answered = answered => answered,
+            never = report_task_status(peer, &task, poll_every) => match never {},
+        };
+        match answered {
             Ok(answer) => tool_result_of(&serde_json::to_value(&answer).unwrap_or(Value::Null))
                 .unwrap_or_else(|| {
                     ToolResult::error(
@@ -2160,6 +2170,33 @@ impl Upstream {
                 send_cancelled(peer, id).await;
                 Err(stopped)
             }
+        }
+    }
+}
+
+/// While a task runs, its status messages ("Gathering sources…") go to the caller as progress,
+/// one step each, when the caller asked for progress: polled with `tasks/get` every
+/// `poll_every` (the server's suggested interval); `tasks/result` says nothing until the end.
+/// Runs until dropped.
+async fn report_task_status(
+    peer: &Peer<RoleClient>,
+    task: &Value,
+    poll_every: Duration,
+) -> std::convert::Infallible {
+    let sink = CALL_PROGRESS.try_with(Arc::clone).ok();
+    let (mut steps, mut last) = (0u32, String::new());
+    loop {
+        tokio::time::sleep(poll_every).await;
+        let Some(sink) = &sink else { continue };
+        let Ok(status) = peer.send_request(raw_request("tasks/get", task.clone())).await else {
+            continue;
+        };
+        let status = serde_json::to_value(&status).unwrap_or(Value::Null);
+        let Some(message) = status.get("statusMessage").and_then(Value::as_str) else { continue };
+        if message != last {
+            steps += 1;
+            last = message.to_owned();
+            sink(f64::from(steps), None, Some(logging::scrub(message)));
         }
     }
 }
