@@ -1243,6 +1243,27 @@ impl ClientHandler for Clarifying {
     }
 }
 
+/// The arguments of server-everything's `simulate-research-query` that make it ask the client
+/// to clarify the topic.
+fn ambiguous_research() -> Map<String, Value> {
+    json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone()
+}
+
+/// `simulate-research-query` on an ambiguous topic through `gateway`, by a client that clarifies
+/// it: the answer's text (a success), and what the client was asked.
+async fn research_through(gateway: &Gateway) -> (String, Vec<String>) {
+    let asked = Clarifying::default();
+    let client = gateway.serve_as(asked.clone()).await;
+    let call = CallToolRequestParams::new("everything_simulate-research-query")
+        .with_arguments(ambiguous_research());
+    let result = client.call_tool(call).await.unwrap();
+    let text = serde_json::to_string(&result.content).unwrap();
+    assert_ne!(result.is_error, Some(true), "{text}");
+    client.cancel().await.unwrap();
+    let asked = asked.0.lock().unwrap().clone();
+    (text, asked)
+}
+
 /// server-everything's `simulate-research-query` runs only as a task (2025-11-25's tasks: a
 /// plain call of it is refused). Through quiver a plain call is answered with the task's
 /// result, and the clarification the server asks for within the task reaches the client that
@@ -1257,29 +1278,20 @@ async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tas
     .expect("spawn server-everything");
     let direct =
         Clarifying::default().serve(transport).await.expect("initialize server-everything");
-    let args = json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone();
     let refused = direct
         .call_tool(
-            CallToolRequestParams::new("simulate-research-query").with_arguments(args.clone()),
+            CallToolRequestParams::new("simulate-research-query")
+                .with_arguments(ambiguous_research()),
         )
         .await
         .unwrap();
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
     direct.cancel().await.unwrap();
 
-    let gateway = Gateway::new(&reference_upstreams(), "");
-    let asked = Clarifying::default();
-    let client = gateway.serve_as(asked.clone()).await;
-    let call =
-        CallToolRequestParams::new("everything_simulate-research-query").with_arguments(args);
-    let result = client.call_tool(call).await.unwrap();
-    let text = serde_json::to_string(&result.content).unwrap();
-    assert_ne!(result.is_error, Some(true), "{text}");
+    let (text, asked) = research_through(&Gateway::new(&reference_upstreams(), "")).await;
     assert!(text.contains("Research Report: python (programming)"), "{text}");
-    let asked = asked.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(asked[0].contains("interpretation"), "{asked:?}");
-    client.cancel().await.unwrap();
 }
 
 /// While quiver runs a task-only tool's task, the task's status messages reach the caller as
@@ -1345,16 +1357,8 @@ async fn a_task_only_tool_of_an_http_upstream_answers_a_plain_call_too() {
         "[[upstreams]]\nname = \"everything\"\nurl = \"http://127.0.0.1:{}/mcp\"\n{READY_WITHIN_S}\n",
         server.port
     );
-    let gateway = Gateway::new(&upstreams, "");
-    let client = gateway.serve_as(Clarifying::default()).await;
-    let args = json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone();
-    let call =
-        CallToolRequestParams::new("everything_simulate-research-query").with_arguments(args);
-    let result = client.call_tool(call).await.unwrap();
-    let text = serde_json::to_string(&result.content).unwrap();
-    assert_ne!(result.is_error, Some(true), "{text}");
+    let (text, _) = research_through(&Gateway::new(&upstreams, "")).await;
     assert!(text.contains("Research Report: python (programming)"), "{text}");
-    client.cancel().await.unwrap();
 }
 
 /// The text of calling `name` with no arguments, whether it failed or not.

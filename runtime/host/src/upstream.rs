@@ -1361,6 +1361,9 @@ impl Upstream {
 
     /// Lists the tools (every page) and swaps them in.
     async fn list(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        // The hints are read again from this listing's answers (see `executions`): one the
+        // server no longer gives must not outlive its listing.
+        self.executions.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let listed = peer
             .list_all_tools()
             .await
@@ -2183,11 +2186,13 @@ async fn report_task_status(
     task: &Value,
     poll_every: Duration,
 ) -> std::convert::Infallible {
-    let sink = CALL_PROGRESS.try_with(Arc::clone).ok();
+    let Ok(sink) = CALL_PROGRESS.try_with(Arc::clone) else {
+        // No one to tell: nothing is polled.
+        return std::future::pending().await;
+    };
     let (mut steps, mut last) = (0u32, String::new());
     loop {
         tokio::time::sleep(poll_every).await;
-        let Some(sink) = &sink else { continue };
         let Ok(status) = peer.send_request(raw_request("tasks/get", task.clone())).await else {
             continue;
         };

@@ -76,7 +76,11 @@ impl ExposedTool {
     pub fn to_mcp(&self) -> Value {
         if let Some(declared) = &self.declared {
             let mut tool = declared.clone();
-            served_without_a_task(&mut tool);
+            // Clients get a listing through the MCP library's tool type, which has no
+            // `execution` (so the JSON here, which also decides when to announce a change, is
+            // what they get); and quiver runs a task-only tool as a task for its callers, so
+            // none needs the hint.
+            tool.remove("execution");
             tool.insert("name".into(), json!(self.mcp_name));
             tool.insert("description".into(), json!(self.description));
             tool.insert("inputSchema".into(), self.input_schema.clone());
@@ -97,20 +101,6 @@ impl ExposedTool {
             tool["outputSchema"] = schema.clone();
         }
         tool
-    }
-}
-
-/// A tool its server runs only as a task (`execution.taskSupport = "required"`) is run as one by
-/// quiver, which answers the client's plain call with the task's result: to quiver's clients it
-/// needs no task, and a client that honours the hint would otherwise refuse to call it.
-fn served_without_a_task(tool: &mut Map<String, Value>) {
-    let Some(Value::Object(execution)) = tool.get_mut("execution") else { return };
-    if execution.get("taskSupport").and_then(Value::as_str) != Some("required") {
-        return;
-    }
-    execution.remove("taskSupport");
-    if execution.is_empty() {
-        tool.remove("execution");
     }
 }
 
