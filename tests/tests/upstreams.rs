@@ -1294,6 +1294,121 @@ async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tas
     assert!(asked[0].contains("interpretation"), "{asked:?}");
 }
 
+/// A client that takes tasks (2026-07-28's tasks extension) and can answer a form: what it is
+/// asked through its connection is recorded (within a task, nothing should be).
+#[derive(Clone, Default)]
+struct TakesTasks(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for TakesTasks {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }))
+        .unwrap();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("tasks", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.0.lock().unwrap().push(serde_json::to_string(&request).unwrap());
+        Err(rmcp::ErrorData::internal_error("asked outside the task", None))
+    }
+}
+
+/// Polls `tasks/get` until the task is in a state `done` accepts (every state seen on the way
+/// is kept), failing when it never gets there.
+async fn task_until(
+    client: &RunningService<RoleClient, TakesTasks>,
+    id: &str,
+    seen: &mut Vec<Value>,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let task = client.get_task(rmcp::model::GetTaskParams::new(id)).await.unwrap();
+        let task = serde_json::to_value(&task).unwrap();
+        seen.push(task.clone());
+        if done(&task) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "the task never got there: {seen:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls server-everything's research tool through quiver as a client that takes tasks: the
+/// task quiver answered with.
+async fn research_task(
+    client: &RunningService<RoleClient, TakesTasks>,
+    arguments: Map<String, Value>,
+) -> String {
+    let call = CallToolRequestParams::new("everything_simulate-research-query")
+        .with_arguments(arguments);
+    match client.call_tool_once(call).await.unwrap() {
+        rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task was expected, got {other:?}"),
+    }
+}
+
+/// A client that takes tasks gets one for an upstream's long tool: it hears of the task at
+/// once, sees its status, is asked the server's clarification through the task
+/// (`inputRequests`, answered with `tasks/update`), never through its connection, and reads
+/// the report from the finished task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_takes_tasks_gets_one_and_answers_the_servers_question_through_it() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let asked = TakesTasks::default();
+    let client = gateway.serve_as(asked.clone()).await;
+    let served = client.peer_info().unwrap().capabilities.clone();
+    assert!(served.supports_tasks(), "quiver declares the tasks extension: {served:?}");
+    let id = research_task(&client, ambiguous_research()).await;
+    let mut seen = Vec::new();
+    let waiting = task_until(&client, &id, &mut seen, |t| t["status"] == "input_required").await;
+    let requests = waiting["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{waiting:#}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{request:#}");
+    assert!(request.to_string().contains("interpretation"), "{request:#}");
+    let answer = json!({"action": "accept", "content": {"interpretation": "programming"}});
+    let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
+    client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+    let done = task_until(&client, &id, &mut seen, |t| t["status"] != "input_required"
+        && t["status"] != "working")
+    .await;
+    assert_eq!(done["status"], "completed", "{done:#}");
+    let report = done["result"].to_string();
+    assert!(report.contains("Research Report: python (programming)"), "{report}");
+    let said: Vec<&str> = seen.iter().filter_map(|t| t["statusMessage"].as_str()).collect();
+    assert!(said.iter().any(|m| m.contains("Analyzing content")), "{said:?}");
+    client.cancel().await.unwrap();
+    assert!(asked.0.lock().unwrap().is_empty(), "{:?}", asked.0.lock().unwrap());
+}
+
+/// `tasks/cancel` stops the call the task runs; the task then says `cancelled`, and an id that
+/// is not a task of this client's is a protocol error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_stops_its_call_and_says_so() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let client = gateway.serve_as(TakesTasks::default()).await;
+    let topic = json!({"topic": "rust"}).as_object().unwrap().clone();
+    let id = research_task(&client, topic).await;
+    let mut seen = Vec::new();
+    task_until(&client, &id, &mut seen, |t| t["statusMessage"].is_string()).await;
+    client.cancel_task(rmcp::model::CancelTaskParams::new(&id)).await.unwrap();
+    let ended = task_until(&client, &id, &mut seen, |t| t["status"] != "working").await;
+    assert_eq!(ended["status"], "cancelled", "{seen:#?}");
+    let unknown = client.get_task(rmcp::model::GetTaskParams::new("no-such-task")).await;
+    let message = format!("{unknown:?}");
+    assert!(message.contains("-32602") || message.contains("InvalidParams"), "{message}");
+    client.cancel().await.unwrap();
+}
+
 /// While quiver runs a task-only tool's task, the task's status messages reach the caller as
 /// progress, rising, before the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

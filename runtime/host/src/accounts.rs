@@ -1266,8 +1266,8 @@ fn associated(user: &str, provider: &str) -> Vec<u8> {
     format!("quiver accounts\0{user}\0{provider}").into_bytes()
 }
 
-/// 32 random bytes, base64url: tickets, states, cookies, connection ids.
-fn random_token() -> String {
+/// 32 random bytes, base64url: tickets, states, cookies, connection ids, task ids.
+pub fn random_token() -> String {
     use chacha20poly1305::aead::rand_core::RngCore as _;
     let mut bytes = [0u8; 32];
     OsRng.fill_bytes(&mut bytes);

@@ -2010,14 +2010,26 @@ impl Upstream {
         )
     }
 
-    /// Whether the upstream declares `tool` callable only as a task (2025-11-25's
-    /// `execution.taskSupport = "required"`).
-    fn runs_only_as_task(&self, tool: &str) -> bool {
-        self.live().tools.iter().any(|t| {
-            t.declared.get("name").and_then(Value::as_str) == Some(tool)
-                && t.declared.get("execution").and_then(|e| e.get("taskSupport"))
-                    == Some(&json!("required"))
+    /// How the upstream declares `tool` may run as a task (2025-11-25's
+    /// `execution.taskSupport`: `"required"`, `"optional"`, `"forbidden"`), if it says.
+    fn task_support(&self, tool: &str) -> Option<String> {
+        self.live().tools.iter().find_map(|t| {
+            (t.declared.get("name").and_then(Value::as_str) == Some(tool))
+                .then(|| t.declared.get("execution")?.get("taskSupport")?.as_str())
+                .flatten()
+                .map(str::to_owned)
         })
+    }
+
+    /// Whether the upstream declares `tool` callable only as a task.
+    fn runs_only_as_task(&self, tool: &str) -> bool {
+        self.task_support(tool).as_deref() == Some("required")
+    }
+
+    /// Whether the upstream declares `tool` as one that may run as a task (required or
+    /// optional): long work, which quiver hands a client that takes tasks as one.
+    pub fn runs_as_task(&self, tool: &str) -> bool {
+        matches!(self.task_support(tool).as_deref(), Some("required" | "optional"))
     }
 
     /// Calls a tool the upstream runs only as a task (2025-11-25 tasks): the call made

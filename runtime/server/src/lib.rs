@@ -42,6 +42,7 @@ pub mod reload;
 pub mod server;
 mod sign_in;
 mod stdio_guard;
+mod tasks;
 
 pub use catalog::{Bundle, Catalog, ExposedTool};
 pub use http::{key_sha256, serve_http};

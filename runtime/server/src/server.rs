@@ -1244,9 +1244,15 @@ impl QuiverServer {
         // the loop below, and what is queued when the call ends is sent before its result.
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
         let log_tx = progress_tx.clone();
+        // Within a task, the upstream's progress messages are the task's status.
+        let in_task = IN_TASK.try_with(Arc::clone).ok();
         let forward: ProgressSink = {
             let token = token.clone();
+            let in_task = in_task.clone();
             Arc::new(move |progress, total, message| {
+                if let (Some(task), Some(message)) = (&in_task, &message) {
+                    task.say(message.clone());
+                }
                 let Some(token) = token.clone() else { return };
                 let mut param = ProgressNotificationParam::new(token, progress);
                 if let Some(total) = total {
@@ -1279,12 +1285,13 @@ impl QuiverServer {
             peer: context.peer.clone(),
             // A 2026-07-28 client has no connection quiver could send a request on: it takes an
             // upstream's requests as rounds of the call instead.
-            capabilities: if stateless {
+            capabilities: if stateless && in_task.is_none() {
                 rmcp::model::ClientCapabilities::default()
             } else {
                 context.client_capabilities().unwrap_or_default()
             },
             stateless,
+            task: in_task,
             round,
             logs: log_tx,
             log_level: if stateless {
@@ -1367,6 +1374,13 @@ impl ServerHandler for QuiverServer {
         }
         if self.inner.host.upstreams().all().iter().any(|u| u.serves_logging()) {
             capabilities.logging = Some(Default::default());
+        }
+        // An upstream's long tools run as tasks for a client that takes them (`tasks.rs`).
+        if upstreams {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
         }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
@@ -1624,6 +1638,9 @@ impl ServerHandler for QuiverServer {
             // A protocol error (the MCP spec's answer to an unknown tool), with the closest names.
             return Err(McpError::invalid_params(unknown, None));
         }
+        if let Some(timeout) = self.runs_as_task(&request.name, &arguments, &context) {
+            return self.call_as_task(request.name.to_string(), arguments, timeout, context).await;
+        }
         let answers = Answers {
             responses: request.input_responses,
             state: request.request_state,
@@ -1634,6 +1651,158 @@ impl ServerHandler for QuiverServer {
             Some(error) => Err(error),
             None => Ok(response),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
+        let task = tasks.get(&request.task_id, &task_owner(&context)).await?;
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
+        let owner = task_owner(&context);
+        tasks.update(&request.task_id, &owner, request.input_responses).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
+        tasks.cancel(&request.task_id, &task_owner(&context)).await
+    }
+}
+
+/// Whose a task is: the caller's name over HTTP; on stdio, the one client's.
+fn task_owner(context: &RequestContext<RoleServer>) -> String {
+    identity(context).map(|i| i.name).unwrap_or_default()
+}
+
+tokio::task_local! {
+    /// The task a call runs as: where what it asks of its client goes, and what it says of
+    /// its progress.
+    static IN_TASK: Arc<crate::tasks::TaskRun>;
+}
+
+/// How many rounds of input a call run as a task may ask for (the official SDKs' bound).
+const MAX_TASK_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+impl QuiverServer {
+    /// Whether this call is handed to its client as a task, and the call's timeout if so: the
+    /// client takes tasks, and the tool is an upstream's that its server runs as one.
+    fn runs_as_task(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Duration> {
+        if !context.client_capabilities().is_some_and(|c| c.supports_tasks()) {
+            return None;
+        }
+        let mode = self.mode_for(Some(context));
+        let target = match (mode, name) {
+            (ServeMode::Search, CALL_TOOL) => arguments.get("name")?.as_str()?,
+            (ServeMode::Search, FIND_TOOLS) | (ServeMode::Dynamic, LOAD_TOOLS) => return None,
+            _ => name,
+        };
+        let view = self.view(identity(context).as_ref());
+        let tool = view.catalog(&self.inner).get(target)?.qualified.clone();
+        let registered = self.inner.host.tool(&tool).filter(|t| t.plugin().is_none())?;
+        let upstream = self.inner.host.upstreams().get(&registered.name.provider)?;
+        upstream
+            .runs_as_task(&registered.name.tool)
+            .then(|| Duration::from_secs(upstream.config().timeout_s))
+    }
+
+    /// Answers the call with a task at once and runs it on: everything it asks of the
+    /// client (a confirmation, a sign-in, an upstream's questions) goes through the task's
+    /// `inputRequests`, its progress messages become the task's status, and `tasks/cancel`
+    /// cancels it as the request's cancellation would.
+    async fn call_as_task(
+        &self,
+        name: String,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
+        let run = Arc::new(tasks.start(&task_owner(&context), timeout + crate::tasks::KEPT_AFTER).await?);
+        let created = rmcp::model::CreateTaskResult::new(run.task());
+        // The call outlives its request: it gets a cancellation of its own, no progress token
+        // (the request is answered), and is run as a client of 2026-07-28 runs it, which takes
+        // what a call asks as rounds — here, the task's input requests.
+        let mut within = context.clone();
+        within.ct = tokio_util::sync::CancellationToken::new();
+        let stop_call = within.ct.clone();
+        within.meta.remove("progressToken");
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        within.meta.set_client_capabilities(capabilities);
+        within.meta.set_protocol_version(rmcp::model::ProtocolVersion::V_2026_07_28);
+        let server = self.clone();
+        let task = Arc::clone(&run);
+        let operation = async move {
+            let mut answers = Answers { responses: None, state: None, error: Mutex::new(None) };
+            for _ in 0..MAX_TASK_ROUNDS {
+                let response = server.call(&name, arguments.clone(), &answers, &within).await;
+                if let Some(error) = answers.error.lock().unwrap_or_else(|e| e.into_inner()).take()
+                {
+                    return crate::tasks::Ending::Failed(error);
+                }
+                match response {
+                    CallToolResponse::InputRequired(asked) => {
+                        let Some(responses) =
+                            task.ask(asked.input_requests.unwrap_or_default()).await
+                        else {
+                            return crate::tasks::Ending::Cancelled;
+                        };
+                        answers = Answers {
+                            responses: Some(responses),
+                            state: asked.request_state,
+                            error: Mutex::new(None),
+                        };
+                    }
+                    CallToolResponse::Complete(result) => {
+                        return if within.ct.is_cancelled() {
+                            crate::tasks::Ending::Cancelled
+                        } else {
+                            crate::tasks::Ending::Result(result)
+                        };
+                    }
+                    _ => break,
+                }
+            }
+            crate::tasks::Ending::Failed(McpError::internal_error(
+                format!("`{name}` asked for input {MAX_TASK_ROUNDS} times without an answer"),
+                None,
+            ))
+        };
+        // The client's `tasks/cancel` (on any replica) cancels the call as a request's
+        // cancellation would; the call then ends, and the task says `cancelled`.
+        let watched = Arc::clone(&run);
+        let stop = stop_call;
+        tokio::spawn(IN_TASK.scope(Arc::clone(&run), async move {
+            let watch = async {
+                watched.cancelled().await;
+                stop.cancel();
+                std::future::pending::<std::convert::Infallible>().await
+            };
+            let ending = tokio::select! {
+                ending = operation => ending,
+                never = watch => match never {},
+            };
+            run.end(ending).await;
+        }));
+        Ok(CallToolResponse::Task(created))
     }
 }
 
@@ -1717,6 +1886,9 @@ struct PeerClient {
     capabilities: rmcp::model::ClientCapabilities,
     /// A 2026-07-28 client: an upstream's requests go back to it as rounds of the call.
     stateless: bool,
+    /// The task the call runs as: an upstream's requests go to its client as the task's input
+    /// requests.
+    task: Option<Arc<crate::tasks::TaskRun>>,
     /// The answers this call carries for an upstream that asked for input.
     round: Option<quiver_runtime::upstream::InputRound>,
     /// Where the upstream's log messages during the call go, to be sent in order before the
@@ -1730,6 +1902,10 @@ struct PeerClient {
 enum Notice {
     Progress(ProgressNotificationParam),
     Log(rmcp::model::LoggingMessageNotificationParam),
+}
+
+fn to_json(params: &impl serde::Serialize) -> Option<Value> {
+    serde_json::to_value(params).ok()
 }
 
 fn client_error(e: rmcp::service::ServiceError) -> McpError {
@@ -1755,18 +1931,33 @@ impl quiver_runtime::upstream::CallClient for PeerClient {
         &self,
         params: rmcp::model::CreateMessageRequestParams,
     ) -> quiver_runtime::upstream::Answer<'_, rmcp::model::CreateMessageResult> {
-        Box::pin(async move { self.peer.create_message(params).await.map_err(client_error) })
+        Box::pin(async move {
+            match &self.task {
+                Some(task) => task.ask_one("sampling/createMessage", to_json(&params)).await,
+                None => self.peer.create_message(params).await.map_err(client_error),
+            }
+        })
     }
 
     fn create_elicitation(
         &self,
         params: rmcp::model::ElicitRequestParams,
     ) -> quiver_runtime::upstream::Answer<'_, rmcp::model::ElicitResult> {
-        Box::pin(async move { self.peer.create_elicitation(params).await.map_err(client_error) })
+        Box::pin(async move {
+            match &self.task {
+                Some(task) => task.ask_one("elicitation/create", to_json(&params)).await,
+                None => self.peer.create_elicitation(params).await.map_err(client_error),
+            }
+        })
     }
 
     fn list_roots(&self) -> quiver_runtime::upstream::Answer<'_, rmcp::model::ListRootsResult> {
-        Box::pin(async move { self.peer.list_roots().await.map_err(client_error) })
+        Box::pin(async move {
+            match &self.task {
+                Some(task) => task.ask_one("roots/list", None).await,
+                None => self.peer.list_roots().await.map_err(client_error),
+            }
+        })
     }
 
     fn takes_rounds(&self) -> bool {

@@ -1,0 +1,326 @@
+//! Tasks quiver hands its own clients (2026-07-28's tasks extension, SEP-2663): a client that
+//! declared the extension and calls an upstream tool its server runs as a task gets a task at
+//! once instead of waiting on the call; it polls `tasks/get`, answers what the call asks of it
+//! (`inputRequests`) with `tasks/update`, and may `tasks/cancel` it.
+//!
+//! The call runs on the replica that was asked for it; the task's state is kept in the shared
+//! state store ([`StateStore`] records, signed on Redis), written only by that replica, so
+//! `tasks/get` is answered alike by every replica. A client's answers and a cancellation are
+//! records of their own, which the running call takes up: nothing is written twice by two
+//! replicas. A task is its caller's: another user's `tasks/get` of its id is told no such task
+//! exists.
+//!
+//! Must not depend on: the HTTP transport (the caller is named by the server).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quiver_runtime::state::StateStore;
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequest, InputRequests, InputResponses, Task, TaskPayload,
+    TaskStatus,
+};
+use rmcp::ErrorData as McpError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How often a running task looks for its client's answers and for a cancellation.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a task's final state is kept for its client to read, past the call's own timeout.
+pub(crate) const KEPT_AFTER: Duration = Duration::from_secs(300);
+
+/// The poll interval quiver suggests to its clients.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// What is kept of a task: whose it is, and its state as `tasks/get` answers it.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    owner: String,
+    task: DetailedTask,
+}
+
+fn task_key(id: &str) -> String {
+    format!("tasks:{id}")
+}
+
+fn answer_key(id: &str, key: &str) -> String {
+    format!("tasks:{id}:answer:{key}")
+}
+
+fn cancel_key(id: &str) -> String {
+    format!("tasks:{id}:cancel")
+}
+
+/// The protocol's answer to a task id its caller does not have (unknown, expired, or
+/// another user's: the same answer, so an id says nothing of others' tasks).
+fn unknown_task(id: &str) -> McpError {
+    McpError::invalid_params(
+        format!("no task `{id}`: it is unknown, or ended long enough ago to be forgotten"),
+        None,
+    )
+}
+
+fn unavailable(e: String) -> McpError {
+    McpError::internal_error(format!("the task's state cannot be reached now: {e}"), None)
+}
+
+/// The tasks of every caller, in the shared state.
+pub(crate) struct Tasks {
+    state: Arc<dyn StateStore>,
+}
+
+impl Tasks {
+    pub(crate) fn new(state: Arc<dyn StateStore>) -> Self {
+        Self { state }
+    }
+
+    async fn record(&self, id: &str, owner: &str) -> Result<Record, McpError> {
+        let kept = self.state.record_get(&task_key(id)).await.map_err(unavailable)?;
+        kept.and_then(|json| serde_json::from_str::<Record>(&json).ok())
+            .filter(|record| record.owner == owner)
+            .ok_or_else(|| unknown_task(id))
+    }
+
+    /// `tasks/get`.
+    pub(crate) async fn get(&self, id: &str, owner: &str) -> Result<DetailedTask, McpError> {
+        Ok(self.record(id, owner).await?.task)
+    }
+
+    /// `tasks/update`: each answer to a request the task has outstanding is handed to it;
+    /// others (unknown keys, answered already) are ignored, as the extension says.
+    pub(crate) async fn update(
+        &self,
+        id: &str,
+        owner: &str,
+        responses: InputResponses,
+    ) -> Result<(), McpError> {
+        let record = self.record(id, owner).await?;
+        let TaskPayload::InputRequired { input_requests } = &record.task.payload else {
+            return Ok(());
+        };
+        let ttl = kept_for(&record.task);
+        for (key, response) in responses {
+            if input_requests.contains_key(&key) {
+                let json = serde_json::to_string(&response).unwrap_or_default();
+                self.state.record_put(&answer_key(id, &key), &json, ttl).await.map_err(unavailable)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: asks the running call to stop; the task says `cancelled` once it has.
+    pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Result<(), McpError> {
+        let record = self.record(id, owner).await?;
+        if !record.task.status().is_terminal() {
+            let ttl = kept_for(&record.task);
+            self.state.record_put(&cancel_key(id), "1", ttl).await.map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a task for `owner`, kept for `ttl`: written before its client hears of it, so its
+    /// first `tasks/get` (on any replica) finds it.
+    pub(crate) async fn start(&self, owner: &str, ttl: Duration) -> Result<TaskRun, McpError> {
+        let id = quiver_runtime::accounts::random_token();
+        let now = rmcp::task_manager::current_timestamp();
+        let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
+        task.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        task.poll_interval_ms = Some(POLL_INTERVAL_MS);
+        let run = TaskRun {
+            id,
+            owner: owner.to_owned(),
+            state: Arc::clone(&self.state),
+            ttl,
+            now: Mutex::new(Now { task, outstanding: BTreeMap::new(), end: None }),
+            writing: tokio::sync::Mutex::new(()),
+            asked: std::sync::atomic::AtomicUsize::new(0),
+        };
+        run.write().await?;
+        Ok(run)
+    }
+}
+
+/// How long what is written of `task` is kept: its time to live from now (a bound; the
+/// task's own clock started at its creation).
+fn kept_for(task: &DetailedTask) -> Option<Duration> {
+    Some(task.task.ttl_ms.map_or(KEPT_AFTER, Duration::from_millis))
+}
+
+/// A task's state as its running call sees it.
+struct Now {
+    task: Task,
+    outstanding: InputRequests,
+    end: Option<TaskPayload>,
+}
+
+/// The running side of one task: the only writer of its state.
+pub(crate) struct TaskRun {
+    id: String,
+    owner: String,
+    state: Arc<dyn StateStore>,
+    ttl: Duration,
+    now: Mutex<Now>,
+    /// Held while the state is written, so writes land in the order of the changes they carry.
+    writing: tokio::sync::Mutex<()>,
+    /// Requests asked so far: keys are never used twice in one task.
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl TaskRun {
+    /// The task as its client is first told of it.
+    pub(crate) fn task(&self) -> Task {
+        self.now.lock().unwrap_or_else(|e| e.into_inner()).task.clone()
+    }
+
+    fn snapshot(&self) -> DetailedTask {
+        let now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+        let payload = match (&now.end, now.outstanding.is_empty()) {
+            (Some(end), _) => end.clone(),
+            (None, false) => {
+                TaskPayload::InputRequired { input_requests: now.outstanding.clone() }
+            }
+            (None, true) => TaskPayload::Working,
+        };
+        DetailedTask::new(now.task.clone(), payload)
+    }
+
+    /// Writes the task's latest state (whatever change asked for the write).
+    async fn write(&self) -> Result<(), McpError> {
+        let _order = self.writing.lock().await;
+        let record = Record { owner: self.owner.clone(), task: self.snapshot() };
+        let json = serde_json::to_string(&record)
+            .map_err(|e| McpError::internal_error(format!("task state: {e}"), None))?;
+        self.state.record_put(&task_key(&self.id), &json, Some(self.ttl)).await.map_err(unavailable)
+    }
+
+    async fn changed(&self) {
+        self.now.lock().unwrap_or_else(|e| e.into_inner()).task.last_updated_at =
+            rmcp::task_manager::current_timestamp();
+        if let Err(e) = self.write().await {
+            tracing::warn!(task = %self.id, "could not keep a task's state: {}", e.message);
+        }
+    }
+
+    /// The call's latest word on how it goes (an upstream's progress message), kept as the
+    /// task's status message. Each write carries the latest state, so the last word is kept
+    /// whatever order the writes run in.
+    pub(crate) fn say(self: &Arc<Self>, message: String) {
+        {
+            let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+            if now.task.status_message.as_deref() == Some(message.as_str()) || now.end.is_some() {
+                return;
+            }
+            now.task.status_message = Some(message);
+        }
+        let run = Arc::clone(self);
+        tokio::spawn(async move { run.changed().await });
+    }
+
+    /// Whether the client asked to cancel the task.
+    pub(crate) async fn cancel_asked(&self) -> bool {
+        matches!(self.state.record_get(&cancel_key(&self.id)).await, Ok(Some(_)))
+    }
+
+    /// Resolves once the client asked to cancel the task.
+    pub(crate) async fn cancelled(&self) {
+        while !self.cancel_asked().await {
+            tokio::time::sleep(WATCH_EVERY).await;
+        }
+    }
+
+    /// Asks the client `requests` (keyed as the asker keyed them) through `tasks/get`, and
+    /// waits for every answer from `tasks/update`; `None` when the task is cancelled first.
+    pub(crate) async fn ask(&self, requests: InputRequests) -> Option<InputResponses> {
+        let round = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // The task's keys are unique over its life; the asker's may repeat from round to round.
+        let keys: Vec<(String, String)> =
+            requests.keys().map(|key| (format!("{round}.{key}"), key.clone())).collect();
+        {
+            let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+            for ((ours, _), request) in keys.iter().zip(requests.into_values()) {
+                now.outstanding.insert(ours.clone(), request);
+            }
+        }
+        self.changed().await;
+        let mut answers = InputResponses::new();
+        while answers.len() < keys.len() {
+            for (ours, theirs) in &keys {
+                if answers.contains_key(theirs) {
+                    continue;
+                }
+                if let Ok(Some(json)) = self.state.record_take(&answer_key(&self.id, ours)).await {
+                    let answer = serde_json::from_str(&json).unwrap_or(Value::Null);
+                    answers.insert(theirs.clone(), answer);
+                    self.now.lock().unwrap_or_else(|e| e.into_inner()).outstanding.remove(ours);
+                    self.changed().await;
+                }
+            }
+            if answers.len() < keys.len() {
+                if self.cancel_asked().await {
+                    return None;
+                }
+                tokio::time::sleep(WATCH_EVERY).await;
+            }
+        }
+        Some(answers)
+    }
+
+    /// Asks the client one request within the call (an upstream's `method`: elicitation,
+    /// sampling or roots) and reads its answer as `T`.
+    pub(crate) async fn ask_one<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<T, McpError> {
+        let mut request = serde_json::json!({ "method": method });
+        if let Some(params) = params {
+            request["params"] = params;
+        }
+        let request = serde_json::from_value::<InputRequest>(request).map_err(|e| {
+            McpError::invalid_params(format!("`{method}` cannot be asked within a task: {e}"), None)
+        })?;
+        let asked = self.ask(InputRequests::from([("request".to_owned(), request)])).await;
+        let answer = asked.and_then(|a| a.into_values().next()).ok_or_else(|| {
+            McpError::internal_error("the task was cancelled before the client answered", None)
+        })?;
+        serde_json::from_value(answer).map_err(|e| {
+            McpError::invalid_params(format!("the client's answer to `{method}`: {e}"), None)
+        })
+    }
+
+    /// Ends the task: `completed` with the call's result (an error result too, as the
+    /// extension says), `failed` with a protocol error, or `cancelled`.
+    pub(crate) async fn end(&self, outcome: Ending) {
+        let end = match outcome {
+            Ending::Result(result) => TaskPayload::Completed {
+                result: match serde_json::to_value(&result) {
+                    Ok(Value::Object(result)) => result,
+                    _ => Default::default(),
+                },
+            },
+            Ending::Failed(error) => TaskPayload::Failed {
+                error: match serde_json::to_value(&error) {
+                    Ok(Value::Object(error)) => error,
+                    _ => Default::default(),
+                },
+            },
+            Ending::Cancelled => TaskPayload::Cancelled,
+        };
+        {
+            let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+            now.outstanding.clear();
+            now.end = Some(end);
+        }
+        self.changed().await;
+        let _ = self.state.record_delete(&cancel_key(&self.id)).await;
+    }
+}
+
+/// How a task's call ended.
+pub(crate) enum Ending {
+    Result(CallToolResult),
+    Failed(McpError),
+    Cancelled,
+}
