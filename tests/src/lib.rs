@@ -171,6 +171,21 @@ pub fn texts(output: &Output) -> (String, String) {
     )
 }
 
+/// Fails — never skips — when npx (which runs the MCP reference servers) is missing, saying how
+/// to get it.
+pub fn require_npx() {
+    match Command::new("npx").arg("--version").output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "install Node.js with npm (npx runs the MCP reference servers)\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!(
+            "`npx` cannot be run ({e}); install Node.js with npm (npx runs the MCP reference servers)"
+        ),
+    }
+}
+
 /// Fails — never skips — when the official MCP Python SDK (2.x: its `MCPServer` and Streamable
 /// HTTP client) cannot be used, saying how to get it.
 pub fn require_python_sdk() {

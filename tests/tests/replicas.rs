@@ -841,3 +841,88 @@ async fn a_miss_costs_redis_at_most_ten_commands_and_a_hit_two() {
     assert!(per_hit <= 2.0, "a hit ran {per_hit:.1} Redis commands");
     session.shutdown().await;
 }
+
+/// A 2026-07-28 client that takes tasks (the tasks extension) and answers forms.
+struct TakesTasks;
+
+impl rmcp::ClientHandler for TakesTasks {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }))
+        .unwrap();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("tasks", "1"))
+    }
+}
+
+impl Replica {
+    /// A 2026-07-28 client of this replica that takes tasks.
+    async fn task_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, TakesTasks> {
+        use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        use rmcp::transport::StreamableHttpClientTransport;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.url));
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        };
+        TakesTasks
+            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+            .await
+            .expect("connect")
+    }
+}
+
+/// Polls `tasks/get` at `client` until `done` accepts the task's state.
+async fn task_until(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, TakesTasks>,
+    id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let task = client.get_task(rmcp::model::GetTaskParams::new(id)).await.unwrap();
+        let task = serde_json::to_value(&task).unwrap();
+        if done(&task) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "the task never got there: {task:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A task one replica runs is answered by every replica: made at A (fronting
+/// server-everything), its question is read, answered and its result read at B, which never
+/// ran it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_made_at_one_replica_is_followed_and_answered_at_another() {
+    quiver_tests::require_npx();
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::ZERO).await;
+    let everything = "[[upstreams]]\nname = \"everything\"\ncommand = \"npx\"\n\
+                      args = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n\
+                      start_timeout_s = 180\n";
+    let a = Replica::start("a", &github, &redis, everything);
+    let b = Replica::start("b", &github, &redis, everything);
+    let (at_a, at_b) = (a.task_client().await, b.task_client().await);
+    let call = rmcp::model::CallToolRequestParams::new("everything_simulate-research-query")
+        .with_arguments(json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone());
+    let id = match at_a.call_tool_once(call).await.unwrap() {
+        rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task was expected, got {other:?}\nA said:\n{}", a.stderr()),
+    };
+    let waiting = task_until(&at_b, &id, |t| t["status"] != "working").await;
+    assert_eq!(waiting["status"], "input_required", "{waiting:#}");
+    let key = waiting["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let answer = json!({"action": "accept", "content": {"interpretation": "snake"}});
+    let responses = rmcp::model::InputResponses::from([(key, answer)]);
+    at_b.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+    let done = task_until(&at_b, &id, |t| {
+        !matches!(t["status"].as_str(), Some("working" | "input_required"))
+    })
+    .await;
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert!(done["result"].to_string().contains("Research Report: python (snake)"), "{done:#}");
+    drop((at_a, at_b));
+}

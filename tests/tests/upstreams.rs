@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{free_port, quiver_bin, require_python_sdk, texts};
+use quiver_tests::{free_port, quiver_bin, require_npx, require_python_sdk, texts};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam,
@@ -24,19 +24,6 @@ use serde_json::{json, Map, Value};
 
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-
-/// Fails — never skips — when npx or the Python SDK is missing, saying how to get them.
-fn require(program: &str, args: &[&str], fix: &str) {
-    match Command::new(program).args(args).output() {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!("{fix}\n{}", String::from_utf8_lossy(&out.stderr)),
-        Err(e) => panic!("`{program}` cannot be run ({e}); {fix}"),
-    }
-}
-
-fn require_npx() {
-    require("npx", &["--version"], "install Node.js with npm (npx runs the MCP reference servers)");
-}
 
 /// A config dir, a data dir with telemetry on, and a temp dir the filesystem server may use.
 struct Gateway {
@@ -1346,8 +1333,8 @@ async fn research_task(
     client: &RunningService<RoleClient, TakesTasks>,
     arguments: Map<String, Value>,
 ) -> String {
-    let call = CallToolRequestParams::new("everything_simulate-research-query")
-        .with_arguments(arguments);
+    let call =
+        CallToolRequestParams::new("everything_simulate-research-query").with_arguments(arguments);
     match client.call_tool_once(call).await.unwrap() {
         rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a task was expected, got {other:?}"),
@@ -1377,8 +1364,9 @@ async fn a_client_that_takes_tasks_gets_one_and_answers_the_servers_question_thr
     let answer = json!({"action": "accept", "content": {"interpretation": "programming"}});
     let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
     client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
-    let done = task_until(&client, &id, &mut seen, |t| t["status"] != "input_required"
-        && t["status"] != "working")
+    let done = task_until(&client, &id, &mut seen, |t| {
+        t["status"] != "input_required" && t["status"] != "working"
+    })
     .await;
     assert_eq!(done["status"], "completed", "{done:#}");
     let report = done["result"].to_string();

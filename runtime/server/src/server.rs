@@ -1639,7 +1639,16 @@ impl ServerHandler for QuiverServer {
             return Err(McpError::invalid_params(unknown, None));
         }
         if let Some(timeout) = self.runs_as_task(&request.name, &arguments, &context) {
-            return self.call_as_task(request.name.to_string(), arguments, timeout, context).await;
+            let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
+            let owner = task_owner(&context);
+            // A task that cannot be kept (the shared state unreachable) is not made: the call
+            // is answered as a plain one instead, which the client takes as well.
+            match tasks.start(&owner, timeout + crate::tasks::KEPT_AFTER).await {
+                Ok(run) => {
+                    return Ok(self.call_as_task(request.name.to_string(), arguments, run, context))
+                }
+                Err(e) => tracing::warn!("the call runs without a task: {}", e.message),
+            }
         }
         let answers = Answers {
             responses: request.input_responses,
@@ -1728,15 +1737,14 @@ impl QuiverServer {
     /// client (a confirmation, a sign-in, an upstream's questions) goes through the task's
     /// `inputRequests`, its progress messages become the task's status, and `tasks/cancel`
     /// cancels it as the request's cancellation would.
-    async fn call_as_task(
+    fn call_as_task(
         &self,
         name: String,
         arguments: Map<String, Value>,
-        timeout: Duration,
+        run: crate::tasks::TaskRun,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
-        let run = Arc::new(tasks.start(&task_owner(&context), timeout + crate::tasks::KEPT_AFTER).await?);
+    ) -> CallToolResponse {
+        let run = Arc::new(run);
         let created = rmcp::model::CreateTaskResult::new(run.task());
         // The call outlives its request: it gets a cancellation of its own, no progress token
         // (the request is answered), and is run as a client of 2026-07-28 runs it, which takes
@@ -1802,7 +1810,7 @@ impl QuiverServer {
             };
             run.end(ending).await;
         }));
-        Ok(CallToolResponse::Task(created))
+        CallToolResponse::Task(created)
     }
 }
 

@@ -104,7 +104,10 @@ impl Tasks {
         for (key, response) in responses {
             if input_requests.contains_key(&key) {
                 let json = serde_json::to_string(&response).unwrap_or_default();
-                self.state.record_put(&answer_key(id, &key), &json, ttl).await.map_err(unavailable)?;
+                self.state
+                    .record_put(&answer_key(id, &key), &json, ttl)
+                    .await
+                    .map_err(unavailable)?;
             }
         }
         Ok(())
@@ -178,9 +181,7 @@ impl TaskRun {
         let now = self.now.lock().unwrap_or_else(|e| e.into_inner());
         let payload = match (&now.end, now.outstanding.is_empty()) {
             (Some(end), _) => end.clone(),
-            (None, false) => {
-                TaskPayload::InputRequired { input_requests: now.outstanding.clone() }
-            }
+            (None, false) => TaskPayload::InputRequired { input_requests: now.outstanding.clone() },
             (None, true) => TaskPayload::Working,
         };
         DetailedTask::new(now.task.clone(), payload)
@@ -323,4 +324,99 @@ pub(crate) enum Ending {
     Result(CallToolResult),
     Failed(McpError),
     Cancelled,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiver_runtime::state::MemoryState;
+    use serde_json::json;
+
+    fn tasks() -> Tasks {
+        Tasks::new(Arc::new(MemoryState::new(4)))
+    }
+
+    fn question() -> InputRequests {
+        let request = json!({"method": "elicitation/create", "params": {
+            "message": "Which Python?", "requestedSchema": {"type": "object", "properties": {}}
+        }});
+        InputRequests::from([("topic".to_owned(), serde_json::from_value(request).unwrap())])
+    }
+
+    /// Polls until the task is asking something: its outstanding keys.
+    async fn asked(tasks: &Tasks, id: &str) -> Vec<String> {
+        loop {
+            if let TaskPayload::InputRequired { input_requests } =
+                tasks.get(id, "alice").await.unwrap().payload
+            {
+                return input_requests.into_keys().collect();
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_is_read_and_answered_by_its_owner_alone() {
+        let tasks = tasks();
+        let run = tasks.start("alice", Duration::from_secs(60)).await.unwrap();
+        let id = run.task().task_id;
+        assert_eq!(tasks.get(&id, "alice").await.unwrap().status(), TaskStatus::Working);
+        let refused = tasks.get(&id, "bob").await.unwrap_err();
+        assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(tasks.cancel(&id, "bob").await.is_err());
+        assert!(!run.cancel_asked().await, "another user cannot cancel it");
+    }
+
+    #[tokio::test]
+    async fn answers_reach_the_running_call_by_the_askers_keys_and_others_are_ignored() {
+        let tasks = tasks();
+        let run = Arc::new(tasks.start("alice", Duration::from_secs(60)).await.unwrap());
+        let id = run.task().task_id;
+        let asking = tokio::spawn({
+            let run = Arc::clone(&run);
+            async move { run.ask(question()).await }
+        });
+        let keys = asked(&tasks, &id).await;
+        assert_eq!(keys, ["0.topic"]);
+        let answer = json!({"action": "accept", "content": {"which": "the language"}});
+        let responses = InputResponses::from([
+            ("0.topic".to_owned(), answer.clone()),
+            ("made-up".to_owned(), json!({"action": "decline"})),
+        ]);
+        tasks.update(&id, "alice", responses).await.unwrap();
+        let answers = asking.await.unwrap().expect("answered");
+        assert_eq!(answers, InputResponses::from([("topic".to_owned(), answer)]));
+        assert_eq!(tasks.get(&id, "alice").await.unwrap().status(), TaskStatus::Working);
+        // The next round's keys are new, though the asker's are the same.
+        let again = tokio::spawn({
+            let run = Arc::clone(&run);
+            async move { run.ask(question()).await }
+        });
+        assert_eq!(asked(&tasks, &id).await, ["1.topic"]);
+        tasks.cancel(&id, "alice").await.unwrap();
+        assert!(again.await.unwrap().is_none(), "a cancelled task stops waiting");
+        run.end(Ending::Cancelled).await;
+        let ended = tasks.get(&id, "alice").await.unwrap();
+        assert_eq!(ended.status(), TaskStatus::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_finished_task_keeps_its_result_and_its_last_status() {
+        let tasks = tasks();
+        let run = Arc::new(tasks.start("alice", Duration::from_secs(60)).await.unwrap());
+        let id = run.task().task_id;
+        run.say("Analyzing content...".to_owned());
+        let result = CallToolResult::success(vec![rmcp::model::ContentBlock::text("the report")]);
+        run.end(Ending::Result(result)).await;
+        // A word said after the end changes nothing.
+        run.say("late".to_owned());
+        let ended = tasks.get(&id, "alice").await.unwrap();
+        assert_eq!(ended.status(), TaskStatus::Completed);
+        assert_eq!(ended.task.status_message.as_deref(), Some("Analyzing content..."));
+        let TaskPayload::Completed { result } = ended.payload else { unreachable!() };
+        assert!(Value::Object(result).to_string().contains("the report"));
+        // Cancelling a task that ended is acknowledged and changes nothing.
+        tasks.cancel(&id, "alice").await.unwrap();
+        assert_eq!(tasks.get(&id, "alice").await.unwrap().status(), TaskStatus::Completed);
+    }
 }
