@@ -1377,6 +1377,43 @@ async fn a_client_that_takes_tasks_gets_one_and_answers_the_servers_question_thr
     assert!(asked.0.lock().unwrap().is_empty(), "{:?}", asked.0.lock().unwrap());
 }
 
+/// A call the user's policy asks confirmation for, run as a task: the confirmation is asked
+/// through the task, once, and the call runs when the person agreed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_within_a_task_is_asked_through_the_task() {
+    require_npx();
+    let confirm = "[selector]\nconfirm = [\"everything.simulate-research-query\"]\n";
+    let gateway = Gateway::new(&reference_upstreams(), confirm);
+    let asked = TakesTasks::default();
+    let client = gateway.serve_as(asked.clone()).await;
+    let id = research_task(&client, json!({"topic": "rust"}).as_object().unwrap().clone()).await;
+    let mut seen = Vec::new();
+    let waiting = task_until(&client, &id, &mut seen, |t| t["status"] != "working").await;
+    let requests = waiting["inputRequests"].as_object().expect("asked");
+    let (key, request) = requests.iter().next().unwrap();
+    let message = request["params"]["message"].as_str().unwrap();
+    assert!(message.contains("everything_simulate-research-query"), "{message}");
+    let agree = request["params"]["requestedSchema"]["properties"].as_object().unwrap();
+    let agree = agree.keys().next().unwrap().clone();
+    let answer = json!({"action": "accept", "content": {agree: true}});
+    let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
+    client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+    let done = task_until(&client, &id, &mut seen, |t| {
+        !matches!(t["status"].as_str(), Some("working" | "input_required"))
+    })
+    .await;
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert!(done["result"].to_string().contains("Research Report: rust"), "{done:#}");
+    let asked_keys: std::collections::BTreeSet<String> = seen
+        .iter()
+        .filter_map(|t| t["inputRequests"].as_object())
+        .flat_map(|r| r.keys().cloned())
+        .collect();
+    assert_eq!(asked_keys.len(), 1, "asked once: {asked_keys:?}");
+    client.cancel().await.unwrap();
+    assert!(asked.0.lock().unwrap().is_empty(), "{:?}", asked.0.lock().unwrap());
+}
+
 /// `tasks/cancel` stops the call the task runs; the task then says `cancelled`, and an id that
 /// is not a task of this client's is a protocol error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
