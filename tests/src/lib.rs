@@ -576,6 +576,42 @@ pub async fn rmcp_http_client<H: rmcp::ClientHandler>(
     handler.serve_with_lifecycle(transport, lifecycle).await.expect("connect")
 }
 
+/// What a client declares that takes tasks (2026-07-28's tasks extension) and answers forms.
+pub fn takes_tasks(name: &str) -> rmcp::model::ClientConfig {
+    let capabilities = serde_json::from_value(serde_json::json!({
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }))
+    .expect("client capabilities");
+    rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new(name, "1"))
+}
+
+/// Polls `tasks/get` at `client` until the task is in a state `done` accepts: that state. Every
+/// state seen on the way is added to `seen`; a task that never gets there fails the test.
+pub async fn task_until<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+    id: &str,
+    seen: &mut Vec<serde_json::Value>,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let task = client.get_task(rmcp::model::GetTaskParams::new(id)).await.expect("tasks/get");
+        let task = serde_json::to_value(&task).expect("a task as JSON");
+        seen.push(task.clone());
+        if done(&task) {
+            return task;
+        }
+        assert!(std::time::Instant::now() < deadline, "the task never got there: {seen:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A task's state is final: neither `working` nor waiting for input.
+pub fn task_ended(task: &serde_json::Value) -> bool {
+    !matches!(task["status"].as_str(), Some("working" | "input_required"))
+}
+
 /// `text` written in Unicode tag characters (U+E0000 + each ASCII code): invisible where it is
 /// shown, read by a model all the same — the hidden order of the injection tests.
 pub fn in_tag_characters(text: &str) -> String {

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quiver_tests::{
-    new_user_key, plugins_dir, recorded, serve_http_command, wait_until_listening, RedisCluster,
-    RedisServer,
+    new_user_key, plugins_dir, recorded, serve_http_command, task_ended, task_until,
+    wait_until_listening, RedisCluster, RedisServer,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -847,48 +847,7 @@ struct TakesTasks;
 
 impl rmcp::ClientHandler for TakesTasks {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({
-            "elicitation": {"form": {}},
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-        }))
-        .unwrap();
-        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("tasks", "1"))
-    }
-}
-
-impl Replica {
-    /// A 2026-07-28 client of this replica that takes tasks.
-    async fn task_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, TakesTasks> {
-        use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
-        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-        use rmcp::transport::StreamableHttpClientTransport;
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", self.url));
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-        };
-        TakesTasks
-            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
-            .await
-            .expect("connect")
-    }
-}
-
-/// Polls `tasks/get` at `client` until `done` accepts the task's state.
-async fn task_until(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, TakesTasks>,
-    id: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let task = client.get_task(rmcp::model::GetTaskParams::new(id)).await.unwrap();
-        let task = serde_json::to_value(&task).unwrap();
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "the task never got there: {task:#}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        quiver_tests::takes_tasks("tasks")
     }
 }
 
@@ -905,23 +864,23 @@ async fn a_task_made_at_one_replica_is_followed_and_answered_at_another() {
                       start_timeout_s = 180\n";
     let a = Replica::start("a", &github, &redis, everything);
     let b = Replica::start("b", &github, &redis, everything);
-    let (at_a, at_b) = (a.task_client().await, b.task_client().await);
+    let (url_a, url_b) = (format!("{}/mcp", a.url), format!("{}/mcp", b.url));
+    let at_a = quiver_tests::rmcp_http_client(&url_a, None, true, TakesTasks).await;
+    let at_b = quiver_tests::rmcp_http_client(&url_b, None, true, TakesTasks).await;
     let call = rmcp::model::CallToolRequestParams::new("everything_simulate-research-query")
         .with_arguments(json!({"topic": "python", "ambiguous": true}).as_object().unwrap().clone());
     let id = match at_a.call_tool_once(call).await.unwrap() {
         rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a task was expected, got {other:?}\nA said:\n{}", a.stderr()),
     };
-    let waiting = task_until(&at_b, &id, |t| t["status"] != "working").await;
+    let mut seen = Vec::new();
+    let waiting = task_until(&at_b, &id, &mut seen, |t| t["status"] != "working").await;
     assert_eq!(waiting["status"], "input_required", "{waiting:#}");
     let key = waiting["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
     let answer = json!({"action": "accept", "content": {"interpretation": "snake"}});
     let responses = rmcp::model::InputResponses::from([(key, answer)]);
     at_b.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
-    let done = task_until(&at_b, &id, |t| {
-        !matches!(t["status"].as_str(), Some("working" | "input_required"))
-    })
-    .await;
+    let done = task_until(&at_b, &id, &mut seen, task_ended).await;
     assert_eq!(done["status"], "completed", "{done:#}");
     assert!(done["result"].to_string().contains("Research Report: python (snake)"), "{done:#}");
     drop((at_a, at_b));

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_tests::{free_port, quiver_bin, require_npx, require_python_sdk, texts};
+use quiver_tests::{
+    free_port, quiver_bin, require_npx, require_python_sdk, task_ended, task_until, texts,
+};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam,
@@ -1288,12 +1290,7 @@ struct TakesTasks(Arc<Mutex<Vec<String>>>);
 
 impl ClientHandler for TakesTasks {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({
-            "elicitation": {"form": {}},
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-        }))
-        .unwrap();
-        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("tasks", "1"))
+        quiver_tests::takes_tasks("tasks")
     }
 
     async fn create_elicitation(
@@ -1303,27 +1300,6 @@ impl ClientHandler for TakesTasks {
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         self.0.lock().unwrap().push(serde_json::to_string(&request).unwrap());
         Err(rmcp::ErrorData::internal_error("asked outside the task", None))
-    }
-}
-
-/// Polls `tasks/get` until the task is in a state `done` accepts (every state seen on the way
-/// is kept), failing when it never gets there.
-async fn task_until(
-    client: &RunningService<RoleClient, TakesTasks>,
-    id: &str,
-    seen: &mut Vec<Value>,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let task = client.get_task(rmcp::model::GetTaskParams::new(id)).await.unwrap();
-        let task = serde_json::to_value(&task).unwrap();
-        seen.push(task.clone());
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "the task never got there: {seen:#?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -1398,10 +1374,7 @@ async fn a_confirmation_within_a_task_is_asked_through_the_task() {
     let answer = json!({"action": "accept", "content": {agree: true}});
     let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
     client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
-    let done = task_until(&client, &id, &mut seen, |t| {
-        !matches!(t["status"].as_str(), Some("working" | "input_required"))
-    })
-    .await;
+    let done = task_until(&client, &id, &mut seen, task_ended).await;
     assert_eq!(done["status"], "completed", "{done:#}");
     assert!(done["result"].to_string().contains("Research Report: rust"), "{done:#}");
     let asked_keys: std::collections::BTreeSet<String> = seen
