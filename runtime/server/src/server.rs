@@ -1639,11 +1639,10 @@ impl ServerHandler for QuiverServer {
             return Err(McpError::invalid_params(unknown, None));
         }
         if let Some(timeout) = self.runs_as_task(&request.name, &arguments, &context) {
-            let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
             let owner = task_owner(&context);
             // A task that cannot be kept (the shared state unreachable) is not made: the call
             // is answered as a plain one instead, which the client takes as well.
-            match tasks.start(&owner, timeout + crate::tasks::KEPT_AFTER).await {
+            match self.tasks().start(&owner, timeout + crate::tasks::KEPT_AFTER).await {
                 Ok(run) => {
                     return Ok(self.call_as_task(request.name.to_string(), arguments, run, context))
                 }
@@ -1667,8 +1666,7 @@ impl ServerHandler for QuiverServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
-        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
-        let task = tasks.get(&request.task_id, &task_owner(&context)).await?;
+        let task = self.tasks().get(&request.task_id, &task_owner(&context)).await?;
         Ok(rmcp::model::GetTaskResult::new(task))
     }
 
@@ -1677,9 +1675,8 @@ impl ServerHandler for QuiverServer {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
         let owner = task_owner(&context);
-        tasks.update(&request.task_id, &owner, request.input_responses).await
+        self.tasks().update(&request.task_id, &owner, request.input_responses).await
     }
 
     async fn cancel_task(
@@ -1687,8 +1684,14 @@ impl ServerHandler for QuiverServer {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let tasks = crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()));
-        tasks.cancel(&request.task_id, &task_owner(&context)).await
+        self.tasks().cancel(&request.task_id, &task_owner(&context)).await
+    }
+}
+
+impl QuiverServer {
+    /// Every caller's tasks, kept in the host's state.
+    fn tasks(&self) -> crate::tasks::Tasks {
+        crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()))
     }
 }
 
@@ -1747,8 +1750,8 @@ impl QuiverServer {
         let run = Arc::new(run);
         let created = rmcp::model::CreateTaskResult::new(run.task());
         // The call outlives its request: it gets a cancellation of its own, no progress token
-        // (the request is answered), and is run as a client of 2026-07-28 runs it, which takes
-        // what a call asks as rounds — here, the task's input requests.
+        // (the request is answered), and runs as a 2026-07-28 client's call, which takes what
+        // the call asks of it as rounds — here, the task's input requests.
         let mut within = context.clone();
         within.ct = tokio_util::sync::CancellationToken::new();
         let stop_call = within.ct.clone();
@@ -1786,11 +1789,16 @@ impl QuiverServer {
                             crate::tasks::Ending::Result(result)
                         };
                     }
-                    _ => break,
+                    _ => {
+                        return crate::tasks::Ending::Failed(McpError::internal_error(
+                            format!("`{name}` ended in neither a result nor a question"),
+                            None,
+                        ))
+                    }
                 }
             }
             crate::tasks::Ending::Failed(McpError::internal_error(
-                format!("`{name}` asked for input {MAX_TASK_ROUNDS} times without an answer"),
+                format!("`{name}` asked for input {MAX_TASK_ROUNDS} times; the call was given up"),
                 None,
             ))
         };
