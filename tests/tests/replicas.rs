@@ -885,3 +885,50 @@ async fn a_task_made_at_one_replica_is_followed_and_answered_at_another() {
     assert!(done["result"].to_string().contains("Research Report: python (snake)"), "{done:#}");
     drop((at_a, at_b));
 }
+
+/// A replica told to stop (SIGTERM) lets the tasks it runs end — a client following one at
+/// another replica reads its result — and ends those that cannot in time (one waiting for an
+/// answer nobody gives) as failed, saying the replica stopped, instead of leaving them
+/// `working` until they expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_replica_lets_its_tasks_end_and_fails_those_that_cannot() {
+    quiver_tests::require_npx();
+    let redis = RedisServer::start();
+    let github = CountingGitHub::start(Duration::ZERO).await;
+    // Long enough for the research's four one-second stages on a loaded machine.
+    let config = "[serve.http]\ndrain_timeout_s = 30\n\
+                  [[upstreams]]\nname = \"everything\"\ncommand = \"npx\"\n\
+                  args = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n\
+                  start_timeout_s = 180\n";
+    let mut a = Replica::start("a", &github, &redis, config);
+    let b = Replica::start("b", &github, &redis, config);
+    let (url_a, url_b) = (format!("{}/mcp", a.url), format!("{}/mcp", b.url));
+    let at_a = quiver_tests::rmcp_http_client(&url_a, None, true, TakesTasks).await;
+    let at_b = quiver_tests::rmcp_http_client(&url_b, None, true, TakesTasks).await;
+    let research = |arguments: Value| {
+        let call = rmcp::model::CallToolRequestParams::new("everything_simulate-research-query")
+            .with_arguments(arguments.as_object().unwrap().clone());
+        let at_a = &at_a;
+        async move {
+            match at_a.call_tool_once(call).await.unwrap() {
+                rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+                other => panic!("a task was expected, got {other:?}"),
+            }
+        }
+    };
+    let finishing = research(json!({"topic": "rust"})).await;
+    let waiting = research(json!({"topic": "python", "ambiguous": true})).await;
+    let mut seen = Vec::new();
+    task_until(&at_b, &waiting, &mut seen, |t| t["status"] == "input_required").await;
+    let pid = a.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let done = task_until(&at_b, &finishing, &mut seen, task_ended).await;
+    assert_eq!(done["status"], "completed", "{done:#}\nA said:\n{}", a.stderr());
+    assert!(done["result"].to_string().contains("Research Report: rust"), "{done:#}");
+    let failed = task_until(&at_b, &waiting, &mut seen, task_ended).await;
+    assert_eq!(failed["status"], "failed", "{failed:#}");
+    assert!(failed["error"].to_string().contains("stopped"), "{failed:#}");
+    let status = a.child.wait().unwrap();
+    assert!(status.success(), "{status}\n{}", a.stderr());
+    drop((at_a, at_b));
+}

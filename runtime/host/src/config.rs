@@ -215,7 +215,8 @@ pub struct HttpServeConfig {
     pub allowed_hosts: Vec<String>,
     /// Requests per minute and user, unless the user's entry says otherwise (0: no limit).
     pub requests_per_minute: u32,
-    /// How long in-flight calls may finish after SIGTERM, in seconds.
+    /// How long in-flight calls may finish after SIGTERM, in seconds; then the tasks the
+    /// server runs for its clients get as long again.
     pub drain_timeout_s: u64,
     /// HTTPS: the certificate chain (PEM); with `tls_key`.
     pub tls_cert: Option<PathBuf>,

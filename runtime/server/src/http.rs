@@ -193,7 +193,8 @@ impl Limits {
 }
 
 /// Serves `host` over Streamable HTTP on `listen` until `shutdown` resolves, then lets
-/// in-flight requests finish for at most `[serve.http] drain_timeout_s`.
+/// in-flight requests finish for at most `[serve.http] drain_timeout_s`, and the tasks it runs
+/// for as long again.
 pub async fn serve_http(
     host: Arc<Host>,
     options: ServeOptions,
@@ -305,6 +306,8 @@ pub async fn serve_http(
     eprintln!("quiver: serving MCP at {scheme}://{addr}{MCP_PATH}");
     crate::listener::serve(listener, app, tls, limits, drain, shutdown, move || cancel.cancel())
         .await;
+    // The tasks it runs get as long again to end; clients follow them at the other replicas.
+    crate::tasks::wind_down(drain).await;
     server.shutdown().await;
     Ok(())
 }

@@ -1744,10 +1744,9 @@ impl QuiverServer {
         &self,
         name: String,
         arguments: Map<String, Value>,
-        run: crate::tasks::TaskRun,
+        run: Arc<crate::tasks::TaskRun>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let run = Arc::new(run);
         let created = rmcp::model::CreateTaskResult::new(run.task());
         // The call outlives its request: it gets a cancellation of its own, no progress token
         // (the request is answered), and runs as a 2026-07-28 client's call, which takes what

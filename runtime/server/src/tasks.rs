@@ -12,8 +12,8 @@
 //!
 //! Must not depend on: the HTTP transport (the caller is named by the server).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use quiver_runtime::state::StateStore;
@@ -33,6 +33,41 @@ pub(crate) const KEPT_AFTER: Duration = Duration::from_secs(300);
 
 /// The poll interval quiver suggests to its clients.
 const POLL_INTERVAL_MS: u64 = 500;
+
+/// The tasks this process runs, by id: a replica told to stop lets them end, and says so of
+/// those that did not in time ([`wind_down`]).
+static RUNNING: std::sync::LazyLock<Mutex<HashMap<String, Weak<TaskRun>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Waits, at most `within`, for the tasks this process runs to end; those still running are
+/// ended `failed`, saying the replica stopped, so their clients (polling any replica) hear it
+/// now instead of at the task's expiry.
+pub(crate) async fn wind_down(within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let running: Vec<Arc<TaskRun>> = {
+            let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+            running.retain(|_, run| run.strong_count() > 0);
+            running.values().filter_map(Weak::upgrade).collect()
+        };
+        if running.is_empty() {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(tasks = running.len(), "stopping with tasks still running");
+            for run in running {
+                let stopped = McpError::internal_error(
+                    "the quiver replica running this task stopped before it ended; call the \
+                     tool again",
+                    None,
+                );
+                run.end(Ending::Failed(stopped)).await;
+            }
+            return;
+        }
+        tokio::time::sleep(WATCH_EVERY).await;
+    }
+}
 
 /// What is kept of a task: whose it is, and its state as `tasks/get` answers it.
 #[derive(Serialize, Deserialize)]
@@ -125,7 +160,7 @@ impl Tasks {
 
     /// Makes a task for `owner`, kept for `ttl`: written before its client hears of it, so its
     /// first `tasks/get` (on any replica) finds it.
-    pub(crate) async fn start(&self, owner: &str, ttl: Duration) -> Result<TaskRun, McpError> {
+    pub(crate) async fn start(&self, owner: &str, ttl: Duration) -> Result<Arc<TaskRun>, McpError> {
         let id = quiver_runtime::accounts::random_token();
         let now = rmcp::task_manager::current_timestamp();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
@@ -141,6 +176,9 @@ impl Tasks {
             asked: std::sync::atomic::AtomicUsize::new(0),
         };
         run.write().await?;
+        let run = Arc::new(run);
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        running.insert(run.id.clone(), Arc::downgrade(&run));
         Ok(run)
     }
 }
@@ -311,9 +349,14 @@ impl TaskRun {
         };
         {
             let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+            // Ended once: by its call, or by a replica stopping first.
+            if now.end.is_some() {
+                return;
+            }
             now.outstanding.clear();
             now.end = Some(end);
         }
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
         self.changed().await;
         let _ = self.state.record_delete(&cancel_key(&self.id)).await;
     }
@@ -370,7 +413,7 @@ mod tests {
     #[tokio::test]
     async fn answers_reach_the_running_call_by_the_askers_keys_and_others_are_ignored() {
         let tasks = tasks();
-        let run = Arc::new(tasks.start("alice", Duration::from_secs(60)).await.unwrap());
+        let run = tasks.start("alice", Duration::from_secs(60)).await.unwrap();
         let id = run.task().task_id;
         let asking = tokio::spawn({
             let run = Arc::clone(&run);
@@ -403,7 +446,7 @@ mod tests {
     #[tokio::test]
     async fn a_finished_task_keeps_its_result_and_its_last_status() {
         let tasks = tasks();
-        let run = Arc::new(tasks.start("alice", Duration::from_secs(60)).await.unwrap());
+        let run = tasks.start("alice", Duration::from_secs(60)).await.unwrap();
         let id = run.task().task_id;
         run.say("Analyzing content...".to_owned());
         let result = CallToolResult::success(vec![rmcp::model::ContentBlock::text("the report")]);
