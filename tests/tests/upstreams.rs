@@ -1206,9 +1206,16 @@ async fn an_upstreams_sampling_elicitation_and_roots_reach_the_client_that_made_
     plain.cancel().await.unwrap();
 }
 
-/// A client whose user, asked to clarify a request, picks an interpretation.
-#[derive(Clone, Default)]
-struct Clarifying(Arc<Mutex<Vec<String>>>);
+/// A client whose user, asked to clarify a request, picks an interpretation ("programming"
+/// unless told): what it was asked is kept.
+#[derive(Clone)]
+struct Clarifying(Arc<Mutex<Vec<String>>>, &'static str);
+
+impl Default for Clarifying {
+    fn default() -> Self {
+        Self(Arc::default(), "programming")
+    }
+}
 
 impl ClientHandler for Clarifying {
     fn get_info(&self) -> rmcp::model::ClientConfig {
@@ -1226,7 +1233,7 @@ impl ClientHandler for Clarifying {
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         self.0.lock().unwrap().push(serde_json::to_string(&request).unwrap());
         Ok(serde_json::from_value(
-            json!({"action": "accept", "content": {"interpretation": "programming"}}),
+            json!({"action": "accept", "content": {"interpretation": self.1}}),
         )
         .unwrap())
     }
@@ -1405,6 +1412,35 @@ async fn a_cancelled_task_stops_its_call_and_says_so() {
     let message = format!("{unknown:?}");
     assert!(message.contains("-32602") || message.contains("InvalidParams"), "{message}");
     client.cancel().await.unwrap();
+}
+
+/// Two clients call a task-only tool of one upstream at once, each asked to clarify within
+/// the server's task: each question reaches the client whose call it belongs to (the server
+/// names the task in it), so each report carries its own user's answer — not the server's
+/// default, which it falls back to when quiver cannot tell whose call a question is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_within_concurrent_tasks_reach_the_client_of_each() {
+    require_npx();
+    let gateway = Gateway::new(&reference_upstreams(), "");
+    let (mut server, port) = gateway.serve_http(&[]);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (snake, language) = (Clarifying(Arc::default(), "snake"), Clarifying::default());
+    let by_snake = quiver_tests::rmcp_http_client(&url, None, false, snake.clone()).await;
+    let by_language = quiver_tests::rmcp_http_client(&url, None, false, language.clone()).await;
+    let research = |client: &RunningService<RoleClient, Clarifying>| {
+        let call = CallToolRequestParams::new("everything_simulate-research-query")
+            .with_arguments(ambiguous_research());
+        let peer = client.peer().clone();
+        async move { peer.call_tool(call).await.unwrap() }
+    };
+    let (first, second) = tokio::join!(research(&by_snake), research(&by_language));
+    let (first, second) = (text(&first), text(&second));
+    assert!(first.contains("Research Report: python (snake)"), "{first}");
+    assert!(second.contains("Research Report: python (programming)"), "{second}");
+    assert_eq!((snake.0.lock().unwrap().len(), language.0.lock().unwrap().len()), (1, 1));
+    drop((by_snake, by_language));
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 /// While quiver runs a task-only tool's task, the task's status messages reach the caller as

@@ -740,6 +740,10 @@ pub struct Upstream {
     early_progress: Mutex<std::collections::VecDeque<(Instant, ProgressNotificationParam)>>,
     /// The calls in flight to it (pre-fetches included), and the clients of those that have one.
     in_flight: Mutex<(usize, CallClients)>,
+    /// The clients of the calls it runs as its own tasks, by its task id: a request it sends
+    /// within a task names the task (2025-11-25's `related-task`), so it reaches the right
+    /// client however many calls are in flight.
+    task_clients: Mutex<HashMap<String, Arc<dyn CallClient>>>,
     /// Where its log messages go: every upstream's, to whichever clients asked for them.
     logs: tokio::sync::broadcast::Sender<UpstreamLog>,
     /// Where its resource changes and prompt and resource list changes go: to the clients that
@@ -821,6 +825,7 @@ impl Upstream {
             progress: Mutex::new(HashMap::new()),
             early_progress: Mutex::new(std::collections::VecDeque::new()),
             in_flight: Mutex::new((0, HashMap::new())),
+            task_clients: Mutex::new(HashMap::new()),
             logs,
             updates,
             subscriptions: Mutex::new(BTreeMap::new()),
@@ -2070,6 +2075,31 @@ impl Upstream {
                 )
             });
         };
+        if let Some(client) = client {
+            let mut task_clients = self.task_clients.lock().unwrap_or_else(|e| e.into_inner());
+            task_clients.insert(task_id.to_owned(), Arc::clone(client));
+        }
+        let task_id = task_id.to_owned();
+        let answered = self.await_task(peer, tool, &task_id, &created, client, deadline, cancel);
+        let answered = answered.await;
+        self.task_clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_id);
+        answered
+    }
+
+    /// Waits for the result of the upstream's task `task_id` (made for `tool`), reporting its
+    /// status meanwhile; cancelled or out of time, the task is cancelled at the upstream.
+    #[allow(clippy::too_many_arguments)]
+    async fn await_task(
+        &self,
+        peer: &Peer<RoleClient>,
+        tool: &str,
+        task_id: &str,
+        created: &Value,
+        client: Option<&Arc<dyn CallClient>>,
+        deadline: Instant,
+        cancel: &AtomicBool,
+    ) -> ToolResult {
+        let name = &self.config.name;
         let task = json!({ "taskId": task_id });
         let result = raw_request("tasks/result", task.clone());
         let left = deadline.saturating_duration_since(Instant::now());
@@ -2409,6 +2439,19 @@ fn kill_group(pgid: u32) {
     }
 }
 
+/// The upstream task a request of an upstream's belongs to (2025-11-25's
+/// `io.modelcontextprotocol/related-task` in its `_meta`), if it says.
+fn related_task(
+    params: &impl serde::Serialize,
+    context: &rmcp::service::RequestContext<RoleClient>,
+) -> Option<String> {
+    const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+    let in_params = serde_json::to_value(params).ok().and_then(|p| {
+        p.get("_meta")?.get(RELATED_TASK)?.get("taskId")?.as_str().map(str::to_owned)
+    });
+    in_params.or_else(|| context.meta.get(RELATED_TASK)?.get("taskId")?.as_str().map(str::to_owned))
+}
+
 /// Handles what an upstream sends on its own: list changes and progress.
 struct UpstreamHandler {
     upstream: Weak<Upstream>,
@@ -2422,6 +2465,7 @@ impl UpstreamHandler {
     fn client_for(
         &self,
         what: &str,
+        related_task: Option<&str>,
         can: impl Fn(&rmcp::model::ClientCapabilities) -> bool,
     ) -> Result<Arc<dyn CallClient>, rmcp::ErrorData> {
         let not_supported =
@@ -2429,16 +2473,21 @@ impl UpstreamHandler {
         let Some(upstream) = self.upstream.upgrade() else {
             return Err(not_supported(format!("{what}: not supported")));
         };
-        let client = upstream.sole_client().map_err(|none_in_flight| {
-            not_supported(if none_in_flight {
-                format!("{what}: no call is in flight, so no client of quiver's can answer")
-            } else {
-                format!(
-                    "{what}: not supported while quiver runs several calls of this server or \
+        let of_task = related_task.and_then(|id| {
+            let task_clients = upstream.task_clients.lock().unwrap_or_else(|e| e.into_inner());
+            task_clients.get(id).cloned()
+        });
+        let client =
+            of_task.map_or_else(|| upstream.sole_client(), Ok).map_err(|none_in_flight| {
+                not_supported(if none_in_flight {
+                    format!("{what}: no call is in flight, so no client of quiver's can answer")
+                } else {
+                    format!(
+                        "{what}: not supported while quiver runs several calls of this server or \
                      one no client made (a pre-fetch), as it cannot tell whose it is"
-                )
-            })
-        })?;
+                    )
+                })
+            })?;
         if !can(&client.capabilities()) {
             return Err(not_supported(format!("{what}: the client did not declare it")));
         }
@@ -2463,26 +2512,30 @@ impl ClientHandler for UpstreamHandler {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        let client = self.client_for("sampling", |c| c.sampling.is_some())?;
+        let task = related_task(&params, &context);
+        let client = self.client_for("sampling", task.as_deref(), |c| c.sampling.is_some())?;
         client.create_message(params).await
     }
 
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let client = self.client_for("elicitation", |c| can_elicit(c, &request))?;
+        let task = related_task(&request, &context);
+        let client =
+            self.client_for("elicitation", task.as_deref(), |c| can_elicit(c, &request))?;
         client.create_elicitation(request).await
     }
 
     async fn list_roots(
         &self,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        let client = self.client_for("roots", |c| c.roots.is_some())?;
+        let task = related_task(&(), &context);
+        let client = self.client_for("roots", task.as_deref(), |c| c.roots.is_some())?;
         client.list_roots().await
     }
 
