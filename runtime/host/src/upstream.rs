@@ -628,7 +628,7 @@ pub const INPUT_REQUIRED_METADATA: &str = "input_required";
 
 /// How many rounds of input an upstream may ask for in one call before quiver gives it up (the
 /// official SDKs' bound).
-const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+pub const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// Asks `client` what an upstream's `input_required` answer asks for: the client's answer as
 /// JSON, or why it cannot give one (it did not declare the capability, or failed).
@@ -2075,31 +2075,9 @@ impl Upstream {
                 )
             });
         };
-        if let Some(client) = client {
-            let mut task_clients = self.task_clients.lock().unwrap_or_else(|e| e.into_inner());
-            task_clients.insert(task_id.to_owned(), Arc::clone(client));
-        }
-        let task_id = task_id.to_owned();
-        let answered = self.await_task(peer, tool, &task_id, &created, client, deadline, cancel);
-        let answered = answered.await;
-        self.task_clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_id);
-        answered
-    }
-
-    /// Waits for the result of the upstream's task `task_id` (made for `tool`), reporting its
-    /// status meanwhile; cancelled or out of time, the task is cancelled at the upstream.
-    #[allow(clippy::too_many_arguments)]
-    async fn await_task(
-        &self,
-        peer: &Peer<RoleClient>,
-        tool: &str,
-        task_id: &str,
-        created: &Value,
-        client: Option<&Arc<dyn CallClient>>,
-        deadline: Instant,
-        cancel: &AtomicBool,
-    ) -> ToolResult {
-        let name = &self.config.name;
+        // What the server asks within its task names the task: it goes to this call's client
+        // while the task runs, whatever else is in flight.
+        let _routed = client.map(|client| TaskRoute::new(&self.task_clients, task_id, client));
         let task = json!({ "taskId": task_id });
         let result = raw_request("tasks/result", task.clone());
         let left = deadline.saturating_duration_since(Instant::now());
@@ -2245,6 +2223,30 @@ async fn report_task_status(
             last = message.to_owned();
             sink(f64::from(steps), None, Some(logging::scrub(message)));
         }
+    }
+}
+
+/// A call's client, found by the upstream task the call runs as, for as long as this lives.
+struct TaskRoute<'a> {
+    routes: &'a Mutex<HashMap<String, Arc<dyn CallClient>>>,
+    task_id: String,
+}
+
+impl<'a> TaskRoute<'a> {
+    fn new(
+        routes: &'a Mutex<HashMap<String, Arc<dyn CallClient>>>,
+        task_id: &str,
+        client: &Arc<dyn CallClient>,
+    ) -> Self {
+        let mut clients = routes.lock().unwrap_or_else(|e| e.into_inner());
+        clients.insert(task_id.to_owned(), Arc::clone(client));
+        Self { routes, task_id: task_id.to_owned() }
+    }
+}
+
+impl Drop for TaskRoute<'_> {
+    fn drop(&mut self) {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.task_id);
     }
 }
 
@@ -2440,16 +2442,11 @@ fn kill_group(pgid: u32) {
 }
 
 /// The upstream task a request of an upstream's belongs to (2025-11-25's
-/// `io.modelcontextprotocol/related-task` in its `_meta`), if it says.
-fn related_task(
-    params: &impl serde::Serialize,
-    context: &rmcp::service::RequestContext<RoleClient>,
-) -> Option<String> {
-    const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-    let in_params = serde_json::to_value(params).ok().and_then(|p| {
-        p.get("_meta")?.get(RELATED_TASK)?.get("taskId")?.as_str().map(str::to_owned)
-    });
-    in_params.or_else(|| context.meta.get(RELATED_TASK)?.get("taskId")?.as_str().map(str::to_owned))
+/// `io.modelcontextprotocol/related-task` in its `_meta`, which rmcp moves from the request's
+/// params into its context), if it says.
+fn related_task(context: &rmcp::service::RequestContext<RoleClient>) -> Option<String> {
+    let related = context.meta.get("io.modelcontextprotocol/related-task")?;
+    related.get("taskId")?.as_str().map(str::to_owned)
 }
 
 /// Handles what an upstream sends on its own: list changes and progress.
@@ -2514,7 +2511,7 @@ impl ClientHandler for UpstreamHandler {
         params: rmcp::model::CreateMessageRequestParams,
         context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        let task = related_task(&params, &context);
+        let task = related_task(&context);
         let client = self.client_for("sampling", task.as_deref(), |c| c.sampling.is_some())?;
         client.create_message(params).await
     }
@@ -2524,7 +2521,7 @@ impl ClientHandler for UpstreamHandler {
         request: rmcp::model::ElicitRequestParams,
         context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let task = related_task(&request, &context);
+        let task = related_task(&context);
         let client =
             self.client_for("elicitation", task.as_deref(), |c| can_elicit(c, &request))?;
         client.create_elicitation(request).await
@@ -2534,7 +2531,7 @@ impl ClientHandler for UpstreamHandler {
         &self,
         context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        let task = related_task(&(), &context);
+        let task = related_task(&context);
         let client = self.client_for("roots", task.as_deref(), |c| c.roots.is_some())?;
         client.list_roots().await
     }

@@ -32,7 +32,7 @@ use quiver_runtime::host::Host;
 use quiver_runtime::selector::{selector_for_host, Ranked, Selector, SelectorOptions};
 use quiver_runtime::session::Session;
 use quiver_runtime::upstream::UpstreamChange;
-use quiver_runtime::upstream::{ProgressSink, CALL_PROGRESS};
+use quiver_runtime::upstream::{ProgressSink, CALL_PROGRESS, MAX_INPUT_ROUNDS};
 
 /// How often a long call reports progress, when the client asked for progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -1706,9 +1706,6 @@ tokio::task_local! {
     static IN_TASK: Arc<crate::tasks::TaskRun>;
 }
 
-/// How many rounds of input a call run as a task may ask for (the official SDKs' bound).
-const MAX_TASK_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
-
 impl QuiverServer {
     /// Whether this call is handed to its client as a task, and the call's timeout if so: the
     /// client takes tasks, and the tool is an upstream's that its server runs as one.
@@ -1762,7 +1759,7 @@ impl QuiverServer {
         let task = Arc::clone(&run);
         let operation = async move {
             let mut answers = Answers { responses: None, state: None, error: Mutex::new(None) };
-            for _ in 0..MAX_TASK_ROUNDS {
+            for _ in 0..MAX_INPUT_ROUNDS {
                 let response = server.call(&name, arguments.clone(), &answers, &within).await;
                 if let Some(error) = answers.error.lock().unwrap_or_else(|e| e.into_inner()).take()
                 {
@@ -1797,7 +1794,7 @@ impl QuiverServer {
                 }
             }
             crate::tasks::Ending::Failed(McpError::internal_error(
-                format!("`{name}` asked for input {MAX_TASK_ROUNDS} times; the call was given up"),
+                format!("`{name}` asked for input {MAX_INPUT_ROUNDS} times; the call was given up"),
                 None,
             ))
         };
