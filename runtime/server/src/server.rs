@@ -1745,12 +1745,12 @@ impl QuiverServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let created = rmcp::model::CreateTaskResult::new(run.task());
-        // The call outlives its request: it gets a cancellation of its own, no progress token
-        // (the request is answered), and runs as a 2026-07-28 client's call, which takes what
-        // the call asks of it as rounds — here, the task's input requests.
+        // The call outlives its request: it is cancelled with the task (the client's
+        // `tasks/cancel`, at any replica), gets no progress token (the request is answered), and
+        // runs as a 2026-07-28 client's call, which takes what the call asks of it as rounds —
+        // here, the task's input requests.
         let mut within = context.clone();
-        within.ct = tokio_util::sync::CancellationToken::new();
-        let stop_call = within.ct.clone();
+        within.ct = run.cancellation();
         within.meta.remove("progressToken");
         let capabilities = context.client_capabilities().unwrap_or_default();
         within.meta.set_client_capabilities(capabilities);
@@ -1798,20 +1798,8 @@ impl QuiverServer {
                 None,
             ))
         };
-        // The client's `tasks/cancel` (on any replica) cancels the call as a request's
-        // cancellation would; the call then ends, and the task says `cancelled`.
-        let watched = Arc::clone(&run);
-        let stop = stop_call;
         tokio::spawn(IN_TASK.scope(Arc::clone(&run), async move {
-            let watch = async {
-                watched.cancelled().await;
-                stop.cancel();
-                std::future::pending::<std::convert::Infallible>().await
-            };
-            let ending = tokio::select! {
-                ending = operation => ending,
-                never = watch => match never {},
-            };
+            let ending = operation.await;
             run.end(ending).await;
         }));
         CallToolResponse::Task(created)

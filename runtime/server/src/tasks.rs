@@ -24,6 +24,7 @@ use rmcp::model::{
 use rmcp::ErrorData as McpError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 /// How often a running task looks for its client's answers and for a cancellation.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
@@ -174,12 +175,40 @@ impl Tasks {
             now: Mutex::new(Now { task, outstanding: BTreeMap::new(), end: None }),
             writing: tokio::sync::Mutex::new(()),
             asked: std::sync::atomic::AtomicUsize::new(0),
+            cancel: CancellationToken::new(),
         };
         run.write().await?;
         let run = Arc::new(run);
-        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-        running.insert(run.id.clone(), Arc::downgrade(&run));
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(run.id.clone(), Arc::downgrade(&run));
+        tokio::spawn(watch_for_cancellation(Arc::downgrade(&run)));
         Ok(run)
+    }
+}
+
+/// Looks for the client's `tasks/cancel` (made at any replica) while the task runs, and
+/// cancels the task's token when it comes: the one place the store is asked.
+async fn watch_for_cancellation(run: Weak<TaskRun>) {
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let Some(run) = run.upgrade() else { return };
+        if run.now.lock().unwrap_or_else(|e| e.into_inner()).end.is_some() {
+            return;
+        }
+        if run.cancel_asked().await {
+            run.cancel.cancel();
+            return;
+        }
+    }
+}
+
+/// `value` as a JSON object (a result's, an error's), empty if it is not one.
+fn as_object(value: &impl Serialize) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(object)) => object,
+        _ => Default::default(),
     }
 }
 
@@ -207,6 +236,8 @@ pub(crate) struct TaskRun {
     writing: tokio::sync::Mutex<()>,
     /// Requests asked so far: keys are never used twice in one task.
     asked: std::sync::atomic::AtomicUsize,
+    /// Cancelled when the client cancels the task: the call's own cancellation.
+    cancel: CancellationToken,
 }
 
 impl TaskRun {
@@ -262,11 +293,9 @@ impl TaskRun {
         matches!(self.state.record_get(&cancel_key(&self.id)).await, Ok(Some(_)))
     }
 
-    /// Resolves once the client asked to cancel the task.
-    pub(crate) async fn cancelled(&self) {
-        while !self.cancel_asked().await {
-            tokio::time::sleep(WATCH_EVERY).await;
-        }
+    /// The task's cancellation: cancelled once its client cancels it.
+    pub(crate) fn cancellation(&self) -> CancellationToken {
+        self.cancel.clone()
     }
 
     /// Asks the client `requests` (keyed as the asker keyed them) through `tasks/get`, and
@@ -297,10 +326,10 @@ impl TaskRun {
                 }
             }
             if answers.len() < keys.len() {
-                if self.cancel_asked().await {
-                    return None;
+                tokio::select! {
+                    () = self.cancel.cancelled() => return None,
+                    () = tokio::time::sleep(WATCH_EVERY) => {}
                 }
-                tokio::time::sleep(WATCH_EVERY).await;
             }
         }
         Some(answers)
@@ -333,18 +362,8 @@ impl TaskRun {
     /// extension says), `failed` with a protocol error, or `cancelled`.
     pub(crate) async fn end(&self, outcome: Ending) {
         let end = match outcome {
-            Ending::Result(result) => TaskPayload::Completed {
-                result: match serde_json::to_value(&result) {
-                    Ok(Value::Object(result)) => result,
-                    _ => Default::default(),
-                },
-            },
-            Ending::Failed(error) => TaskPayload::Failed {
-                error: match serde_json::to_value(&error) {
-                    Ok(Value::Object(error)) => error,
-                    _ => Default::default(),
-                },
-            },
+            Ending::Result(result) => TaskPayload::Completed { result: as_object(&result) },
+            Ending::Failed(error) => TaskPayload::Failed { error: as_object(&error) },
             Ending::Cancelled => TaskPayload::Cancelled,
         };
         {
