@@ -576,14 +576,21 @@ pub async fn rmcp_http_client<H: rmcp::ClientHandler>(
     handler.serve_with_lifecycle(transport, lifecycle).await.expect("connect")
 }
 
+/// What a test client named `name` declares: `capabilities` as the spec writes them.
+pub fn client_config(name: &str, capabilities: serde_json::Value) -> rmcp::model::ClientConfig {
+    let capabilities = serde_json::from_value(capabilities).expect("client capabilities");
+    rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new(name, "1"))
+}
+
 /// What a client declares that takes tasks (2026-07-28's tasks extension) and answers forms.
 pub fn takes_tasks(name: &str) -> rmcp::model::ClientConfig {
-    let capabilities = serde_json::from_value(serde_json::json!({
-        "elicitation": {"form": {}},
-        "extensions": {"io.modelcontextprotocol/tasks": {}},
-    }))
-    .expect("client capabilities");
-    rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new(name, "1"))
+    client_config(
+        name,
+        serde_json::json!({
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }),
+    )
 }
 
 /// Polls `tasks/get` at `client` until the task is in a state `done` accepts: that state. Every

@@ -163,11 +163,7 @@ struct Browser {
 
 impl rmcp::ClientHandler for Browser {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({"elicitation": {"url": {}}})).unwrap();
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("browser", "1"),
-        )
+        quiver_tests::client_config("browser", json!({"elicitation": {"url": {}}}))
     }
 
     async fn create_elicitation(

@@ -1513,11 +1513,7 @@ struct Person {
 
 impl rmcp::ClientHandler for Person {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("person", "1"),
-        )
+        quiver_tests::client_config("person", json!({"elicitation": {"form": {}}}))
     }
 
     async fn create_elicitation(

@@ -1134,13 +1134,11 @@ struct Answering;
 #[allow(deprecated)] // sampling and roots are deprecated from 2026-07-28; 2025-11-25 servers use them
 impl ClientHandler for Answering {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({
-            "sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": false}
-        }))
-        .unwrap();
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("answering", "1"),
+        quiver_tests::client_config(
+            "answering",
+            json!({
+                "sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": false}
+            }),
         )
     }
 
@@ -1219,11 +1217,7 @@ impl Default for Clarifying {
 
 impl ClientHandler for Clarifying {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("clarifying", "1"),
-        )
+        quiver_tests::client_config("clarifying", json!({"elicitation": {"form": {}}}))
     }
 
     async fn create_elicitation(
