@@ -909,11 +909,16 @@ async fn an_http_upstreams_answer_too_large_fails_at_once_saying_so() {
 
 /// A client of server-everything itself, started as quiver starts it.
 async fn everything_direct() -> RunningService<RoleClient, Seen> {
+    everything_direct_as(Seen::default()).await
+}
+
+/// [`everything_direct`] with `handler` as the client.
+async fn everything_direct_as<H: ClientHandler>(handler: H) -> RunningService<RoleClient, H> {
     let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
         cmd.args(["-y", EVERYTHING]);
     }))
     .expect("spawn server-everything");
-    Seen::default().serve(transport).await.expect("initialize server-everything")
+    handler.serve(transport).await.expect("initialize server-everything")
 }
 
 /// `value` with every `created at <time>` (server-everything's dynamic resources say when they
@@ -984,11 +989,7 @@ async fn upstream_tools_are_listed_as_the_server_declared_them() {
     require_npx();
     // quiver tells each upstream it may ask for sampling, elicitation and roots (it passes them
     // to the calling client): the direct client says the same, so both see the same tools.
-    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
-        cmd.args(["-y", EVERYTHING]);
-    }))
-    .expect("spawn server-everything");
-    let direct = Answering.serve(transport).await.expect("initialize server-everything");
+    let direct = everything_direct_as(Answering).await;
     let theirs: Vec<Value> = direct
         .list_all_tools()
         .await
@@ -1262,12 +1263,7 @@ async fn research_through(gateway: &Gateway) -> (String, Vec<String>) {
 async fn a_tool_its_server_runs_only_as_a_task_answers_a_plain_call_with_the_tasks_result() {
     require_npx();
     // Directly, a plain call is refused: the tool needs a task.
-    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
-        cmd.args(["-y", EVERYTHING]);
-    }))
-    .expect("spawn server-everything");
-    let direct =
-        Clarifying::default().serve(transport).await.expect("initialize server-everything");
+    let direct = everything_direct_as(Clarifying::default()).await;
     let refused = direct
         .call_tool(
             CallToolRequestParams::new("simulate-research-query")
@@ -1575,11 +1571,7 @@ async fn a_subscribed_client_hears_of_an_upstreams_resource_changes_as_directly(
     let ours = Updated::default();
     let through = gateway.serve_as(ours.clone()).await;
     let theirs = Updated::default();
-    let transport = TokioChildProcess::new(tokio::process::Command::new("npx").configure(|cmd| {
-        cmd.args(["-y", EVERYTHING]);
-    }))
-    .expect("spawn server-everything");
-    let direct = theirs.clone().serve(transport).await.expect("initialize server-everything");
+    let direct = everything_direct_as(theirs.clone()).await;
     let info = serde_json::to_value(through.peer().peer_info().unwrap()).unwrap();
     assert_eq!(info["capabilities"]["resources"]["subscribe"], true, "{info}");
     let uri = direct.list_all_resources().await.unwrap()[0].uri.clone();
