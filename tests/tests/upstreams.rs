@@ -1326,6 +1326,11 @@ async fn research_task(
     }
 }
 
+/// server-everything's research task's status messages, a stage a second, polled by quiver at
+/// the second the server suggests.
+const RESEARCH_STAGES: [&str; 4] =
+    ["Gathering sources", "Analyzing content", "Synthesizing findings", "Generating report"];
+
 /// A client that takes tasks gets one for an upstream's long tool: it hears of the task at
 /// once, sees its status, is asked the server's clarification through the task
 /// (`inputRequests`, answered with `tasks/update`), never through its connection, and reads
@@ -1357,7 +1362,8 @@ async fn a_client_that_takes_tasks_gets_one_and_answers_the_servers_question_thr
     let report = done["result"].to_string();
     assert!(report.contains("Research Report: python (programming)"), "{report}");
     let said: Vec<&str> = seen.iter().filter_map(|t| t["statusMessage"].as_str()).collect();
-    assert!(said.iter().any(|m| m.contains("Analyzing content")), "{said:?}");
+    // Which stage quiver's poll of the server lands in depends on the machine's load.
+    assert!(said.iter().any(|m| RESEARCH_STAGES.iter().any(|s| m.contains(s))), "{said:?}");
     client.cancel().await.unwrap();
     assert!(asked.0.lock().unwrap().is_empty(), "{:?}", asked.0.lock().unwrap());
 }
@@ -1457,12 +1463,16 @@ async fn a_tasks_status_reaches_the_caller_as_progress() {
     let progress = client.service().progress.lock().unwrap().clone();
     client.cancel().await.unwrap();
     let by_value = assert_steps_distinct(&progress);
-    let messages: Vec<String> = by_value.iter().filter_map(|(_, m)| m.clone()).collect();
-    let stage = |name: &str| messages.iter().position(|m| m.contains(name));
-    let (analyzing, generating) = (stage("Analyzing content"), stage("Generating report"));
-    assert!(analyzing.is_some(), "{progress:?}");
-    // The server's stages in its order: a later status is a higher step.
-    assert!(generating.is_none() || generating > analyzing, "stages in order: {progress:?}");
+    // Which of the stages a poll lands in depends on the machine's load, but at least two do,
+    // and a later stage is a higher step.
+    let stages: Vec<usize> = by_value
+        .iter()
+        .filter_map(|(_, m)| {
+            RESEARCH_STAGES.iter().position(|s| m.as_deref().is_some_and(|m| m.contains(s)))
+        })
+        .collect();
+    assert!(stages.len() >= 2, "the task's status messages arrive as progress: {progress:?}");
+    assert!(stages.windows(2).all(|w| w[0] < w[1]), "stages in order: {progress:?}");
 }
 
 /// server-everything over Streamable HTTP, in a process group of its own (npx starts node as
