@@ -264,6 +264,67 @@ fn developer_shorthand_meets_the_words_tools_use() {
         .all(|n| n.starts_with("fireflies.")));
 }
 
+/// Database tools in the Azure MCP Server's words: its MySQL and SQL Server families.
+fn database_tools() -> Vec<(String, ToolSpec)> {
+    let server = [("server", "The server name")];
+    [
+        ("azure.mysql_database_list", "List all MySQL databases available in the server"),
+        ("azure.mysql_server_list", "List the MySQL flexible servers of a subscription"),
+        ("azure.sql_db_list", "List the databases of an Azure SQL server"),
+        ("azure.sql_db_show", "Show the details of one database of an Azure SQL server"),
+        ("azure.sql_server_list", "List the Azure SQL servers of a subscription"),
+    ]
+    .into_iter()
+    .map(|(name, description)| {
+        let local = name.split_once('.').unwrap().1;
+        (name.to_owned(), spec(local, "", description, &server))
+    })
+    .collect()
+}
+
+#[test]
+fn a_product_written_in_camel_case_meets_the_name_that_spells_it_as_one_word() {
+    // Read as its humps, `MySQL` is `my` (a stopword) and `sql`: the SQL Server tools won.
+    let tools = database_tools();
+    let idx = index_over(&tools, None, words_alone());
+    assert_eq!(
+        top_names(&idx, "List all MySQL databases in server", 1),
+        ["azure.mysql_database_list"]
+    );
+    assert_eq!(top_names(&idx, "which MySQL servers do I have", 1), ["azure.mysql_server_list"]);
+    // The humps still count: a request saying SQL finds the SQL tools.
+    assert_eq!(top_names(&idx, "List my Azure SQL servers", 1), ["azure.sql_server_list"]);
+}
+
+#[test]
+fn a_parameter_most_tools_take_does_not_drown_the_name_that_says_it() {
+    // Every tool takes a subscription, as every tool of the Azure MCP Server does: in each
+    // document, `subscription` was priced at nothing, and "show" found `sql_db_show`.
+    let subscription = ("subscription", "The Azure subscription ID or name");
+    let tool = |name: &str, description: &str, extra: &[(&str, &str)]| {
+        let params: Vec<(&str, &str)> =
+            std::iter::once(subscription).chain(extra.iter().copied()).collect();
+        let local = name.split_once('.').unwrap().1;
+        (name.to_owned(), spec(local, "", description, &params))
+    };
+    let tools = vec![
+        tool("azure.subscription_list", "List all or current subscriptions for an account", &[]),
+        tool("azure.group_list", "List all resource groups", &[]),
+        tool(
+            "azure.sql_db_show",
+            "Show the details of a database",
+            &[("database", "The database")],
+        ),
+        tool("azure.storage_account_get", "Show the details of storage accounts", &[]),
+        tool("azure.keyvault_key_list", "List the keys of a key vault", &[("vault", "The vault")]),
+        tool("azure.aks_cluster_get", "Show the details of a Kubernetes cluster", &[]),
+    ];
+    let idx = index_over(&tools, None, words_alone());
+    assert_eq!(top_names(&idx, "Show me my subscriptions", 1), ["azure.subscription_list"]);
+    // A parameter a few tools take still says which: the database tool for a database.
+    assert_eq!(top_names(&idx, "show the database", 1), ["azure.sql_db_show"]);
+}
+
 #[test]
 fn scores_are_in_the_unit_interval_best_first_and_at_most_k() {
     for fused in [false, true] {

@@ -287,10 +287,10 @@ fn on_a_real_mcp_servers_catalog_the_selected_set_stays_small() {
     assert!(!stderr.contains("not among the ranked tools"), "gold names real tools: {stderr}");
     let at_5 = recall_rows(&stdout)[2].1;
     let selected = stdout.lines().find(|l| l.starts_with("selected (τ 0.17, lift 0.5")).unwrap();
-    // Measured: .968 at 5.0 tools, against .941 for the top 5.
+    // Measured: .979 at 5.1 tools, against .968 for the top 5.
     assert!(gold_held(selected) >= at_5, "{stdout}");
     assert!(tools_selected(selected) <= 6.0, "{stdout}");
-    // τ alone, the rule before the lift share: .989, at 14.1 tools.
+    // τ alone, the rule before the lift share: .998, at 14.4 tools.
     let mut by_threshold = args.to_vec();
     by_threshold.extend_from_slice(&["--lift-share", "0"]);
     let (stdout, _) = texts(&setup.run(&by_threshold));

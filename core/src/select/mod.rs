@@ -68,7 +68,7 @@
 pub mod distilled;
 pub mod eval;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -331,6 +331,19 @@ pub fn tokens(text: &str) -> Vec<String> {
 struct Word {
     term: String,
     alias_key: String,
+}
+
+/// The camelCase words of `text` written as one, as index terms (`MySQL` → `mysql`, `GitHub` →
+/// `github`): [`words`] reads them as their humps (`my`, `sql`), which a name spelling the
+/// product in one word (`mysql_server_list`) never meets, so "MySQL databases" ranked the SQL
+/// Server tools first. Added to a request's terms and to the prose of a tool (description,
+/// parameter text), not to identifiers, whose humps are the words (`createIssue`).
+fn compounds(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|run| split_words(run).len() > 1)
+        .map(|run| porter2(&run.to_lowercase()))
+        .filter(|term| !term.is_empty() && !STOPWORDS.contains(&term.as_str()))
+        .collect()
 }
 
 fn words(text: &str) -> Vec<Word> {
@@ -726,8 +739,9 @@ impl SelectIndex {
         for (i, name) in names.iter().enumerate() {
             lookup.insert(name.clone(), i as u32);
         }
+        let shared = shared_parameters(&tools);
         let docs: Vec<Vec<Vec<(String, f32)>>> =
-            tools.iter().map(|(name, spec)| document(name, spec)).collect();
+            tools.iter().map(|(name, spec)| document(name, spec, &shared)).collect();
         let bm25 = Bm25::new(&docs, &FIELDS);
         let (bundles, bundle_tools, bundle_of) = bundles_of(&tools);
 
@@ -1554,23 +1568,51 @@ fn mcp_name(name: &str) -> String {
         .collect()
 }
 
+/// A parameter more than this share of a catalogue's tools take says nothing about which tool
+/// a request wants (see [`shared_parameters`]).
+const SHARED_PARAMETER_SHARE: f32 = 0.5;
+/// ...and at least this many: in a catalogue of three tools, two sharing `owner` is no pattern.
+const SHARED_PARAMETER_MIN_TAKERS: usize = 4;
+
+/// The parameters most of the catalogue's tools take (the Azure MCP Server's `subscription`,
+/// `tenant`, `retry-max-retries` on every tool), left out of the tools' documents. In each
+/// document they made their words common to every tool, so BM25's document frequency priced
+/// them at nothing even where a tool's name says them: "show me my subscriptions" ranked
+/// `subscription_list` below 30 other tools, "my resource groups" `group_list` 24th.
+fn shared_parameters(tools: &[(&str, &ToolSpec)]) -> HashSet<String> {
+    let mut takers: HashMap<String, usize> = HashMap::new();
+    for (_, spec) in tools {
+        let names: HashSet<String> = inputs(spec).into_iter().map(|p| p.name).collect();
+        for name in names {
+            *takers.entry(name).or_default() += 1;
+        }
+    }
+    let most = tools.len() as f32 * SHARED_PARAMETER_SHARE;
+    takers
+        .into_iter()
+        .filter(|&(_, n)| n >= SHARED_PARAMETER_MIN_TAKERS && n as f32 > most)
+        .map(|(name, _)| name)
+        .collect()
+}
+
 /// A tool's fields (see [`FIELDS`]): provider, name, group, description, parameter names, and
-/// parameter descriptions with the values an enum parameter takes (`state`: `open`, `merged`…).
-fn document(qualified: &str, spec: &ToolSpec) -> Vec<Vec<(String, f32)>> {
+/// parameter descriptions with the values an enum parameter takes (`state`: `open`, `merged`…);
+/// the parameters in `shared` ([`shared_parameters`]) left out.
+fn document(qualified: &str, spec: &ToolSpec, shared: &HashSet<String>) -> Vec<Vec<(String, f32)>> {
     let mut fields = vec![Vec::new(); FIELDS.len()];
     let (provider, local) = qualified.split_once('.').unwrap_or(("", qualified));
     add_field(&mut fields[PROVIDER], provider);
     add_field(&mut fields[NAME], local);
     add_field(&mut fields[GROUP], spec.group.as_deref().unwrap_or(""));
-    add_field(&mut fields[DESCRIPTION], &spec.description);
+    add_prose(&mut fields[DESCRIPTION], &spec.description);
     let properties = spec.input_schema.get("properties").and_then(|p| p.as_object());
-    for param in inputs(spec) {
+    for param in inputs(spec).into_iter().filter(|p| !shared.contains(&p.name)) {
         add_field(&mut fields[PARAM_NAME], &param.name);
         let description = param.description.lines().next().unwrap_or("");
-        add_field(&mut fields[PARAM_TEXT], description);
+        add_prose(&mut fields[PARAM_TEXT], description);
         if let Some(property) = properties.and_then(|p| p.get(&param.name)) {
             for value in enum_values(property) {
-                add_field(&mut fields[PARAM_TEXT], &value);
+                add_prose(&mut fields[PARAM_TEXT], &value);
             }
         }
     }
@@ -1619,6 +1661,13 @@ fn add_field(field: &mut Vec<(String, f32)>, text: &str) {
     }
 }
 
+/// [`add_field`] for text written for people, whose camelCase words are names of their own
+/// ([`compounds`]).
+fn add_prose(field: &mut Vec<(String, f32)>, text: &str) {
+    add_field(field, text);
+    field.extend(compounds(text).into_iter().map(|term| (term, 1.0)));
+}
+
 fn concept_term(concept: &str) -> String {
     // `~` cannot survive tokenising, so a concept never meets a word of the same spelling.
     format!("~{concept}")
@@ -1631,8 +1680,8 @@ fn pair_term(a: &str, b: &str) -> String {
 
 /// The query's weighted terms, each counted once however often the query repeats it (a long,
 /// wordy request should not outweigh a short one by repetition): its words, their concepts at
-/// half weight, the words of two-word abbreviations, the verbs a request's verb stands for, and
-/// its neighbouring word pairs.
+/// half weight, the words of two-word abbreviations, the verbs a request's verb stands for, its
+/// neighbouring word pairs, and its camelCase words written as one ([`compounds`]).
 fn query_terms(query: &str, words: &[Word]) -> Vec<(String, f32)> {
     let mut weighted: BTreeMap<String, f32> = BTreeMap::new();
     let mut add = |term: &str, weight: f32| {
@@ -1656,6 +1705,9 @@ fn query_terms(query: &str, words: &[Word]) -> Vec<(String, f32)> {
             add(&pair_term(&word.term, &next.term), PAIR_WEIGHT);
         }
         add(&word.term, 1.0);
+    }
+    for compound in compounds(query) {
+        add(&compound, 1.0);
     }
     let names_one = query.split_whitespace().any(|w| w.chars().any(|c| c.is_ascii_digit()));
     if names_one {
