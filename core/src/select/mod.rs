@@ -1580,17 +1580,32 @@ const SHARED_PARAMETER_MIN_TAKERS: usize = 4;
 /// them at nothing even where a tool's name says them: "show me my subscriptions" ranked
 /// `subscription_list` below 30 other tools, "my resource groups" `group_list` 24th.
 fn shared_parameters(tools: &[(&str, &ToolSpec)]) -> HashSet<String> {
-    let mut takers: HashMap<String, usize> = HashMap::new();
-    for (_, spec) in tools {
-        let names: HashSet<String> = inputs(spec).into_iter().map(|p| p.name).collect();
+    let takes: Vec<Vec<String>> =
+        tools.iter().map(|(_, spec)| inputs(spec).into_iter().map(|p| p.name).collect()).collect();
+    let share = SHARED_PARAMETER_SHARE;
+    let shared = common_parameters(&takes, tools.len(), share, SHARED_PARAMETER_MIN_TAKERS);
+    shared.into_iter().map(str::to_owned).collect()
+}
+
+/// The parameter names more than `share` of `population` tools take, and at least
+/// `min_takers` of them; `takes` is the names each tool takes.
+fn common_parameters(
+    takes: &[Vec<String>],
+    population: usize,
+    share: f32,
+    min_takers: usize,
+) -> HashSet<&str> {
+    let mut takers: HashMap<&str, usize> = HashMap::new();
+    for names in takes {
+        let names: HashSet<&str> = names.iter().map(String::as_str).collect();
         for name in names {
             *takers.entry(name).or_default() += 1;
         }
     }
-    let most = tools.len() as f32 * SHARED_PARAMETER_SHARE;
+    let most = population as f32 * share;
     takers
         .into_iter()
-        .filter(|&(_, n)| n >= SHARED_PARAMETER_MIN_TAKERS && n as f32 > most)
+        .filter(|&(_, n)| n >= min_takers && n as f32 > most)
         .map(|(name, _)| name)
         .collect()
 }
@@ -1737,25 +1752,18 @@ pub fn dataflow_companions<'a>(
     tools: impl IntoIterator<Item = (&'a str, &'a ToolSpec)>,
     dataflow: &DataflowIndex,
 ) -> Vec<(String, String, f32)> {
-    let required: Vec<(&str, Vec<String>)> = tools
+    let (names, required): (Vec<&str>, Vec<Vec<String>>) = tools
         .into_iter()
         .map(|(name, spec)| {
             (name, inputs(spec).into_iter().filter(|p| p.required).map(|p| p.name).collect())
         })
-        .collect();
-    let with_required = required.iter().filter(|(_, r)| !r.is_empty()).count();
-    let mut takers: HashMap<&str, usize> = HashMap::new();
-    for name in required.iter().flat_map(|(_, r)| r) {
-        *takers.entry(name.as_str()).or_default() += 1;
-    }
-    let is_scope = |param: &str| {
-        let takers = takers.get(param).copied().unwrap_or(0);
-        takers >= SCOPE_MIN_TAKERS && takers as f32 > SCOPE_SHARE * with_required as f32
-    };
+        .unzip();
+    let with_required = required.iter().filter(|r| !r.is_empty()).count();
+    let scopes = common_parameters(&required, with_required, SCOPE_SHARE, SCOPE_MIN_TAKERS);
     let mut links = Vec::new();
-    for (tool, params) in &required {
+    for (tool, params) in names.iter().zip(&required) {
         let Some(edges) = dataflow.r#in.get(*tool) else { continue };
-        for param in params.iter().filter(|p| !is_scope(p)) {
+        for param in params.iter().filter(|p| !scopes.contains(p.as_str())) {
             // Edges come best first: the first into a parameter is its best feeder.
             if let Some(edge) = edges.iter().find(|e| &e.to_param == param) {
                 links.push((
