@@ -1688,13 +1688,6 @@ impl ServerHandler for QuiverServer {
     }
 }
 
-impl QuiverServer {
-    /// Every caller's tasks, kept in the host's state.
-    fn tasks(&self) -> crate::tasks::Tasks {
-        crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()))
-    }
-}
-
 /// Whose a task is: the caller's name over HTTP; on stdio, the one client's.
 fn task_owner(context: &RequestContext<RoleServer>) -> String {
     identity(context).map(|i| i.name).unwrap_or_default()
@@ -1707,6 +1700,11 @@ tokio::task_local! {
 }
 
 impl QuiverServer {
+    /// Every caller's tasks, kept in the host's state.
+    fn tasks(&self) -> crate::tasks::Tasks {
+        crate::tasks::Tasks::new(Arc::clone(self.inner.host.state()))
+    }
+
     /// Whether this call is handed to its client as a task, and the call's timeout if so: the
     /// client takes tasks, and the tool is an upstream's that its server runs as one.
     fn runs_as_task(

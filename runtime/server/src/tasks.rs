@@ -171,7 +171,6 @@ impl Tasks {
             id,
             owner: owner.to_owned(),
             state: Arc::clone(&self.state),
-            ttl,
             now: Mutex::new(Now { task, outstanding: BTreeMap::new(), end: None }),
             writing: tokio::sync::Mutex::new(()),
             asked: std::sync::atomic::AtomicUsize::new(0),
@@ -230,7 +229,6 @@ pub(crate) struct TaskRun {
     id: String,
     owner: String,
     state: Arc<dyn StateStore>,
-    ttl: Duration,
     now: Mutex<Now>,
     /// Held while the state is written, so writes land in the order of the changes they carry.
     writing: tokio::sync::Mutex<()>,
@@ -262,7 +260,8 @@ impl TaskRun {
         let record = Record { owner: self.owner.clone(), task: self.snapshot() };
         let json = serde_json::to_string(&record)
             .map_err(|e| McpError::internal_error(format!("task state: {e}"), None))?;
-        self.state.record_put(&task_key(&self.id), &json, Some(self.ttl)).await.map_err(unavailable)
+        let ttl = kept_for(&record.task);
+        self.state.record_put(&task_key(&self.id), &json, ttl).await.map_err(unavailable)
     }
 
     async fn changed(&self) {
