@@ -5,7 +5,7 @@ use quiver_core::enrich::embed::{EmbeddingsArtifact, LexicalEmbedder, ToolEmbedd
 use quiver_core::select::eval::recall;
 use quiver_core::select::{
     clauses, query_texts, tokens, Bm25, EmbeddingStatus, FieldWeight, Fusion, Ranked, SelectIndex,
-    SelectOptions,
+    SelectOptions, DEFAULT_MODEL_EMBEDDING_WEIGHT, DEFAULT_MODEL_THRESHOLD,
 };
 use quiver_core::ToolSpec;
 use serde_json::json;
@@ -894,6 +894,71 @@ fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
     assert!(weighted[0].score > 0.95, "{weighted:?}");
     let wordless = ranking(&index_with(Fusion::default(), 3.0), "zzzz qqqq");
     assert_eq!(wordless[0].name, "jira.get_issue", "{wordless:?}");
+}
+
+/// A Key Vault's tools, with the vectors of a toy model that tells what a request is about
+/// (keys, secrets) but reads its action poorly: it has `get_key` a little nearer to anything
+/// said about keys than `list_keys`, as all-MiniLM-L6-v2 had the Azure MCP Server's
+/// `keyvault_key_get` nearer to "Enumerate keys in key vault" than `keyvault_key_list`.
+fn key_vault() -> (Vec<(String, ToolSpec)>, EmbeddingsArtifact) {
+    let vault = [("vault", "The key vault's name")];
+    let tools: Vec<(String, ToolSpec)> = [
+        ("azure.keyvault_key_get", "Get one key of a key vault by its name"),
+        ("azure.keyvault_key_list", "List all keys in a key vault"),
+        ("azure.keyvault_key_create", "Create a key in a key vault"),
+        ("azure.keyvault_secret_list", "List all secrets in a key vault"),
+        ("azure.storage_account_list", "List the storage accounts of a subscription"),
+    ]
+    .into_iter()
+    .map(|(name, description)| {
+        let local = name.split_once('.').unwrap().1;
+        (name.to_owned(), spec(local, "", description, &vault))
+    })
+    .collect();
+    let vectors = [
+        ("azure.keyvault_key_get", [0.95f32, 0.31, 0.0]),
+        ("azure.keyvault_key_list", [0.915, 0.403, 0.0]),
+        ("azure.keyvault_key_create", [0.6, 0.8, 0.0]),
+        ("azure.keyvault_secret_list", [0.2, 0.3, 0.93]),
+        ("azure.storage_account_list", [0.0, 0.2, 0.98]),
+    ];
+    let artifact = vectors
+        .into_iter()
+        .map(|(name, tool)| {
+            let embedding =
+                ToolEmbedding { tool: tool.to_vec(), inputs: vec![], outputs: None, name: None };
+            (name.to_owned(), embedding)
+        })
+        .collect();
+    (tools, artifact)
+}
+
+#[test]
+fn a_model_picks_what_a_request_is_about_and_words_pick_what_it_asks_done() {
+    let (tools, model) = key_vault();
+    let options = SelectOptions {
+        embedding_weight: DEFAULT_MODEL_EMBEDDING_WEIGHT,
+        threshold: DEFAULT_MODEL_THRESHOLD,
+        ..SelectOptions::default()
+    };
+    let index = index_over(&tools, Some(&model), options).external_embeddings();
+    let about_keys = [1.0f32, 0.0, 0.0];
+    let ranked = |query: &str| -> Vec<String> {
+        index.rank_with(query, Some(&about_keys), &[], 3).into_iter().map(|r| r.name).collect()
+    };
+    // The words have the list first; the model, alone, the get.
+    let words = index_over(&tools, None, words_alone());
+    assert_eq!(
+        top_names(&words, "Enumerate the keys in my key vault", 1),
+        ["azure.keyvault_key_list"]
+    );
+    let fused = ranked("Enumerate the keys in my key vault");
+    assert_eq!(fused[0], "azure.keyvault_key_list", "{fused:?}");
+    // The words pick the action the model ranks last, and the model still says what the
+    // request is about: the key tools above the secrets' list.
+    let fused = ranked("Create a new key in the key vault");
+    assert_eq!(fused[0], "azure.keyvault_key_create", "{fused:?}");
+    assert!(fused.iter().all(|n| n.starts_with("azure.keyvault_key_")), "{fused:?}");
 }
 
 /// A query that a model's similarity was to be fused into but that comes without the model's

@@ -536,6 +536,22 @@ const FOLLOW_UP_BOOST: f32 = 0.1;
 const SIBLING_BOOST: f32 = 0.03;
 /// A bundle comes in whole when one of its tools scores at least this share of the best score.
 const EXPANSION_SHARE: f32 = 0.75;
+/// How far a model's similarity for a tool is raised toward its action family's best
+/// ([`SelectIndex::toward_family_best`]): the largest share that lost no request on the tune
+/// parts of MetaTool (whose tools have no families) and Arcade (0.25 and 0.5 unchanged, 0.75
+/// and 1 lost a request at all@3). On the Azure MCP Server's catalogue, no request of which was
+/// tuned on, all@1/3/5 with all-MiniLM-L6-v2 went .744/.928/.966 → .757/.937/.977.
+const FAMILY_SHARE: f32 = 0.5;
+/// Words of a tool's name that say what it does to its object, not what the object is: set
+/// aside to find its [`action_families`].
+const ACTION_WORDS: &[&str] = &[
+    "get", "list", "search", "find", "fetch", "read", "create", "add", "update", "edit", "delete",
+    "remove", "retry", "rerun", "cancel", "close", "open", "set", "link", "move", "run", "query",
+    "post", "put", "patch", "upsert", "show", "describe", "make", "new", "rename", "import",
+    "export", "retrieve", "start", "stop", "restart", "deploy", "send", "upload", "download",
+    "check", "count", "lock", "unlock", "enable", "disable", "assign", "unassign", "approve",
+    "merge", "reopen", "archive",
+];
 /// Reciprocal-rank fusion's damping constant (the customary 60).
 const RRF_K: f32 = 60.0;
 /// What a tool is worth to the token budget's knapsack: its score to this power. Scores fall
@@ -714,6 +730,10 @@ pub struct SelectIndex {
     writes: Vec<bool>,
     /// Per tool: the tokens its listing costs a model ([`listed_tokens`]).
     tokens: Vec<u64>,
+    /// Per tool: its action family ([`action_families`]), numbered from 0.
+    action_family: Vec<u32>,
+    /// How many action families there are (as many as tools when no two share one).
+    families: usize,
     core: Vec<u32>,
     options: SelectOptions,
 }
@@ -778,6 +798,7 @@ impl SelectIndex {
         let companions = vec![Vec::new(); names.len()];
         let writes = names.iter().map(|n| is_write_name(n)).collect();
         let tokens = tools.iter().map(|(name, spec)| listed_tokens(name, spec)).collect();
+        let (action_family, families) = action_families(&names);
         Self {
             names,
             lookup,
@@ -795,6 +816,8 @@ impl SelectIndex {
             has_companions: false,
             writes,
             tokens,
+            action_family,
+            families,
             core,
             options,
         }
@@ -1250,7 +1273,28 @@ impl SelectIndex {
         let cosine_of = |v: &[f32]| self.similarity(dense, v);
         let mut cosine = cosine_of(whole);
         mix_in_clauses(&mut cosine, clauses.iter().map(|clause| cosine_of(clause)));
+        self.toward_family_best(&mut cosine);
         Some(cosine)
+    }
+
+    /// Raises each tool's similarity [`FAMILY_SHARE`] of the way toward the best of its action
+    /// family ([`action_families`]). A sentence model tells what a request is about far better
+    /// than what it asks done: on the Azure MCP Server's catalogue all-MiniLM-L6-v2 ranked
+    /// `keyvault_key_get` over `keyvault_key_list` for "Enumerate keys in key vault" and
+    /// `firewall-rule_create` over `firewall-rule_delete` for "Remove the firewall rule", where
+    /// the words had the right one first. Brought closer within a family, the model still
+    /// picks the family and the words pick the action.
+    fn toward_family_best(&self, similarity: &mut [f32]) {
+        if self.families == self.names.len() {
+            return;
+        }
+        let mut best = vec![f32::MIN; self.families];
+        for (&family, &s) in self.action_family.iter().zip(similarity.iter()) {
+            best[family as usize] = best[family as usize].max(s);
+        }
+        for (s, &family) in similarity.iter_mut().zip(&self.action_family) {
+            *s += FAMILY_SHARE * (best[family as usize] - *s);
+        }
     }
 
     /// Each tool's similarity to the query by the built-in distilled vectors, mixed with its
@@ -1789,6 +1833,28 @@ pub fn listed_tokens(qualified: &str, spec: &ToolSpec) -> u64 {
         listing["outputSchema"] = crate::client_schema::output_for_clients(output);
     }
     crate::response_projection::estimate_tokens(&listing)
+}
+
+/// Each tool's action family, numbered from 0, and how many there are: tools whose qualified
+/// names have the same words, stemmed, once the [`ACTION_WORDS`] are set aside —
+/// `keyvault_secret_get`, `keyvault_secret_list` and `keyvault_secret_create` are one family,
+/// `keyvault_key_get` another; `Sheets_GetSpreadsheet` and `Sheets_CreateSpreadsheet` one.
+fn action_families(names: &[String]) -> (Vec<u32>, usize) {
+    let actions: HashSet<String> = ACTION_WORDS.iter().map(|a| stem(a)).collect();
+    let mut numbers: HashMap<Vec<String>, u32> = HashMap::new();
+    let family = names
+        .iter()
+        .map(|name| {
+            let topic: Vec<String> = split_words(name)
+                .iter()
+                .map(|w| stem(w))
+                .filter(|w| !actions.contains(w))
+                .collect();
+            let next = numbers.len() as u32;
+            *numbers.entry(topic).or_insert(next)
+        })
+        .collect();
+    (family, numbers.len())
 }
 
 /// Whether a tool's local name starts with a verb that changes something (`create_issue`,
