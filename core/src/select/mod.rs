@@ -1273,7 +1273,6 @@ impl SelectIndex {
         let cosine_of = |v: &[f32]| self.similarity(dense, v);
         let mut cosine = cosine_of(whole);
         mix_in_clauses(&mut cosine, clauses.iter().map(|clause| cosine_of(clause)));
-        self.toward_family_best(&mut cosine);
         Some(cosine)
     }
 
@@ -1285,9 +1284,6 @@ impl SelectIndex {
     /// the words had the right one first. Brought closer within a family, the model still
     /// picks the family and the words pick the action.
     fn toward_family_best(&self, similarity: &mut [f32]) {
-        if self.families == self.names.len() {
-            return;
-        }
         let mut best = vec![f32::MIN; self.families];
         for (&family, &s) in self.action_family.iter().zip(similarity.iter()) {
             best[family as usize] = best[family as usize].max(s);
@@ -1406,6 +1402,15 @@ impl SelectIndex {
         if total == 0.0 {
             return vec![0.0; lexical.len()];
         }
+        // Only beside words: the model alone (a lexical weight of 0) ranks on its own cosine.
+        let mut smoothed;
+        let cosine = if wl > 0.0 && self.families < self.names.len() {
+            smoothed = cosine.to_vec();
+            self.toward_family_best(&mut smoothed);
+            &smoothed[..]
+        } else {
+            cosine
+        };
         match self.options.fusion {
             Fusion::Standardized if wl > 0.0 => {
                 let (mean_cosine, spread_cosine) = mean_and_spread(cosine);
