@@ -133,6 +133,10 @@ pub struct SelectOptions {
     /// as a share of how far the best tool stands (default [`DEFAULT_LIFT_SHARE`]); 0: every
     /// tool scoring at least τ, the rule before the share.
     pub lift_share: f32,
+    /// How far a model's similarity for a tool, fused with words, is raised toward the best of
+    /// its action family ([`action_families`]); default [`DEFAULT_FAMILY_SHARE`], 0: each
+    /// tool's own similarity.
+    pub family_share: f32,
 }
 
 /// The default [`SelectOptions::lift_share`] for the default ranker (words and the distilled
@@ -257,6 +261,7 @@ impl Default for SelectOptions {
             name_share: DEFAULT_NAME_SHARE,
             distilled_weight: DEFAULT_DISTILLED_WEIGHT,
             lift_share: DEFAULT_LIFT_SHARE,
+            family_share: DEFAULT_FAMILY_SHARE,
         }
     }
 }
@@ -536,12 +541,13 @@ const FOLLOW_UP_BOOST: f32 = 0.1;
 const SIBLING_BOOST: f32 = 0.03;
 /// A bundle comes in whole when one of its tools scores at least this share of the best score.
 const EXPANSION_SHARE: f32 = 0.75;
-/// How far a model's similarity for a tool is raised toward its action family's best
-/// ([`SelectIndex::toward_family_best`]): the largest share that lost no request on the tune
-/// parts of MetaTool (whose tools have no families) and Arcade (0.25 and 0.5 unchanged, 0.75
-/// and 1 lost a request at all@3). On the Azure MCP Server's catalogue, no request of which was
-/// tuned on, all@1/3/5 with all-MiniLM-L6-v2 went .744/.928/.966 → .757/.937/.977.
-const FAMILY_SHARE: f32 = 0.5;
+/// The default [`SelectOptions::family_share`]: how far a model's similarity for a tool is
+/// raised toward its action family's best ([`SelectIndex::toward_family_best`]). The largest
+/// share that lost no request on the tune parts of MetaTool (whose tools have almost no
+/// families) and Arcade, with all-MiniLM-L6-v2 (the README gives the figures). On the Azure MCP
+/// Server's catalogue, no request of which was tuned on, all@1/3/5 went .744/.928/.966 →
+/// .757/.937/.977.
+pub const DEFAULT_FAMILY_SHARE: f32 = 0.5;
 /// Words of a tool's name that say what it does to its object, not what the object is: set
 /// aside to find its [`action_families`].
 const ACTION_WORDS: &[&str] = &[
@@ -1276,7 +1282,7 @@ impl SelectIndex {
         Some(cosine)
     }
 
-    /// Raises each tool's similarity [`FAMILY_SHARE`] of the way toward the best of its action
+    /// Raises each tool's similarity [`SelectOptions::family_share`] of the way toward the best of its action
     /// family ([`action_families`]). A sentence model tells what a request is about far better
     /// than what it asks done: on the Azure MCP Server's catalogue all-MiniLM-L6-v2 ranked
     /// `keyvault_key_get` over `keyvault_key_list` for "Enumerate keys in key vault" and
@@ -1289,7 +1295,7 @@ impl SelectIndex {
             best[family as usize] = best[family as usize].max(s);
         }
         for (s, &family) in similarity.iter_mut().zip(&self.action_family) {
-            *s += FAMILY_SHARE * (best[family as usize] - *s);
+            *s += self.options.family_share * (best[family as usize] - *s);
         }
     }
 
@@ -1404,7 +1410,8 @@ impl SelectIndex {
         }
         // Only beside words: the model alone (a lexical weight of 0) ranks on its own cosine.
         let mut smoothed;
-        let cosine = if wl > 0.0 && self.families < self.names.len() {
+        let share = self.options.family_share;
+        let cosine = if wl > 0.0 && share > 0.0 && self.families < self.names.len() {
             smoothed = cosine.to_vec();
             self.toward_family_best(&mut smoothed);
             &smoothed[..]

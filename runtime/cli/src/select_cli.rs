@@ -90,6 +90,11 @@ pub(crate) struct SelectArgs {
     /// whole tool's (1); default: `[selector] name_share`, else 0.
     #[arg(long, value_name = "W")]
     name_share: Option<f32>,
+    /// With a neural model: how far a tool's similarity is raised toward the best of its
+    /// action family (tools whose names differ only in what they do); default: `[selector]
+    /// family_share`, else 0.5 (0: each tool's own).
+    #[arg(long, value_name = "W")]
+    family_share: Option<f32>,
     /// How much the built-in distilled vectors' similarity counts beside words when no model's
     /// is fused; default: `[selector] distilled_weight`, else 0.35 (0: words alone).
     #[arg(long, value_name = "W")]
@@ -158,6 +163,15 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
     }
     if let Some(share) = args.name_share {
         options.name_share = share;
+    }
+    if let Some(share) = args.family_share {
+        if !(0.0..=1.0).contains(&share) {
+            anyhow::bail!(
+                "--family-share {share}: a share of the way to the family's best, from 0 (each \
+                 tool's own similarity) to 1"
+            );
+        }
+        options.family_share = share;
     }
     if let Some(w) = args.distilled_weight {
         options.distilled_weight = w;

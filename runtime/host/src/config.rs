@@ -58,6 +58,14 @@ pub enum ConfigError {
         /// Which entry and why.
         message: String,
     },
+    /// Occurs when a `[selector]` value is out of its range.
+    #[error("invalid config {path}: {message}")]
+    Selector {
+        /// The file.
+        path: PathBuf,
+        /// Which key and why.
+        message: String,
+    },
     /// Occurs when a `[tools."…"]` section is unusable (bad glob, probability out of range).
     #[error("invalid config {location}: {message}")]
     Tools {
@@ -395,6 +403,11 @@ pub struct SelectorConfig {
     /// [`quiver_core::select::default_lift_share`] (0.5; 0.45 when a neural model's similarity is
     /// fused, 0.4 on words alone); 0: every tool scoring at least τ.
     pub lift_share: Option<f32>,
+    /// With a neural model fused with words: how far a tool's similarity is raised toward the
+    /// best of its action family (tools whose names differ only in what they do:
+    /// `secret_get`, `secret_list`). Default [`quiver_core::select::DEFAULT_FAMILY_SHARE`]
+    /// (0.5); 0: each tool's own.
+    pub family_share: Option<f32>,
     /// When not empty, only tools matching one of these are served.
     pub allow: Vec<String>,
     /// Tools never served, even when `allow` matches them.
@@ -425,6 +438,7 @@ impl Default for SelectorConfig {
             name_share: None,
             distilled_weight: None,
             lift_share: None,
+            family_share: None,
             allow: Vec::new(),
             deny: Vec::new(),
             read_only: false,
@@ -791,6 +805,8 @@ impl LoadedConfig {
             .map_err(|message| ConfigError::Upstream { path: path.to_owned(), message })?;
         check_users(&config.serve.http)
             .map_err(|message| ConfigError::Serve { path: path.to_owned(), message })?;
+        check_selector(&config.selector)
+            .map_err(|message| ConfigError::Selector { path: path.to_owned(), message })?;
         Ok(Self {
             path: Some(path.to_owned()),
             config,
@@ -941,6 +957,18 @@ fn check_users(http: &HttpServeConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// The `[selector]` shares that move a tool's score part of the way somewhere within [0, 1].
+fn check_selector(selector: &SelectorConfig) -> Result<(), String> {
+    match selector.family_share {
+        Some(share) if !(0.0..=1.0).contains(&share) => Err(format!(
+            "[selector] family_share = {share}: a share of the way to the family's best, from 0 \
+             (each tool's own similarity) to 1 (the family's best); the default is {}",
+            quiver_core::select::DEFAULT_FAMILY_SHARE
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Each `[[upstreams]]` entry usable, names unique, and none named like a `[[sources]]` file.
 fn check_upstreams(config: &Config) -> Result<(), String> {
     let mut seen = std::collections::BTreeSet::new();
@@ -991,6 +1019,16 @@ mod tests {
         assert_eq!(github.settings["timeout_s"].as_integer(), Some(5));
         assert_eq!(config.provider("gitlab").token_env("gitlab"), "GITLAB_TOKEN");
         assert_eq!(default_token_env("click-up"), "CLICK_UP_TOKEN");
+    }
+
+    #[test]
+    fn a_family_share_outside_zero_to_one_is_refused_naming_the_key_and_its_range() {
+        let err = parse("[selector]\nfamily_share = 1.5\n").unwrap_err().to_string();
+        assert!(err.contains("quiver.toml"), "{err}");
+        assert!(err.contains("[selector] family_share = 1.5"), "{err}");
+        assert!(err.contains("from 0") && err.contains("to 1"), "{err}");
+        let config = parse("[selector]\nfamily_share = 0\n").unwrap();
+        assert_eq!(config.config.selector.family_share, Some(0.0));
     }
 
     #[test]

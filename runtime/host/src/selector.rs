@@ -78,6 +78,9 @@ pub struct SelectorOptions {
     /// the best tool's distance (default [`quiver_core::select::default_lift_share`]; 0: every
     /// tool at τ or above).
     pub lift_share: f32,
+    /// How far a model's similarity for a tool is raised toward its action family's best
+    /// (default [`quiver_core::select::DEFAULT_FAMILY_SHARE`]; 0: its own).
+    pub family_share: f32,
 }
 
 impl Default for SelectorOptions {
@@ -94,6 +97,7 @@ impl Default for SelectorOptions {
             name_share: core.name_share,
             distilled_weight: core.distilled_weight,
             lift_share: core.lift_share,
+            family_share: core.family_share,
         }
     }
 }
@@ -119,6 +123,9 @@ impl SelectorOptions {
             name_share: selector.name_share.unwrap_or(quiver_core::select::DEFAULT_NAME_SHARE),
             distilled_weight,
             lift_share: selector.effective_lift_share(model_fused, distilled_weight),
+            family_share: selector
+                .family_share
+                .unwrap_or(quiver_core::select::DEFAULT_FAMILY_SHARE),
             ..Self::default()
         }
     }
@@ -371,6 +378,7 @@ impl Selector {
             name_share: options.name_share,
             distilled_weight: options.distilled_weight,
             lift_share: options.lift_share,
+            family_share: options.family_share,
         };
         let index =
             SelectIndex::new(tools.iter().map(|t| (t.name.as_str(), &t.spec)), embeddings, options);
