@@ -265,21 +265,28 @@ fn developer_shorthand_meets_the_words_tools_use() {
 }
 
 /// Database tools in the Azure MCP Server's words: its MySQL and SQL Server families.
+/// Tools by qualified name and description, each taking the one parameter `param`.
+fn catalog(tools: &[(&str, &str)], param: (&str, &str)) -> Vec<(String, ToolSpec)> {
+    tools
+        .iter()
+        .map(|(name, description)| {
+            let local = name.split_once('.').unwrap().1;
+            ((*name).to_owned(), spec(local, "", description, &[param]))
+        })
+        .collect()
+}
+
 fn database_tools() -> Vec<(String, ToolSpec)> {
-    let server = [("server", "The server name")];
-    [
-        ("azure.mysql_database_list", "List all MySQL databases available in the server"),
-        ("azure.mysql_server_list", "List the MySQL flexible servers of a subscription"),
-        ("azure.sql_db_list", "List the databases of an Azure SQL server"),
-        ("azure.sql_db_show", "Show the details of one database of an Azure SQL server"),
-        ("azure.sql_server_list", "List the Azure SQL servers of a subscription"),
-    ]
-    .into_iter()
-    .map(|(name, description)| {
-        let local = name.split_once('.').unwrap().1;
-        (name.to_owned(), spec(local, "", description, &server))
-    })
-    .collect()
+    catalog(
+        &[
+            ("azure.mysql_database_list", "List all MySQL databases available in the server"),
+            ("azure.mysql_server_list", "List the MySQL flexible servers of a subscription"),
+            ("azure.sql_db_list", "List the databases of an Azure SQL server"),
+            ("azure.sql_db_show", "Show the details of one database of an Azure SQL server"),
+            ("azure.sql_server_list", "List the Azure SQL servers of a subscription"),
+        ],
+        ("server", "The server name"),
+    )
 }
 
 #[test]
@@ -897,24 +904,20 @@ fn a_models_similarity_never_outweighs_words_in_the_default_fusion() {
 }
 
 /// A Key Vault's tools, with the vectors of a toy model that tells what a request is about
-/// (keys, secrets) but reads its action poorly: it has `get_key` a little nearer to anything
-/// said about keys than `list_keys`, as all-MiniLM-L6-v2 had the Azure MCP Server's
+/// (keys, secrets) but reads its action poorly: it has `keyvault_key_get` a little nearer to
+/// anything said about keys than `keyvault_key_list`, as all-MiniLM-L6-v2 had the Azure MCP Server's
 /// `keyvault_key_get` nearer to "Enumerate keys in key vault" than `keyvault_key_list`.
 fn key_vault() -> (Vec<(String, ToolSpec)>, EmbeddingsArtifact) {
-    let vault = [("vault", "The key vault's name")];
-    let tools: Vec<(String, ToolSpec)> = [
-        ("azure.keyvault_key_get", "Get one key of a key vault by its name"),
-        ("azure.keyvault_key_list", "List all keys in a key vault"),
-        ("azure.keyvault_key_create", "Create a key in a key vault"),
-        ("azure.keyvault_secret_list", "List all secrets in a key vault"),
-        ("azure.storage_account_list", "List the storage accounts of a subscription"),
-    ]
-    .into_iter()
-    .map(|(name, description)| {
-        let local = name.split_once('.').unwrap().1;
-        (name.to_owned(), spec(local, "", description, &vault))
-    })
-    .collect();
+    let tools = catalog(
+        &[
+            ("azure.keyvault_key_get", "Get one key of a key vault by its name"),
+            ("azure.keyvault_key_list", "List all keys in a key vault"),
+            ("azure.keyvault_key_create", "Create a key in a key vault"),
+            ("azure.keyvault_secret_list", "List all secrets in a key vault"),
+            ("azure.storage_account_list", "List the storage accounts of a subscription"),
+        ],
+        ("vault", "The key vault's name"),
+    );
     let vectors = [
         ("azure.keyvault_key_get", [0.95f32, 0.31, 0.0]),
         ("azure.keyvault_key_list", [0.915, 0.403, 0.0]),
