@@ -304,6 +304,30 @@ fn a_product_written_in_camel_case_meets_the_name_that_spells_it_as_one_word() {
 }
 
 #[test]
+fn a_write_verb_typed_as_a_participle_filters_what_to_read_and_asks_no_change() {
+    let tools = catalog(
+        &[
+            ("gitlab.list_issues", "List a project's issues, by label, state and last update"),
+            ("gitlab.update_issue", "Update an issue's title, labels or assignee"),
+            ("gitlab.create_issue", "Create an issue in a project"),
+            ("gitlab.list_merge_requests", "List a project's merge requests"),
+            ("gitlab.approve_merge_request", "Approve a merge request"),
+        ],
+        ("project", "The project's path"),
+    );
+    let idx = index_over(&tools, None, SelectOptions::default());
+    // "updated" says which issues to read: the writes the request did not ask for are damped,
+    // as for any read.
+    assert_eq!(
+        top_names(&idx, "gitlab issues labelled bug updated this week", 1),
+        ["gitlab.list_issues"]
+    );
+    // The same verbs said as what to do still ask for the change.
+    assert_eq!(top_names(&idx, "update the bug's labels", 1), ["gitlab.update_issue"]);
+    assert_eq!(top_names(&idx, "approve the merge request", 1), ["gitlab.approve_merge_request"]);
+}
+
+#[test]
 fn a_parameter_most_tools_take_does_not_drown_the_name_that_says_it() {
     // Every tool takes a subscription, as every tool of the Azure MCP Server does: in each
     // document, `subscription` was priced at nothing, and "show" found `sql_db_show`.

@@ -336,6 +336,9 @@ pub fn tokens(text: &str) -> Vec<String> {
 struct Word {
     term: String,
     alias_key: String,
+    /// Typed as a past participle (`updated`, `closed`, `merged`): in a request a filter on
+    /// what to read ("issues updated this week", "closed PRs"), not a change to make.
+    participle: bool,
 }
 
 /// The camelCase words of `text` written as one, as index terms (`MySQL` → `mysql`, `GitHub` →
@@ -359,7 +362,8 @@ fn words(text: &str) -> Vec<Word> {
         .filter_map(|w| {
             let term = porter2(&w);
             let alias_key = stem(&w);
-            (!term.is_empty()).then_some(Word { term, alias_key })
+            let participle = w.len() > 4 && w.ends_with("ed");
+            (!term.is_empty()).then_some(Word { term, alias_key, participle })
         })
         .collect()
 }
@@ -1878,9 +1882,10 @@ fn is_write_name(qualified: &str) -> bool {
 }
 
 /// Whether a query (its [`words`]) asks for a change: a write verb or a change word anywhere in
-/// it. No stopword is one, so the words [`words`] drops cannot change the answer.
+/// it, not typed as a past participle. No stopword is one, so the words [`words`] drops cannot
+/// change the answer.
 fn asks_for_change(words: &[Word]) -> bool {
-    words.iter().any(|w| {
+    words.iter().filter(|w| !w.participle).any(|w| {
         let key = w.alias_key.as_str();
         (WRITE_VERBS.contains(&key) && !NOUN_LIKE_VERBS.contains(&key))
             || CHANGE_WORDS.contains(&key)
