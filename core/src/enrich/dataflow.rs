@@ -253,7 +253,7 @@ const GENERIC_CONTAINERS: &[&str] =
     &["item", "result", "hit", "entry", "node", "data", "record", "value", "match"];
 
 /// Tool-name words that say what a tool does, not what it is about.
-const VERBS: &[&str] = &[
+pub(crate) const VERBS: &[&str] = &[
     "get", "list", "search", "find", "fetch", "read", "create", "add", "update", "edit", "delete",
     "remove", "retry", "rerun", "cancel", "close", "open", "set", "link", "move", "run", "query",
     "post", "put", "patch", "upsert", "show", "describe", "make", "new",

@@ -72,7 +72,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::enrich::dataflow::DataflowIndex;
+use crate::enrich::dataflow::{DataflowIndex, VERBS};
 use crate::enrich::embed::{concepts_of, split_words, stem, EmbeddingsArtifact, LexicalEmbedder};
 use crate::enrich::params::inputs;
 use crate::ToolSpec;
@@ -553,15 +553,24 @@ const EXPANSION_SHARE: f32 = 0.75;
 /// Server's catalogue, no request of which was tuned on, all@1/3/5 went .744/.928/.966 →
 /// .757/.937/.977.
 pub const DEFAULT_FAMILY_SHARE: f32 = 0.5;
-/// Words of a tool's name that say what it does to its object, not what the object is: set
-/// aside to find its [`action_families`].
-const ACTION_WORDS: &[&str] = &[
-    "get", "list", "search", "find", "fetch", "read", "create", "add", "update", "edit", "delete",
-    "remove", "retry", "rerun", "cancel", "close", "open", "set", "link", "move", "run", "query",
-    "post", "put", "patch", "upsert", "show", "describe", "make", "new", "rename", "import",
-    "export", "retrieve", "start", "stop", "restart", "deploy", "send", "upload", "download",
-    "check", "count", "lock", "unlock", "enable", "disable", "assign", "unassign", "approve",
-    "merge", "reopen", "archive",
+
+/// What is wrong with `share` as a [`SelectOptions::family_share`] (it must be from 0 to 1),
+/// said for a person setting it; `None` when it is usable.
+pub fn family_share_problem(share: f32) -> Option<String> {
+    (!(0.0..=1.0).contains(&share)).then(|| {
+        format!(
+            "a share of the way to the family's best, from 0 (each tool's own similarity) to 1 \
+             (the family's best); the default is {DEFAULT_FAMILY_SHARE}"
+        )
+    })
+}
+/// Words of a tool's name that say what it does to its object, not what the object is, beside
+/// the dataflow's [`crate::enrich::dataflow::VERBS`]: both set aside to find its
+/// [`action_families`].
+const MORE_ACTION_WORDS: &[&str] = &[
+    "rename", "import", "export", "retrieve", "start", "stop", "restart", "deploy", "send",
+    "upload", "download", "check", "count", "lock", "unlock", "enable", "disable", "assign",
+    "unassign", "approve", "merge", "reopen", "archive",
 ];
 /// Reciprocal-rank fusion's damping constant (the customary 60).
 const RRF_K: f32 = 60.0;
@@ -1853,11 +1862,12 @@ pub fn listed_tokens(qualified: &str, spec: &ToolSpec) -> u64 {
 }
 
 /// Each tool's action family, numbered from 0, and how many there are: tools whose qualified
-/// names have the same words, stemmed, once the [`ACTION_WORDS`] are set aside —
+/// names have the same words, stemmed, once the action words (the dataflow's
+/// [`crate::enrich::dataflow::VERBS`] and [`MORE_ACTION_WORDS`]) are set aside —
 /// `keyvault_secret_get`, `keyvault_secret_list` and `keyvault_secret_create` are one family,
 /// `keyvault_key_get` another; `Sheets_GetSpreadsheet` and `Sheets_CreateSpreadsheet` one.
 fn action_families(names: &[String]) -> (Vec<u32>, usize) {
-    let actions: HashSet<String> = ACTION_WORDS.iter().map(|a| stem(a)).collect();
+    let actions: HashSet<String> = VERBS.iter().chain(MORE_ACTION_WORDS).map(|a| stem(a)).collect();
     let mut numbers: HashMap<Vec<String>, u32> = HashMap::new();
     let family = names
         .iter()

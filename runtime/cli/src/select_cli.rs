@@ -165,11 +165,8 @@ pub(crate) fn select(host: &Host, args: SelectArgs) -> anyhow::Result<ExitCode> 
         options.name_share = share;
     }
     if let Some(share) = args.family_share {
-        if !(0.0..=1.0).contains(&share) {
-            anyhow::bail!(
-                "--family-share {share}: a share of the way to the family's best, from 0 (each \
-                 tool's own similarity) to 1"
-            );
+        if let Some(problem) = quiver_core::select::family_share_problem(share) {
+            anyhow::bail!("--family-share {share}: {problem}");
         }
         options.family_share = share;
     }

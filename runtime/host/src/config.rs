@@ -959,13 +959,10 @@ fn check_users(http: &HttpServeConfig) -> Result<(), String> {
 
 /// The `[selector]` shares that move a tool's score part of the way somewhere within [0, 1].
 fn check_selector(selector: &SelectorConfig) -> Result<(), String> {
-    match selector.family_share {
-        Some(share) if !(0.0..=1.0).contains(&share) => Err(format!(
-            "[selector] family_share = {share}: a share of the way to the family's best, from 0 \
-             (each tool's own similarity) to 1 (the family's best); the default is {}",
-            quiver_core::select::DEFAULT_FAMILY_SHARE
-        )),
-        _ => Ok(()),
+    let Some(share) = selector.family_share else { return Ok(()) };
+    match quiver_core::select::family_share_problem(share) {
+        Some(problem) => Err(format!("[selector] family_share = {share}: {problem}")),
+        None => Ok(()),
     }
 }
 
