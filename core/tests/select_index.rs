@@ -264,7 +264,6 @@ fn developer_shorthand_meets_the_words_tools_use() {
         .all(|n| n.starts_with("fireflies.")));
 }
 
-/// Database tools in the Azure MCP Server's words: its MySQL and SQL Server families.
 /// Tools by qualified name and description, each taking the one parameter `param`.
 fn catalog(tools: &[(&str, &str)], param: (&str, &str)) -> Vec<(String, ToolSpec)> {
     tools
@@ -276,6 +275,7 @@ fn catalog(tools: &[(&str, &str)], param: (&str, &str)) -> Vec<(String, ToolSpec
         .collect()
 }
 
+/// Database tools in the Azure MCP Server's words: its MySQL and SQL Server families.
 fn database_tools() -> Vec<(String, ToolSpec)> {
     catalog(
         &[

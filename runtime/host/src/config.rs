@@ -957,7 +957,7 @@ fn check_users(http: &HttpServeConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The `[selector]` shares that move a tool's score part of the way somewhere within [0, 1].
+/// `[selector] family_share`, when set, within 0 to 1.
 fn check_selector(selector: &SelectorConfig) -> Result<(), String> {
     let Some(share) = selector.family_share else { return Ok(()) };
     match quiver_core::select::family_share_problem(share) {
